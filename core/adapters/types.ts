@@ -1,0 +1,47 @@
+import type { ConnectionTestResult, PeekOptions, PeekPage, QueueSummary, BrokerKind } from '../../shared/domain';
+
+/** Options for listing queues. */
+export interface ListQueuesOptions {
+  /** Glob-like filter on queue names (`*` wildcard), applied by the adapter when it can page server-side. */
+  pattern?: string;
+  /** Upper bound on queues returned (default 10,000). */
+  limit?: number;
+}
+
+/**
+ * The only broker operations Queuescope uses. One implementation per broker
+ * (`redis/`, `rabbitmq/`, `sqs/`, `snapshot/`), all verified by the shared contract
+ * suite in `test/integration/adapter-contract.ts` against the real broker.
+ *
+ * Rules for implementations:
+ * - Return plain JSON data (see `shared/domain`), never client objects.
+ * - Throw only `QueuescopeError` with the most specific code (HOST_UNREACHABLE, AUTH_FAILED,
+ *   TLS_ERROR, UNKNOWN_VHOST, MANAGEMENT_UNAVAILABLE, PERMISSION_DENIED, QUEUE_NOT_FOUND,
+ *   PEEK_REFUSED, TIMEOUT, CANCELLED…); messages never contain credentials.
+ * - `signal` is the last parameter of every async call; check it between batches and
+ *   throw `QueuescopeError('CANCELLED', …)` when aborted.
+ * - Differences between brokers are expressed in `QueueSummary.capabilities`, not in callers.
+ */
+export interface BrokerAdapter {
+  readonly broker: BrokerKind;
+
+  /** Connects and runs the checks "Test connection" shows. Never throws for broker-side failures: they are in the result. */
+  testConnection(signal?: AbortSignal): Promise<ConnectionTestResult>;
+
+  /** Discovers queues (bounded; never KEYS / unbounded scans). Sorted by name. */
+  listQueues(options: ListQueuesOptions, signal?: AbortSignal): Promise<QueueSummary[]>;
+
+  /** Fresh summary of one queue. @throws QueuescopeError `QUEUE_NOT_FOUND` when it does not exist (any more). */
+  getQueue(queueId: string, signal?: AbortSignal): Promise<QueueSummary>;
+
+  /**
+   * Reads messages. Non-destructive where `capabilities.canPeekNonDestructively`; otherwise the
+   * side effects are as declared, and when `capabilities.peekMayDeadLetter !== false` the call
+   * throws `PEEK_REFUSED` (changing nothing) unless `options.acceptSideEffects` is true.
+   * @throws QueuescopeError `QUEUE_NOT_FOUND`, `INVALID_INPUT` (bad cursor/state), `PEEK_REFUSED`.
+   */
+  peek(queueId: string, options: PeekOptions, signal?: AbortSignal): Promise<PeekPage>;
+
+  /** Releases connections. Idempotent. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,115 @@
+import { z } from 'zod';
+import {
+  connectionConfigSchema,
+  type ConnectionProfile,
+  type ConnectionTestResult,
+  type ErrorInfo,
+  type OperationSnapshot,
+  type PeekPage,
+  type QueueSummary,
+} from '../domain';
+
+/**
+ * The one API between the renderer and the main process (and, in the browser
+ * harness, between the page and the Node bridge). Every method has a zod input
+ * schema — main validates every call with it — and an output type.
+ *
+ * The preload builds `window.queuescope` from {@link API_METHODS}; main registers
+ * one handler per method; the renderer imports only the types.
+ */
+
+const id = z.string().min(1).max(512);
+const queueId = z.string().min(1).max(2048);
+
+export const peekOptionsSchema = z
+  .object({
+    cursor: z.string().max(4096).nullable().optional(),
+    limit: z.number().int().min(1).max(1000),
+    direction: z.enum(['oldest', 'newest']).optional(),
+    state: z.string().max(64).optional(),
+    acceptSideEffects: z.boolean().optional(),
+    maxBodyBytes: z.number().int().min(1).max(8 * 1024 * 1024).optional(),
+  })
+  .strict();
+
+export const apiInputSchemas = {
+  'app.info': z.object({}).strict(),
+  'connections.list': z.object({}).strict(),
+  'connections.save': z
+    .object({
+      /** Absent = create. */
+      id: id.optional(),
+      name: z.string().trim().min(1).max(200),
+      /** May include secrets; they are split out and stored encrypted. Omitted secrets keep the stored ones. */
+      config: connectionConfigSchema,
+    })
+    .strict(),
+  'connections.remove': z.object({ id }).strict(),
+  'connections.test': z.union([z.object({ id }).strict(), z.object({ config: connectionConfigSchema }).strict()]),
+  'queues.list': z.object({ connectionId: id, pattern: z.string().max(512).optional() }).strict(),
+  'queues.get': z.object({ connectionId: id, queueId }).strict(),
+  'messages.peek': z.object({ connectionId: id, queueId, options: peekOptionsSchema }).strict(),
+  'snapshots.export': z
+    .object({
+      connectionId: id,
+      queueId,
+      /** Peek state to export (e.g. BullMQ `failed`). */
+      state: z.string().max(64).optional(),
+      /** Export only these message ids (from the current list); absent = the whole queue/state. */
+      messageIds: z.array(z.string().max(1024)).max(100_000).optional(),
+      /** Needed for brokers whose peek has side effects (see capabilities). */
+      acceptSideEffects: z.boolean().optional(),
+    })
+    .strict(),
+  'snapshots.open': z.object({}).strict(),
+  'operations.get': z.object({ operationId: id }).strict(),
+  'operations.cancel': z.object({ operationId: id }).strict(),
+} as const;
+
+export type ApiMethod = keyof typeof apiInputSchemas;
+export const API_METHODS = Object.keys(apiInputSchemas) as ApiMethod[];
+
+export interface AppInfo {
+  version: string;
+  /** `electron` in the desktop app, `web` in the browser bridge. */
+  runtime: 'electron' | 'web';
+  /** Connection id of the bundled demo snapshot, when present. */
+  demoConnectionId: string | null;
+}
+
+export interface ApiOutputs {
+  'app.info': AppInfo;
+  'connections.list': ConnectionProfile[];
+  'connections.save': ConnectionProfile;
+  'connections.remove': { removed: boolean };
+  'connections.test': ConnectionTestResult;
+  'queues.list': QueueSummary[];
+  'queues.get': QueueSummary;
+  'messages.peek': PeekPage;
+  /** Null when the user cancelled the save dialog. */
+  'snapshots.export': OperationSnapshot | null;
+  /** The snapshot opened as a (read-only, session-only) connection; null when the dialog was cancelled. */
+  'snapshots.open': ConnectionProfile | null;
+  'operations.get': OperationSnapshot;
+  'operations.cancel': OperationSnapshot;
+}
+
+export type ApiInput<M extends ApiMethod> = z.input<(typeof apiInputSchemas)[M]>;
+export type ApiParsedInput<M extends ApiMethod> = z.output<(typeof apiInputSchemas)[M]>;
+export type ApiOutput<M extends ApiMethod> = ApiOutputs[M];
+
+/** What crosses the boundary: errors travel as data so their code survives IPC. */
+export type ApiResult<T> = { ok: true; value: T } | { ok: false; error: ErrorInfo };
+
+/** The object the renderer calls: `window.queuescope.invoke('queues.list', { connectionId })`. */
+export interface QueuescopeApi {
+  invoke<M extends ApiMethod>(method: M, input: ApiInput<M>): Promise<ApiResult<ApiOutput<M>>>;
+}
+
+/** IPC channel name for a method (one channel per method, validated in main). */
+export function channelFor(method: ApiMethod): string {
+  return `queuescope:${method}`;
+}
+
+/** Server-side handler map: main and the browser bridge implement exactly this. */
+export type ApiHandlers = { [M in ApiMethod]: (input: ApiParsedInput<M>) => Promise<ApiOutput<M>> };

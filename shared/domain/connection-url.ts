@@ -1,0 +1,58 @@
+import { QueuescopeError } from './errors';
+import { connectionConfigSchema, type ConnectionConfig } from './connection';
+
+/**
+ * Parses a connection given as one string, the form the CLI takes:
+ *
+ * - `redis://[user[:pass]@]host[:port][/db]`, `rediss://…` (TLS)
+ * - `amqp://[user[:pass]@]host[:port][/vhost]`, `amqps://…`; `?management=http://host:15672` optional
+ * - `sqs://REGION[?endpoint=http://host:port&profile=NAME]`
+ * - a path ending in `.jsonl` (or `file://…`) → a read-only snapshot
+ *
+ * @throws QueuescopeError `INVALID_INPUT` naming what is wrong (never echoing a password).
+ */
+export function parseConnectionUrl(input: string): ConnectionConfig {
+  const raw = input.trim();
+  if (raw === '') throw new QueuescopeError('INVALID_INPUT', 'No connection given: pass a URL such as redis://127.0.0.1:6379, amqp://guest:guest@127.0.0.1:5672 or sqs://us-east-1.');
+  if (/^file:\/\//i.test(raw)) return connectionConfigSchema.parse({ kind: 'snapshot', path: decodeURIComponent(raw.replace(/^file:\/\//i, '')) });
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) {
+    if (/\.jsonl(\.gz)?$/i.test(raw)) return connectionConfigSchema.parse({ kind: 'snapshot', path: raw });
+    throw new QueuescopeError('INVALID_INPUT', `"${safe(raw)}" is not a connection URL: it must start with redis://, rediss://, amqp://, amqps:// or sqs://, or be a .jsonl snapshot path.`);
+  }
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new QueuescopeError('INVALID_INPUT', `"${safe(raw)}" is not a valid URL.`);
+  }
+  const scheme = url.protocol.replace(/:$/, '').toLowerCase();
+  switch (scheme) {
+    case 'redis':
+    case 'rediss': {
+      const dbPath = url.pathname.replace(/^\//, '');
+      if (dbPath !== '' && !/^\d+$/.test(dbPath)) throw new QueuescopeError('INVALID_INPUT', `Redis database index must be a number, got "/${safe(dbPath)}".`);
+      return connectionConfigSchema.parse({ kind: 'redis', url: raw, ...(dbPath !== '' ? { db: Number(dbPath) } : {}) });
+    }
+    case 'amqp':
+    case 'amqps': {
+      const management = url.searchParams.get('management') ?? undefined;
+      url.searchParams.delete('management');
+      return connectionConfigSchema.parse({ kind: 'rabbitmq', url: url.toString(), ...(management ? { managementUrl: management } : {}) });
+    }
+    case 'sqs': {
+      const region = url.hostname;
+      const endpoint = url.searchParams.get('endpoint') ?? undefined;
+      const profile = url.searchParams.get('profile') ?? undefined;
+      const result = connectionConfigSchema.safeParse({ kind: 'sqs', region, ...(endpoint ? { endpoint } : {}), ...(profile ? { profile } : {}) });
+      if (!result.success) throw new QueuescopeError('INVALID_INPUT', `sqs:// URL: ${result.error.issues.map((i) => `${i.path.join('.')} must be ${i.message}`).join('; ')} (got region "${safe(region)}").`);
+      return result.data;
+    }
+    default:
+      throw new QueuescopeError('INVALID_INPUT', `Unsupported scheme "${safe(scheme)}://": use redis://, rediss://, amqp://, amqps:// or sqs://.`);
+  }
+}
+
+/** Echo user input in an error without its password or control characters. */
+function safe(s: string): string {
+  return s.replace(/(:\/\/[^/@:]*):[^/@]*@/, '$1:***@').replace(/[\u0000-\u001f\u007f]/g, '?').slice(0, 200);
+}
