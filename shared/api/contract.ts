@@ -8,6 +8,7 @@ import {
   type PeekPage,
   type QueueSummary,
 } from '../domain';
+import { API_METHOD_NAMES, type ApiMethodName } from './methods';
 
 /**
  * The one API between the renderer and the main process (and, in the browser
@@ -67,7 +68,13 @@ export const apiInputSchemas = {
 } as const;
 
 export type ApiMethod = keyof typeof apiInputSchemas;
-export const API_METHODS = Object.keys(apiInputSchemas) as ApiMethod[];
+export { channelFor, isApiMethod } from './methods';
+export const API_METHODS: readonly ApiMethod[] = API_METHOD_NAMES;
+
+// Compile-time check that methods.ts and the schemas list the same methods.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : never) : never;
+const _methodsMatch: Same<ApiMethod, ApiMethodName> = true;
+void _methodsMatch;
 
 export interface AppInfo {
   version: string;
@@ -106,10 +113,6 @@ export interface QueuescopeApi {
   invoke<M extends ApiMethod>(method: M, input: ApiInput<M>): Promise<ApiResult<ApiOutput<M>>>;
 }
 
-/** IPC channel name for a method (one channel per method, validated in main). */
-export function channelFor(method: ApiMethod): string {
-  return `queuescope:${method}`;
-}
 
 /** Server-side handler map: main and the browser bridge implement exactly this. */
 export type ApiHandlers = { [M in ApiMethod]: (input: ApiParsedInput<M>) => Promise<ApiOutput<M>> };
