@@ -1,0 +1,29 @@
+/**
+ * `npm run bench`: the performance targets of the foundation, measured against the real
+ * local brokers, printed as a table. Not a test: it prints numbers and the targets beside them.
+ *
+ * Targets: read 100k Redis stream entries and 100k failed BullMQ jobs into the message model at
+ * ≥ 50k messages/s end to end with bounded peak RSS; list 1,000 RabbitMQ queues in < 2 s.
+ */
+import Table from 'cli-table3';
+import { benchRedisRead } from './redis-read';
+import { benchRabbitmqList } from './rabbitmq-list';
+
+async function main(): Promise<void> {
+  const table = new Table({ head: ['benchmark', 'items', 'seconds', 'items/s', 'peak RSS MB', 'target', 'met'] });
+  for (const r of await benchRedisRead()) {
+    table.push([r.name, r.messages.toLocaleString('en'), r.seconds.toFixed(2), Math.round(r.perSecond).toLocaleString('en'), r.peakRssMb.toFixed(0), '≥ 50,000 msg/s', r.perSecond >= 50_000 ? 'yes' : 'NO']);
+  }
+  for (const r of await benchRabbitmqList()) {
+    table.push([r.name, r.queues.toLocaleString('en'), r.seconds.toFixed(2), Math.round(r.queues / r.seconds).toLocaleString('en'), '', '< 2 s', r.seconds < 2 ? 'yes' : 'NO']);
+  }
+  process.stdout.write(`${table.toString()}\n`);
+}
+
+main().then(
+  () => process.exit(0),
+  (e: unknown) => {
+    process.stderr.write(`bench failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.exit(1);
+  },
+);
