@@ -1,0 +1,386 @@
+import { stat } from 'node:fs/promises';
+import { basename, resolve } from 'node:path';
+import {
+  QueuescopeError,
+  toErrorInfo,
+  type ConnectionCheck,
+  type ConnectionTestResult,
+  type MessageBody,
+  type PeekOptions,
+  type PeekPage,
+  type QueueMessage,
+  type QueueSummary,
+  type SnapshotConnectionConfig,
+} from '../../../shared/domain';
+import {
+  missingHeaderError,
+  parseJsonLine,
+  toQueueMessage,
+  validateSnapshotLine,
+  type SnapshotHeaderLine,
+  type SnapshotMessageLine,
+} from '../../snapshot/format';
+import { fileError, isGzipFile, readRawLines, throwIfAborted, type LineStart } from '../../snapshot/lines';
+import { readFirstHeader } from '../../snapshot/reader';
+import type { BrokerAdapter, ListQueuesOptions } from '../types';
+
+/** Every how many messages (per section, and per state within a section) the index keeps a byte offset. */
+export const SNAPSHOT_CHECKPOINT_EVERY = 256;
+/** Largest page a snapshot peek returns. */
+export const SNAPSHOT_MAX_PEEK_WINDOW = 1000;
+/** Default `maxBodyBytes` (1 MiB + 1 KiB, as in {@link PeekOptions}). */
+const DEFAULT_MAX_BODY_BYTES = 1024 * 1024 + 1024;
+
+/** Positions of one selection (all messages of a section, or those of one state). */
+interface Selection {
+  count: number;
+  /** `checkpoints[k]` is where the selection's message number `k * SNAPSHOT_CHECKPOINT_EVERY` starts. */
+  checkpoints: LineStart[];
+}
+
+interface SectionIndex {
+  /** Queue id within this snapshot connection (the original id, `#2`… appended on duplicates). */
+  id: string;
+  header: SnapshotHeaderLine;
+  all: Selection;
+  /** Per `meta.state` (`''` for messages without a state). */
+  states: Map<string, Selection>;
+}
+
+interface FileIndex {
+  size: number;
+  mtimeMs: number;
+  gzip: boolean;
+  sections: SectionIndex[];
+  byId: Map<string, SectionIndex>;
+  /** Original queue id → section id (first occurrence), to resolve dead-letter links inside the file. */
+  byOriginalId: Map<string, string>;
+}
+
+function addToSelection(sel: Selection, at: LineStart): void {
+  if (sel.count % SNAPSHOT_CHECKPOINT_EVERY === 0) sel.checkpoints.push(at);
+  sel.count++;
+}
+
+/** `*` wildcard match on names, case-sensitive, anchored. */
+function globToRegExp(pattern: string): RegExp {
+  const body = pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*');
+  return new RegExp(`^${body}$`);
+}
+
+/** Cuts a body to at most `max` bytes (on a UTF-8 character boundary for text), keeping `sizeBytes`. */
+export function truncateBody(body: MessageBody, max: number): MessageBody {
+  if (body.encoding === 'utf8') {
+    const buf = Buffer.from(body.data, 'utf8');
+    if (buf.length <= max) return body;
+    let end = max;
+    // step back over UTF-8 continuation bytes (10xxxxxx) so no character is split
+    while (end > 0 && ((buf[end] ?? 0) & 0xc0) === 0x80) end--;
+    return { ...body, data: buf.subarray(0, end).toString('utf8'), truncated: true };
+  }
+  const buf = Buffer.from(body.data, 'base64');
+  if (buf.length <= max) return body;
+  return { ...body, data: buf.subarray(0, max).toString('base64'), truncated: true };
+}
+
+const CURSOR = /^p:(\d{1,12})$/;
+
+/**
+ * Read-only adapter over a snapshot file (format: `core/snapshot/format.ts`), plain or gzip.
+ *
+ * The first call that needs the queue list makes one streaming pass over the file that records,
+ * per section, the message count, the count per `meta.state`, and the byte offset of every
+ * 256th message (overall and per state). Bodies are never kept, so files of 100k+ messages open
+ * in bounded memory. A peek seeks to the nearest recorded offset and reads forward at most 255
+ * lines plus the page. The index is rebuilt when the file's size or mtime changes.
+ *
+ * Queue summaries keep the original `broker` and `kind` (so badges show where the data came from)
+ * with `depth` = messages in the file and non-destructive capabilities; the adapter's own
+ * `broker` is `snapshot`. Queue ids are the original ids; a second section with the same id gets
+ * `#2` appended (and so on). Cursors are `p:<n>` (the n-th message of the selection, 0-based).
+ *
+ * Every line is validated during the pass, so a bad file fails on open with `SNAPSHOT_INVALID`
+ * naming the line and field, not halfway through paging.
+ */
+export function createSnapshotAdapter(config: SnapshotConnectionConfig): BrokerAdapter {
+  return new SnapshotAdapter(config);
+}
+
+class SnapshotAdapter implements BrokerAdapter {
+  readonly broker = 'snapshot' as const;
+  private readonly path: string;
+  private readonly label: string;
+  private cached: FileIndex | null = null;
+  private building: Promise<FileIndex> | null = null;
+
+  constructor(config: SnapshotConnectionConfig) {
+    this.path = resolve(config.path);
+    this.label = basename(this.path);
+  }
+
+  async testConnection(signal?: AbortSignal): Promise<ConnectionTestResult> {
+    const checks: ConnectionCheck[] = [];
+    let t = Date.now();
+    try {
+      throwIfAborted(signal);
+      let size: number;
+      try {
+        const st = await stat(this.path);
+        if (!st.isFile()) throw Object.assign(new Error('not a file'), { code: 'EISDIR' });
+        size = st.size;
+      } catch (e) {
+        throw fileError(e, this.path);
+      }
+      checks.push({ name: `Open ${this.label}`, ok: true, detail: `${size} bytes`, ms: Date.now() - t });
+      t = Date.now();
+      const { header, gzip } = await readFirstHeader(this.path, signal);
+      checks.push({
+        name: 'First line is a Queuescope snapshot header',
+        ok: true,
+        detail: `version ${header.version}${gzip ? ', gzip' : ''}, exported ${new Date(header.exportedAt).toISOString()} from ${header.source.connection}, queue ${header.source.queue.name}`,
+        ms: Date.now() - t,
+      });
+      return { ok: true, server: `Queuescope snapshot v${header.version}`, checks, error: null };
+    } catch (e) {
+      const error = toErrorInfo(e);
+      checks.push({ name: checks.length === 0 ? `Open ${this.label}` : 'First line is a Queuescope snapshot header', ok: false, detail: error.message, ms: Date.now() - t });
+      return { ok: false, server: null, checks, error };
+    }
+  }
+
+  async listQueues(options: ListQueuesOptions, signal?: AbortSignal): Promise<QueueSummary[]> {
+    const idx = await this.index(signal);
+    const re = options.pattern !== undefined && options.pattern !== '' ? globToRegExp(options.pattern) : null;
+    return idx.sections
+      .filter((s) => re === null || re.test(s.header.source.queue.name))
+      .map((s) => this.summary(s, idx))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      .slice(0, options.limit ?? 10_000);
+  }
+
+  async getQueue(queueId: string, signal?: AbortSignal): Promise<QueueSummary> {
+    const idx = await this.index(signal);
+    return this.summary(this.section(idx, queueId), idx);
+  }
+
+  async peek(queueId: string, options: PeekOptions, signal?: AbortSignal): Promise<PeekPage> {
+    const idx = await this.index(signal);
+    const section = this.section(idx, queueId);
+    const limit = Math.min(Math.max(1, Math.floor(options.limit)), SNAPSHOT_MAX_PEEK_WINDOW);
+    if (!Number.isFinite(limit)) throw new QueuescopeError('INVALID_INPUT', 'Peek limit must be a number between 1 and 1000.');
+    let sel: Selection = section.all;
+    const state = options.state;
+    if (state !== undefined && state !== '') {
+      const s = section.states.get(state);
+      if (s === undefined) {
+        const known = [...section.states.keys()].filter((k) => k !== '');
+        throw new QueuescopeError(
+          'INVALID_INPUT',
+          `Snapshot queue ${section.header.source.queue.name} has no messages in state "${state}"${known.length > 0 ? `; states in the file: ${known.join(', ')}` : ''}.`,
+          { state, states: known },
+        );
+      }
+      sel = s;
+    }
+    let start: number | null = null;
+    if (options.cursor !== undefined && options.cursor !== null && options.cursor !== '') {
+      const m = CURSOR.exec(options.cursor);
+      if (m === null) throw new QueuescopeError('INVALID_INPUT', `"${options.cursor.slice(0, 40)}" is not a snapshot cursor (expected p:<number> from a previous page).`);
+      start = Number(m[1]);
+    }
+    const newest = options.direction === 'newest';
+    let lo: number;
+    let hi: number;
+    let next: number | null;
+    if (!newest) {
+      lo = start ?? 0;
+      hi = Math.min(sel.count - 1, lo + limit - 1);
+      next = hi + 1 < sel.count ? hi + 1 : null;
+    } else {
+      hi = Math.min(start ?? sel.count - 1, sel.count - 1);
+      lo = Math.max(0, hi - limit + 1);
+      next = lo > 0 ? lo - 1 : null;
+    }
+    const messages = lo <= hi && lo < sel.count ? await this.readRange(idx, section, sel, state && state !== '' ? state : null, lo, hi, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, signal) : [];
+    if (newest) messages.reverse();
+    return { messages, nextCursor: next === null || messages.length === 0 ? null : `p:${next}`, total: sel.count, sideEffects: [] };
+  }
+
+  async close(): Promise<void> {
+    this.cached = null;
+    await Promise.resolve();
+  }
+
+  /** Reads messages `lo..hi` (0-based, inclusive) of a selection. */
+  private async readRange(
+    idx: FileIndex,
+    section: SectionIndex,
+    sel: Selection,
+    state: string | null,
+    lo: number,
+    hi: number,
+    maxBodyBytes: number,
+    signal: AbortSignal | undefined,
+  ): Promise<QueueMessage[]> {
+    const cpIndex = Math.floor(lo / SNAPSHOT_CHECKPOINT_EVERY);
+    const from = sel.checkpoints[cpIndex];
+    if (from === undefined) throw new QueuescopeError('INTERNAL', `Snapshot index has no checkpoint ${cpIndex}.`);
+    let ordinal = cpIndex * SNAPSHOT_CHECKPOINT_EVERY;
+    const out: QueueMessage[] = [];
+    for await (const raw of readRawLines(this.path, { from, gzip: idx.gzip, fileLabel: this.label }, signal)) {
+      if (raw.bytes.length === 0) continue;
+      const loc = { file: this.label, line: raw.lineNo };
+      const needed = ordinal >= lo;
+      // Lines before `lo` only need to be counted; with a state filter their state must be read.
+      if (!needed && state === null) {
+        ordinal++;
+        continue;
+      }
+      const obj = parseJsonLine(raw.bytes.toString('utf8'), loc);
+      if (obj.type === 'queue') break; // end of section
+      if (state !== null && !isState(obj, state)) continue;
+      if (ordinal >= lo) {
+        const line = validateSnapshotLine(obj, loc) as SnapshotMessageLine;
+        const m = toQueueMessage(line);
+        out.push({ ...m, queueId: section.id, body: truncateBody(m.body, maxBodyBytes) });
+      }
+      ordinal++;
+      if (ordinal > hi) break;
+    }
+    return out;
+  }
+
+  private section(idx: FileIndex, queueId: string): SectionIndex {
+    const s = idx.byId.get(queueId);
+    if (s === undefined) {
+      throw new QueuescopeError('QUEUE_NOT_FOUND', `Snapshot ${this.label} has no queue "${queueId.slice(0, 200)}".`, {
+        queueId,
+        available: idx.sections.map((x) => x.id).slice(0, 50),
+      });
+    }
+    return s;
+  }
+
+  private summary(s: SectionIndex, idx: FileIndex): QueueSummary {
+    const orig = s.header.source.queue;
+    const states = [...s.states.entries()].filter(([k]) => k !== '');
+    const mapId = (id: string | null): string | null => (id === null ? null : (idx.byOriginalId.get(id) ?? null));
+    return {
+      ...orig,
+      id: s.id,
+      depth: s.all.count,
+      counts: Object.fromEntries(states.map(([k, v]) => [k, v.count])),
+      deadLetterTargets: orig.deadLetterTargets.map((t) => ({ ...t, queueId: mapId(t.queueId) })),
+      deadLetterSources: orig.deadLetterSources.map(mapId).filter((x): x is string => x !== null),
+      capabilities: {
+        canPeekNonDestructively: true,
+        peekSideEffects: [],
+        peekMayDeadLetter: false,
+        canPageFromCursor: true,
+        maxPeekWindow: SNAPSHOT_MAX_PEEK_WINDOW,
+        peekStates: states.length > 1 ? states.map(([k]) => k) : [],
+      },
+      config: {
+        ...orig.config,
+        snapshot: {
+          file: this.path,
+          exportedAt: s.header.exportedAt,
+          connection: s.header.source.connection,
+          originalId: orig.id,
+          originalDepth: orig.depth,
+          originalCounts: orig.counts,
+          ...(s.header.state !== undefined ? { state: s.header.state } : {}),
+          ...(s.header.selection !== undefined ? { selection: s.header.selection } : {}),
+          ...(s.header.partial !== undefined ? { partial: s.header.partial } : {}),
+          ...(s.header.partialReason !== undefined ? { partialReason: s.header.partialReason } : {}),
+        },
+      },
+    };
+  }
+
+  /** The index for the file as it is now (rebuilt when size/mtime changed). */
+  private async index(signal: AbortSignal | undefined): Promise<FileIndex> {
+    throwIfAborted(signal);
+    let st;
+    try {
+      st = await stat(this.path);
+    } catch (e) {
+      throw fileError(e, this.path);
+    }
+    if (!st.isFile()) throw new QueuescopeError('INVALID_INPUT', `Snapshot ${this.path} is not a file.`, { path: this.path });
+    const c = this.cached;
+    if (c !== null && c.size === st.size && c.mtimeMs === st.mtimeMs) return c;
+    // One shared pass; a caller's abort stops its wait, not the pass other callers share.
+    const building = (this.building ??= this.build(st.size, st.mtimeMs).finally(() => {
+      this.building = null;
+    }));
+    const idx = await raceAbort(building, signal);
+    this.cached = idx;
+    return idx;
+  }
+
+  private async build(size: number, mtimeMs: number): Promise<FileIndex> {
+    let gzip: boolean;
+    try {
+      gzip = await isGzipFile(this.path);
+    } catch (e) {
+      throw fileError(e, this.path);
+    }
+    const sections: SectionIndex[] = [];
+    const byId = new Map<string, SectionIndex>();
+    const byOriginalId = new Map<string, string>();
+    let current: SectionIndex | null = null;
+    for await (const raw of readRawLines(this.path, { gzip, fileLabel: this.label })) {
+      if (raw.bytes.length === 0) continue;
+      const loc = { file: this.label, line: raw.lineNo };
+      const line = validateSnapshotLine(parseJsonLine(raw.bytes.toString('utf8'), loc), loc);
+      const at = { offset: raw.offset, lineNo: raw.lineNo };
+      if (line.type === 'queue') {
+        const origId = line.source.queue.id;
+        let id = origId;
+        for (let n = 2; byId.has(id); n++) id = `${origId}#${n}`;
+        current = { id, header: line, all: { count: 0, checkpoints: [] }, states: new Map() };
+        sections.push(current);
+        byId.set(id, current);
+        if (!byOriginalId.has(origId)) byOriginalId.set(origId, id);
+        continue;
+      }
+      if (current === null) throw missingHeaderError(loc);
+      addToSelection(current.all, at);
+      const state = line.meta.state ?? '';
+      let sel = current.states.get(state);
+      if (sel === undefined) {
+        sel = { count: 0, checkpoints: [] };
+        current.states.set(state, sel);
+      }
+      addToSelection(sel, at);
+    }
+    if (sections.length === 0) throw missingHeaderError({ file: this.label, line: 1 });
+    return { size, mtimeMs, gzip, sections, byId, byOriginalId };
+  }
+}
+
+function isState(obj: Record<string, unknown>, state: string): boolean {
+  const meta = obj.meta;
+  return meta !== null && typeof meta === 'object' && (meta as Record<string, unknown>).state === state;
+}
+
+/** Resolves like `p`, or rejects with `CANCELLED` as soon as `signal` aborts (leaving `p` running). */
+function raceAbort<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return p;
+  throwIfAborted(signal);
+  return new Promise<T>((res, rej) => {
+    const onAbort = (): void => rej(new QueuescopeError('CANCELLED', 'The operation was cancelled.'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        res(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        rej(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
+}

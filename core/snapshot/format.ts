@@ -1,0 +1,320 @@
+/**
+ * # Queuescope snapshot format, version 1
+ *
+ * A snapshot is a UTF-8 **JSON Lines** file (one JSON object per line, `\n`-separated,
+ * extension `.jsonl`; `.jsonl.gz` is the same content gzip-compressed). It is what
+ * `export` writes, what File › Open and `queuescope peek --file` read, and the backup
+ * format written before a redrive. It holds one or more **queue sections**:
+ *
+ * ```text
+ * {"type":"queue","version":1,"exportedAt":1764441600000,"source":{...}}   ← section header
+ * {"type":"message","id":"1-0","queueId":"stream:orders",...}             ← 0..n messages
+ * {"type":"message",...}
+ * {"type":"queue","version":1,...}                                        ← next section
+ * ...
+ * ```
+ *
+ * **Header line** (`type: "queue"`):
+ * - `version` — always `1` for this format. Readers reject other versions.
+ * - `exportedAt` — when the export started, ms since the Unix epoch.
+ * - `source.broker` — the broker kind the messages came from (`redis`, `rabbitmq`, `sqs`, `snapshot`).
+ * - `source.connection` — `describeConnection(config)`: a label **without secrets**
+ *   (`amqp://guest@127.0.0.1:5672/`, never the password).
+ * - `source.queue` — the {@link QueueSummary} of the queue at export time (counts, capabilities,
+ *   dead-letter links, broker configuration).
+ * - optional `state` — the peek state exported (e.g. BullMQ `failed`); absent = the default state.
+ * - optional `selection` — `"all"` (default) or `"ids"` when only chosen message ids were exported.
+ * - optional `partial` / `partialReason` — true when the section is known not to hold the whole
+ *   queue/state (a broker that cannot page, e.g. RabbitMQ classic or SQS, exports one peek window).
+ *
+ * **Message line** (`type: "message"`): every field of {@link QueueMessage} (`id`, `queueId`,
+ * `queueName`, `position`, `body`, `headers`, `properties`, `meta`) at the top level next to
+ * `type`. Bodies are `{ encoding: "utf8", data: <text> }` when the bytes were valid UTF-8, else
+ * `{ encoding: "base64", data: <base64> }`; `sizeBytes` is the original size in bytes and
+ * `truncated` says the adapter cut the body at its read limit. Times in `meta` are ms since epoch.
+ *
+ * Rules:
+ * - The first non-empty line of a file must be a header; message lines belong to the header above them.
+ * - Empty lines are ignored; a `\r` before `\n` is tolerated.
+ * - Unknown fields are ignored (later minor additions stay readable); missing or mistyped known
+ *   fields make the line invalid. Readers report `SNAPSHOT_INVALID` naming the 1-based line number
+ *   and the field path (e.g. `line 12: body.encoding …`).
+ * - Writers write to `<path>.partial`, fsync, then rename to `<path>`: a file under its final
+ *   name is always complete.
+ * - Message bodies are untrusted data: consumers must render them as text, never as HTML or
+ *   terminal control sequences.
+ *
+ * @module
+ */
+import { z } from 'zod';
+import { QueuescopeError, type BrokerKind, type QueueMessage, type QueueSummary } from '../../shared/domain';
+
+/** The only version this code reads and writes. */
+export const SNAPSHOT_VERSION = 1;
+
+/** Longest line a reader accepts, in bytes (a 1 MiB body base64-encoded plus headers fits easily). */
+export const MAX_SNAPSHOT_LINE_BYTES = 64 * 1024 * 1024;
+
+const brokerKindSchema = z.enum(['redis', 'rabbitmq', 'sqs', 'snapshot']) satisfies z.ZodType<BrokerKind>;
+const queueKindSchema = z.enum([
+  'bullmq',
+  'redis-stream',
+  'redis-list',
+  'rabbitmq-classic',
+  'rabbitmq-quorum',
+  'rabbitmq-stream',
+  'sqs-standard',
+  'sqs-fifo',
+  'snapshot',
+]);
+const count = z.number().int().nonnegative().nullable();
+
+const peekSideEffectSchema = z.looseObject({
+  kind: z.enum(['redelivered-flag', 'delivery-count', 'may-dead-letter', 'temporarily-invisible', 'reorders']),
+  description: z.string(),
+});
+
+const capabilitiesSchema = z.looseObject({
+  canPeekNonDestructively: z.boolean(),
+  peekSideEffects: z.array(peekSideEffectSchema),
+  peekMayDeadLetter: z.boolean().nullable(),
+  canPageFromCursor: z.boolean(),
+  maxPeekWindow: z.number().int().nonnegative(),
+  peekStates: z.array(z.string()),
+});
+
+const deadLetterTargetSchema = z.looseObject({
+  queueId: z.string().nullable(),
+  queueName: z.string().nullable(),
+  via: z.string(),
+  problem: z.string().optional(),
+  maxReceiveCount: z.number().nullable().optional(),
+});
+
+/** zod schema of a {@link QueueSummary} as stored in a header line. */
+export const queueSummarySchema = z.looseObject({
+  id: z.string().min(1),
+  name: z.string(),
+  broker: brokerKindSchema,
+  kind: queueKindSchema,
+  depth: count,
+  inFlight: count,
+  delayed: count,
+  consumers: count,
+  counts: z.record(z.string(), z.number()),
+  deadLetterTargets: z.array(deadLetterTargetSchema),
+  deadLetterSources: z.array(z.string()),
+  isDeadLetterQueue: z.boolean(),
+  capabilities: capabilitiesSchema,
+  config: z.record(z.string(), z.unknown()),
+});
+
+/** zod schema of the header line that opens a queue section. */
+export const snapshotHeaderSchema = z.looseObject({
+  type: z.literal('queue'),
+  version: z.literal(SNAPSHOT_VERSION),
+  exportedAt: z.number().int().nonnegative(),
+  source: z.looseObject({
+    broker: brokerKindSchema,
+    connection: z.string().max(4096),
+    queue: queueSummarySchema,
+  }),
+  state: z.string().max(64).optional(),
+  selection: z.enum(['all', 'ids']).optional(),
+  partial: z.boolean().optional(),
+  partialReason: z.string().optional(),
+});
+
+type HeaderValueT = string | number | boolean | null | HeaderValueT[] | { [k: string]: HeaderValueT };
+const headerValueSchema: z.ZodType<HeaderValueT> = z.lazy(() =>
+  z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(headerValueSchema), z.record(z.string(), headerValueSchema)]),
+);
+
+const nnum = z.number().nullable().optional();
+const nstr = z.string().nullable().optional();
+const metaSchema = z.looseObject({
+  state: z.string().optional(),
+  enqueuedAt: nnum,
+  firstReceivedAt: nnum,
+  receiveCount: nnum,
+  redelivered: z.boolean().nullable().optional(),
+  idleMs: nnum,
+  consumer: nstr,
+  consumerGroup: nstr,
+  jobName: z.string().optional(),
+  attemptsMade: z.number().optional(),
+  attemptsLimit: nnum,
+  failedReason: nstr,
+  stacktrace: z.array(z.string()).optional(),
+  processedOn: nnum,
+  finishedOn: nnum,
+  delayMs: nnum,
+  xDeath: z
+    .array(
+      z.looseObject({
+        count: z.number(),
+        reason: z.string(),
+        queue: z.string(),
+        exchange: z.string(),
+        routingKeys: z.array(z.string()),
+        time: z.number().nullable(),
+      }),
+    )
+    .optional(),
+  firstDeathReason: nstr,
+  firstDeathQueue: nstr,
+  firstDeathExchange: nstr,
+  exchange: nstr,
+  routingKey: nstr,
+  messageGroupId: nstr,
+  messageDeduplicationId: nstr,
+  sequenceNumber: nstr,
+});
+
+const bodySchema = z
+  .looseObject({
+    encoding: z.enum(['utf8', 'base64']),
+    data: z.string(),
+    sizeBytes: z.number().int().nonnegative(),
+    truncated: z.boolean(),
+  })
+  .refine((b) => b.encoding !== 'base64' || /^[A-Za-z0-9+/]*={0,2}$/.test(b.data), { error: 'base64 body data is not valid base64', path: ['data'] });
+
+/** zod schema of a message line: `type: "message"` plus every {@link QueueMessage} field. */
+export const snapshotMessageSchema = z.looseObject({
+  type: z.literal('message'),
+  id: z.string(),
+  queueId: z.string(),
+  queueName: z.string(),
+  position: z.number().int().nullable(),
+  body: bodySchema,
+  headers: z.record(z.string(), headerValueSchema),
+  properties: z.record(z.string(), headerValueSchema),
+  meta: metaSchema,
+});
+
+/** A parsed header line (see the format description at the top of this file). */
+export interface SnapshotHeaderLine {
+  type: 'queue';
+  version: typeof SNAPSHOT_VERSION;
+  /** When the export started, ms since epoch. */
+  exportedAt: number;
+  source: {
+    broker: BrokerKind;
+    /** `describeConnection(config)`: no secrets. */
+    connection: string;
+    queue: QueueSummary;
+  };
+  /** Peek state exported (e.g. BullMQ `failed`); absent = the default state. */
+  state?: string;
+  /** `ids` when only chosen messages were exported. */
+  selection?: 'all' | 'ids';
+  /** True when the section is known not to hold the whole queue/state. */
+  partial?: boolean;
+  partialReason?: string;
+}
+/** A parsed message line. */
+export type SnapshotMessageLine = QueueMessage & { type: 'message' };
+/** Either kind of line. */
+export type SnapshotLine = SnapshotHeaderLine | SnapshotMessageLine;
+
+/** What a writer needs for a header; `type` and `version` are filled in. */
+export type SnapshotHeaderInput = Omit<SnapshotHeaderLine, 'type' | 'version'>;
+
+/** Where a line came from, for error messages. */
+export interface LineLocation {
+  /** File name or path shown to people. */
+  file: string;
+  /** 1-based line number. */
+  line: number;
+}
+
+function invalid(loc: LineLocation, field: string | null, what: string): QueuescopeError {
+  const where = field === null || field === '' ? `line ${loc.line}` : `line ${loc.line}, field "${field}"`;
+  return new QueuescopeError('SNAPSHOT_INVALID', `Snapshot ${loc.file} is not valid at ${where}: ${what}`, {
+    file: loc.file,
+    line: loc.line,
+    ...(field ? { field } : {}),
+  });
+}
+
+function zodToSnapshotError(err: z.ZodError, loc: LineLocation): QueuescopeError {
+  const issue = err.issues[0];
+  if (issue === undefined) return invalid(loc, null, 'invalid line');
+  const field = issue.path.map(String).join('.');
+  const more = err.issues.length > 1 ? ` (and ${err.issues.length - 1} more problem${err.issues.length > 2 ? 's' : ''})` : '';
+  return invalid(loc, field, `${issue.message}${more}.`);
+}
+
+/**
+ * Parses the JSON value of one line (no schema check). Use when only a field or two is needed
+ * (the snapshot adapter's index pass).
+ * @throws QueuescopeError `SNAPSHOT_INVALID` when the line is not a JSON object.
+ */
+export function parseJsonLine(text: string, loc: LineLocation): Record<string, unknown> {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    throw invalid(loc, null, `not valid JSON (${e instanceof Error ? e.message : String(e)}).`);
+  }
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw invalid(loc, null, 'expected a JSON object.');
+  return v as Record<string, unknown>;
+}
+
+/**
+ * Validates an already-parsed line object against the header or message schema chosen by its `type`.
+ * @throws QueuescopeError `SNAPSHOT_INVALID` naming the line and the first bad field.
+ */
+export function validateSnapshotLine(value: Record<string, unknown>, loc: LineLocation): SnapshotLine {
+  const type = value.type;
+  if (type === 'queue') {
+    if (value.version !== SNAPSHOT_VERSION && typeof value.version === 'number') {
+      throw invalid(loc, 'version', `snapshot version ${value.version} is not supported (this Queuescope reads version ${SNAPSHOT_VERSION}).`);
+    }
+    const r = snapshotHeaderSchema.safeParse(value);
+    if (!r.success) throw zodToSnapshotError(r.error, loc);
+    return r.data;
+  }
+  if (type === 'message') {
+    const r = snapshotMessageSchema.safeParse(value);
+    if (!r.success) throw zodToSnapshotError(r.error, loc);
+    return r.data;
+  }
+  throw invalid(loc, 'type', `expected "queue" or "message", got ${type === undefined ? 'nothing' : JSON.stringify(type).slice(0, 40)}.`);
+}
+
+/**
+ * Parses and validates one line of text.
+ * @throws QueuescopeError `SNAPSHOT_INVALID` naming the line number and the field.
+ */
+export function parseSnapshotLine(text: string, loc: LineLocation): SnapshotLine {
+  return validateSnapshotLine(parseJsonLine(text, loc), loc);
+}
+
+/** Serialises a header as one line (with trailing `\n`). */
+export function formatHeaderLine(header: SnapshotHeaderInput): string {
+  const line: SnapshotHeaderLine = { ...header, type: 'queue', version: SNAPSHOT_VERSION };
+  return `${JSON.stringify(line)}\n`;
+}
+
+/** Serialises a message as one line (with trailing `\n`). `type` comes first so readers can sniff it. */
+export function formatMessageLine(message: QueueMessage): string {
+  return `${JSON.stringify({ type: 'message', ...message })}\n`;
+}
+
+/** Drops the `type` discriminator from a message line, giving the domain object. */
+export function toQueueMessage(line: SnapshotMessageLine): QueueMessage {
+  const { type: _type, ...rest } = line;
+  return rest;
+}
+
+/** An error for a file whose first line is not a header. */
+export function missingHeaderError(loc: LineLocation): QueuescopeError {
+  return invalid(loc, 'type', 'a snapshot section must start with a "queue" header line before any "message" line.');
+}
+
+/** A structural error not tied to a field. */
+export function snapshotLineError(loc: LineLocation, what: string): QueuescopeError {
+  return invalid(loc, null, what);
+}

@@ -1,0 +1,155 @@
+import { createReadStream } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { createGunzip } from 'node:zlib';
+import type { Readable } from 'node:stream';
+import { QueuescopeError } from '../../shared/domain';
+import { MAX_SNAPSHOT_LINE_BYTES } from './format';
+
+/** One raw line of a snapshot file, without its `\n` (and without a trailing `\r`). */
+export interface RawLine {
+  /** The line's bytes. May share memory with the read buffer: decode it before the next iteration. */
+  bytes: Buffer;
+  /** Byte offset of the line's first byte in the (decompressed) file. */
+  offset: number;
+  /** 1-based line number. */
+  lineNo: number;
+}
+
+/** Where to start reading: a byte offset known to be the start of line `lineNo`. */
+export interface LineStart {
+  offset: number;
+  lineNo: number;
+}
+
+/** Throws `CANCELLED` when the signal is aborted. */
+export function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted === true) throw new QueuescopeError('CANCELLED', 'The operation was cancelled.');
+}
+
+/**
+ * True when the file starts with the gzip magic bytes (1f 8b). Extension-independent, so a
+ * renamed `.gz` still opens.
+ * @throws node fs errors (ENOENT, EACCES…) — map them with {@link fileError}.
+ */
+export async function isGzipFile(path: string): Promise<boolean> {
+  const fh = await open(path, 'r');
+  try {
+    const buf = Buffer.alloc(2);
+    const { bytesRead } = await fh.read(buf, 0, 2, 0);
+    return bytesRead === 2 && buf[0] === 0x1f && buf[1] === 0x8b;
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * Maps a Node fs error on a snapshot file to a QueuescopeError: `INVALID_INPUT` (missing / not a file),
+ * `PERMISSION_DENIED` (EACCES/EPERM), otherwise `INTERNAL`. Other errors pass through unchanged.
+ */
+export function fileError(e: unknown, path: string, what = 'Snapshot file'): unknown {
+  if (e instanceof QueuescopeError) return e;
+  const code = (e as NodeJS.ErrnoException | null)?.code;
+  if (code === 'ENOENT') return new QueuescopeError('INVALID_INPUT', `${what} not found: ${path}`, { path }, { cause: e });
+  if (code === 'EISDIR') return new QueuescopeError('INVALID_INPUT', `${what} ${path} is a directory, not a file.`, { path }, { cause: e });
+  if (code === 'EACCES' || code === 'EPERM') return new QueuescopeError('PERMISSION_DENIED', `No permission to read ${what.toLowerCase()} ${path}.`, { path }, { cause: e });
+  if (code === 'Z_DATA_ERROR' || code === 'Z_BUF_ERROR') {
+    return new QueuescopeError('SNAPSHOT_INVALID', `${what} ${path} is not a valid gzip file (${(e as Error).message}).`, { path }, { cause: e });
+  }
+  return e;
+}
+
+/**
+ * Streams the lines of a (optionally gzip-compressed) file with their byte offsets, starting at
+ * `from` (default: the beginning). Memory use is bounded by the read buffer plus the longest line.
+ *
+ * For gzip files offsets are positions in the decompressed data, and starting at an offset
+ * decompresses (and discards) everything before it — O(offset), but still streaming.
+ *
+ * Empty lines are yielded too (callers skip them) so line numbers stay true.
+ *
+ * @throws QueuescopeError `SNAPSHOT_INVALID` for a line longer than {@link MAX_SNAPSHOT_LINE_BYTES},
+ *   `CANCELLED` when `signal` aborts (checked per read chunk), and fs errors mapped by {@link fileError}.
+ */
+export async function* readRawLines(
+  path: string,
+  opts: { from?: LineStart; gzip?: boolean; fileLabel?: string } = {},
+  signal?: AbortSignal,
+): AsyncGenerator<RawLine, void, undefined> {
+  const from = opts.from ?? { offset: 0, lineNo: 1 };
+  const label = opts.fileLabel ?? path;
+  throwIfAborted(signal);
+  let stream: Readable;
+  let source: Readable;
+  let skip = 0;
+  if (opts.gzip === true) {
+    source = createReadStream(path, { highWaterMark: 256 * 1024 });
+    const gunzip = createGunzip({ chunkSize: 256 * 1024 });
+    source.on('error', (e) => gunzip.destroy(e));
+    stream = source.pipe(gunzip);
+    skip = from.offset;
+  } else {
+    source = createReadStream(path, { start: from.offset, highWaterMark: 256 * 1024 });
+    stream = source;
+  }
+  let offset = from.offset; // absolute offset of the next unconsumed byte
+  let lineNo = from.lineNo;
+  let lineStart = offset;
+  const pending: Buffer[] = [];
+  let pendingBytes = 0;
+  try {
+    for await (const raw of stream as AsyncIterable<Buffer>) {
+      throwIfAborted(signal);
+      let chunk = raw;
+      if (skip > 0) {
+        if (chunk.length <= skip) {
+          skip -= chunk.length;
+          continue;
+        }
+        chunk = chunk.subarray(skip);
+        skip = 0;
+      }
+      let pos = 0;
+      for (;;) {
+        const nl = chunk.indexOf(10, pos);
+        if (nl === -1) {
+          if (pos < chunk.length) {
+            pending.push(chunk.subarray(pos));
+            pendingBytes += chunk.length - pos;
+            if (pendingBytes > MAX_SNAPSHOT_LINE_BYTES) {
+              throw new QueuescopeError('SNAPSHOT_INVALID', `Snapshot ${label} is not valid at line ${lineNo}: the line is longer than ${MAX_SNAPSHOT_LINE_BYTES} bytes.`, {
+                file: label,
+                line: lineNo,
+              });
+            }
+          }
+          offset += chunk.length - pos;
+          break;
+        }
+        let bytes: Buffer;
+        if (pending.length === 0) bytes = chunk.subarray(pos, nl);
+        else {
+          pending.push(chunk.subarray(pos, nl));
+          bytes = Buffer.concat(pending);
+          pending.length = 0;
+          pendingBytes = 0;
+        }
+        offset += nl - pos + 1;
+        if (bytes.length > 0 && bytes[bytes.length - 1] === 13) bytes = bytes.subarray(0, bytes.length - 1);
+        yield { bytes, offset: lineStart, lineNo };
+        lineNo++;
+        lineStart = offset;
+        pos = nl + 1;
+      }
+    }
+    if (pending.length > 0) {
+      let bytes = Buffer.concat(pending);
+      if (bytes.length > 0 && bytes[bytes.length - 1] === 13) bytes = bytes.subarray(0, bytes.length - 1);
+      yield { bytes, offset: lineStart, lineNo };
+    }
+  } catch (e) {
+    throw fileError(e, path);
+  } finally {
+    stream.destroy();
+    source.destroy();
+  }
+}

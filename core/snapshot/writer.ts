@@ -1,0 +1,200 @@
+import { open, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { promisify } from 'node:util';
+import { gzip as gzipCb } from 'node:zlib';
+import { QueuescopeError, type QueueMessage } from '../../shared/domain';
+import { formatHeaderLine, formatMessageLine, type SnapshotHeaderInput } from './format';
+import { throwIfAborted } from './lines';
+
+const gzip = promisify(gzipCb);
+
+/** Bytes buffered in memory before one write to disk. */
+const FLUSH_BYTES = 256 * 1024;
+
+/** What a finished snapshot file holds. */
+export interface SnapshotWriteResult {
+  /** Final path of the file. */
+  path: string;
+  /** Size of the file on disk in bytes (compressed size for `.gz`). */
+  bytes: number;
+  /** Message lines written, over all sections. */
+  messages: number;
+  /** Header lines written. */
+  sections: number;
+}
+
+/** Options for {@link SnapshotWriter.create}. */
+export interface SnapshotWriterOptions {
+  /** Replace an existing file at `path` (default false: refuse with `INVALID_INPUT`). */
+  overwrite?: boolean;
+  /** Gzip the output. Default: true when `path` ends in `.gz`. */
+  gzip?: boolean;
+}
+
+/**
+ * Streaming snapshot writer (format: see `./format.ts`).
+ *
+ * Lines are buffered up to 256 KiB and written with an awaited `FileHandle.write`, so a caller
+ * that awaits each `write*` call is held back while the disk is slower than the broker
+ * (backpressure) and memory stays bounded. Everything goes to `<path>.partial`; `finish()`
+ * fsyncs it, renames it to `<path>` and fsyncs the directory, so a file under the final name is
+ * always complete. `abort()` (or any failed write) removes the partial file.
+ *
+ * Usage: `create` → `writeHeader` → `writeMessage`* → (`writeHeader` → `writeMessage`*)* → `finish`.
+ */
+export class SnapshotWriter {
+  private buffered: string[] = [];
+  private bufferedBytes = 0;
+  private written = 0;
+  private messageCount = 0;
+  private sectionCount = 0;
+  private closed = false;
+
+  private constructor(
+    private fh: FileHandle | null,
+    /** Final path. */
+    readonly path: string,
+    /** Temporary path the data goes to until `finish()`. */
+    readonly partialPath: string,
+    private readonly compress: boolean,
+  ) {}
+
+  /**
+   * Opens `<path>.partial` for writing (truncating a stale one from an earlier crash).
+   * @throws QueuescopeError `INVALID_INPUT` when `path` exists and `overwrite` is not set, or its
+   *   folder does not exist; `PERMISSION_DENIED` when it cannot be written; `CANCELLED`.
+   */
+  static async create(path: string, options: SnapshotWriterOptions = {}, signal?: AbortSignal): Promise<SnapshotWriter> {
+    throwIfAborted(signal);
+    if (options.overwrite !== true) {
+      const exists = await stat(path).then(
+        () => true,
+        () => false,
+      );
+      if (exists) throw new QueuescopeError('INVALID_INPUT', `${path} already exists; choose another file name or allow overwriting.`, { path });
+    }
+    const partialPath = `${path}.partial`;
+    let fh: FileHandle;
+    try {
+      fh = await open(partialPath, 'w');
+    } catch (e) {
+      throw writeError(e, path);
+    }
+    return new SnapshotWriter(fh, path, partialPath, options.gzip ?? /\.gz$/i.test(path));
+  }
+
+  /** Message lines written so far. */
+  get messages(): number {
+    return this.messageCount;
+  }
+
+  /** Bytes handed to the file so far plus bytes buffered (uncompressed). */
+  get bytes(): number {
+    return this.written + this.bufferedBytes;
+  }
+
+  /** Starts a queue section. */
+  async writeHeader(header: SnapshotHeaderInput, signal?: AbortSignal): Promise<void> {
+    await this.push(formatHeaderLine(header), signal);
+    this.sectionCount++;
+  }
+
+  /**
+   * Appends one message to the current section.
+   * @throws QueuescopeError `INVALID_INPUT` when no header was written yet.
+   */
+  async writeMessage(message: QueueMessage, signal?: AbortSignal): Promise<void> {
+    if (this.sectionCount === 0) throw new QueuescopeError('INTERNAL', 'SnapshotWriter: writeHeader must be called before writeMessage.');
+    await this.push(formatMessageLine(message), signal);
+    this.messageCount++;
+  }
+
+  private async push(line: string, signal: AbortSignal | undefined): Promise<void> {
+    if (this.closed) throw new QueuescopeError('INTERNAL', 'SnapshotWriter: the writer is already finished or aborted.');
+    throwIfAborted(signal);
+    this.buffered.push(line);
+    this.bufferedBytes += Buffer.byteLength(line);
+    if (this.bufferedBytes >= FLUSH_BYTES) await this.flush();
+  }
+
+  private async flush(): Promise<void> {
+    if (this.bufferedBytes === 0 || this.fh === null) return;
+    const raw = Buffer.from(this.buffered.join(''), 'utf8');
+    this.buffered = [];
+    this.bufferedBytes = 0;
+    // Each flush becomes one gzip member; gunzip reads concatenated members as one stream (RFC 1952 §2.2).
+    const data = this.compress ? await gzip(raw) : raw;
+    try {
+      let off = 0;
+      while (off < data.length) {
+        const { bytesWritten } = await this.fh.write(data, off, data.length - off);
+        off += bytesWritten;
+      }
+      this.written += raw.length;
+    } catch (e) {
+      await this.abort();
+      throw writeError(e, this.path);
+    }
+  }
+
+  /**
+   * Flushes, fsyncs, renames `<path>.partial` to `<path>` and fsyncs the folder.
+   * @throws QueuescopeError `CANCELLED` (the partial file is removed), or a write error.
+   */
+  async finish(signal?: AbortSignal): Promise<SnapshotWriteResult> {
+    if (signal?.aborted === true) {
+      await this.abort();
+      throwIfAborted(signal);
+    }
+    await this.flush();
+    const fh = this.fh;
+    if (fh === null || this.closed) throw new QueuescopeError('INTERNAL', 'SnapshotWriter: the writer is already finished or aborted.');
+    try {
+      await fh.sync();
+      await fh.close();
+      this.fh = null;
+      await rename(this.partialPath, this.path);
+    } catch (e) {
+      await this.abort();
+      throw writeError(e, this.path);
+    }
+    this.closed = true;
+    await syncDir(dirname(this.path));
+    const { size } = await stat(this.path);
+    return { path: this.path, bytes: size, messages: this.messageCount, sections: this.sectionCount };
+  }
+
+  /** Closes and deletes the partial file. Idempotent; never throws. */
+  async abort(): Promise<void> {
+    this.closed = true;
+    this.buffered = [];
+    this.bufferedBytes = 0;
+    const fh = this.fh;
+    this.fh = null;
+    if (fh !== null) await fh.close().catch(() => undefined);
+    await unlink(this.partialPath).catch(() => undefined);
+  }
+}
+
+/** fsync a directory so a rename survives a crash (POSIX); a no-op where directories cannot be opened (Windows). */
+async function syncDir(dir: string): Promise<void> {
+  let fh: FileHandle | null = null;
+  try {
+    fh = await open(dir, 'r');
+    await fh.sync();
+  } catch {
+    /* not supported on this platform / file system */
+  } finally {
+    await fh?.close().catch(() => undefined);
+  }
+}
+
+function writeError(e: unknown, path: string): QueuescopeError {
+  if (e instanceof QueuescopeError) return e;
+  const code = (e as NodeJS.ErrnoException | null)?.code;
+  if (code === 'ENOENT') return new QueuescopeError('INVALID_INPUT', `Cannot write ${path}: its folder does not exist.`, { path }, { cause: e });
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') return new QueuescopeError('PERMISSION_DENIED', `No permission to write ${path}.`, { path }, { cause: e });
+  if (code === 'ENOSPC') return new QueuescopeError('INTERNAL', `The disk is full while writing ${path}; nothing was kept under that name.`, { path }, { cause: e });
+  if (code === 'EISDIR') return new QueuescopeError('INVALID_INPUT', `${path} is a directory.`, { path }, { cause: e });
+  return new QueuescopeError('INTERNAL', `Writing ${path} failed: ${e instanceof Error ? e.message : String(e)}`, { path }, { cause: e });
+}
