@@ -1,0 +1,102 @@
+import http from 'node:http';
+import https from 'node:https';
+import { QueuescopeError } from '../../../shared/domain';
+import { cancelledError, networkCause } from './errors';
+import type { RabbitmqSettings } from './settings';
+
+/** A management API answer: the HTTP status, the parsed JSON body (null when not JSON) and RabbitMQ's `reason`. */
+export interface ManagementResponse {
+  status: number;
+  body: unknown;
+  /** The `reason` (or `error`) field RabbitMQ puts in error bodies, e.g. "Not management user". */
+  reason: string | null;
+}
+
+/** Thrown for a failure to talk to the management API at all (network, TLS, timeout). */
+export class ManagementNetworkError extends QueuescopeError {
+  readonly managementNetwork = true;
+}
+
+/** Default per-request timeout (ms) of the management API client. */
+export const MANAGEMENT_TIMEOUT_MS = 5_000;
+
+/**
+ * A small client for the RabbitMQ management HTTP API (https://www.rabbitmq.com/docs/management#http-api,
+ * reference: `/api/index.html` on the broker). Uses node:http/https with a keep-alive agent rather
+ * than global fetch because the connection's TLS settings (a private CA, `rejectUnauthorized`,
+ * a server name) must apply to `https:` management URLs too, which fetch cannot take without undici.
+ * Sends HTTP basic auth; never puts credentials in URLs or messages.
+ */
+export class ManagementClient {
+  private readonly agent: http.Agent;
+  private readonly auth: string;
+
+  constructor(private readonly s: RabbitmqSettings) {
+    const https_ = s.managementBase.protocol === 'https:';
+    this.agent = https_
+      ? new https.Agent({ keepAlive: true, maxSockets: 8, ...s.managementTls })
+      : new http.Agent({ keepAlive: true, maxSockets: 8 });
+    this.auth = `Basic ${Buffer.from(`${s.managementUser}:${s.managementPassword}`).toString('base64')}`;
+  }
+
+  /** The base URL shown in messages, e.g. `http://127.0.0.1:15672`. */
+  get base(): string {
+    return this.s.managementBase.toString().replace(/\/$/, '');
+  }
+
+  /**
+   * GETs `path` (starting with `/api/`), parsed as JSON.
+   * @throws ManagementNetworkError (`HOST_UNREACHABLE`, `TLS_ERROR`, `TIMEOUT`) when no HTTP answer arrives;
+   *   QueuescopeError `CANCELLED` when `signal` aborts.
+   */
+  async get(path: string, signal?: AbortSignal, timeoutMs = MANAGEMENT_TIMEOUT_MS): Promise<ManagementResponse> {
+    if (signal?.aborted === true) throw cancelledError();
+    const url = new URL(this.s.managementBase.toString().replace(/\/$/, '') + path);
+    const mod = url.protocol === 'https:' ? https : http;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const both = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    return new Promise<ManagementResponse>((resolve, reject) => {
+      const req = mod.request(url, { method: 'GET', agent: this.agent, headers: { authorization: this.auth, accept: 'application/json' }, signal: both }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', (e) => {
+          reject(this.failure(e, signal, timeout, timeoutMs));
+        });
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let body: unknown;
+          try {
+            body = text === '' ? null : JSON.parse(text);
+          } catch {
+            body = null;
+          }
+          let reason: string | null = null;
+          if (body !== null && typeof body === 'object' && !Array.isArray(body)) {
+            const b = body as { reason?: unknown; error?: unknown };
+            reason = typeof b.reason === 'string' ? b.reason : typeof b.error === 'string' ? b.error : null;
+          }
+          resolve({ status: res.statusCode ?? 0, body, reason });
+        });
+      });
+      req.on('error', (e) => {
+        reject(this.failure(e, signal, timeout, timeoutMs));
+      });
+      req.end();
+    });
+  }
+
+  private failure(e: unknown, signal: AbortSignal | undefined, timeout: AbortSignal, timeoutMs: number): QueuescopeError {
+    if (signal?.aborted === true) return cancelledError();
+    if (timeout.aborted) {
+      return new ManagementNetworkError('TIMEOUT', `The RabbitMQ management API at ${this.base} did not answer within ${Math.round(timeoutMs / 1000)} s.`, { managementUrl: this.base });
+    }
+    const cause = networkCause(e, `the RabbitMQ management API at ${this.base}`);
+    if (cause) return new ManagementNetworkError(cause.code, cause.message, { managementUrl: this.base });
+    return new ManagementNetworkError('HOST_UNREACHABLE', `The RabbitMQ management API at ${this.base} could not be reached: ${e instanceof Error ? e.message : String(e)}`, { managementUrl: this.base });
+  }
+
+  /** Closes idle keep-alive sockets. */
+  close(): void {
+    this.agent.destroy();
+  }
+}
