@@ -154,7 +154,7 @@ export function mapSqsError(e: unknown, ctx: SqsErrorContext): QueuescopeError {
   }
   if (err.$metadata !== undefined || err.$fault !== undefined) {
     // A reply that is not an SQS JSON error (e.g. an HTML page, a 404/405 from another HTTP server).
-    if (awsCode === 'Unknown' || awsCode === '' || rawMessage === 'UnknownError') {
+    if (awsCode === 'Unknown' || awsCode === '' || awsCode === 'SyntaxError' || rawMessage === 'UnknownError' || /is not valid JSON|Deserialization error/i.test(rawMessage)) {
       return make('BROKER_ERROR', `${ctx.endpoint} answered ${ctx.action} with HTTP ${status ?? '?'} that is not an SQS reply: is this the SQS endpoint?`, { httpStatus: status, requestId });
     }
     return make('BROKER_ERROR', `SQS refused ${ctx.action}${where}: ${awsCode}: ${firstLine(rawMessage)}`, { awsCode, httpStatus: status, requestId });
