@@ -1,0 +1,35 @@
+import { useEffect } from 'react';
+import { useStore } from '../store';
+import { ErrorBanner } from './common';
+import { ConnectionForm } from './ConnectionForm';
+import { OperationsDock } from './OperationsDock';
+import { QueueList } from './QueueList';
+import { QueueView } from './QueueView';
+import { Sidebar } from './Sidebar';
+import { Welcome } from './Welcome';
+
+/** The window: sidebar, error banner, the current screen, operations. */
+export function App() {
+  const view = useStore((s) => s.view);
+  const banner = useStore((s) => s.banner);
+  const dismissBanner = useStore((s) => s.dismissBanner);
+  const init = useStore((s) => s.init);
+
+  useEffect(() => {
+    void init();
+  }, [init]);
+
+  return (
+    <div className="app">
+      <Sidebar />
+      <main className="main">
+        {banner !== null && <ErrorBanner error={banner} onDismiss={dismissBanner} />}
+        {view.screen === 'welcome' && <Welcome />}
+        {view.screen === 'connection-form' && <ConnectionForm key={view.editId ?? 'new'} editId={view.editId} />}
+        {view.screen === 'queues' && <QueueList key={view.connectionId} connectionId={view.connectionId} />}
+        {view.screen === 'queue' && <QueueView key={`${view.connectionId}\u0000${view.queueId}`} connectionId={view.connectionId} queueId={view.queueId} />}
+      </main>
+      <OperationsDock />
+    </div>
+  );
+}

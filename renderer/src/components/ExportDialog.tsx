@@ -1,0 +1,95 @@
+import { useEffect, useId, useState } from 'react';
+import type { ErrorInfo } from '../../../shared/domain/errors';
+import type { QueueSummary } from '../../../shared/domain/queue';
+import { errorInfoOf } from '../api';
+import { count } from '../lib/format';
+import { useStore } from '../store';
+import { ErrorState } from './common';
+
+/**
+ * Export to a JSONL snapshot: the ticked messages or the whole queue/state. For queues whose
+ * peek changes them, the side effects are listed and must be accepted (the export reads every message).
+ */
+export function ExportDialog({ summary, connectionId, state, selectedIds, onClose }: { summary: QueueSummary; connectionId: string; state: string | undefined; selectedIds: string[]; onClose: () => void }) {
+  const titleId = useId();
+  const startExport = useStore((s) => s.startExport);
+  const [scope, setScope] = useState<'selection' | 'all'>(selectedIds.length > 0 ? 'selection' : 'all');
+  const [accepted, setAccepted] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<ErrorInfo | null>(null);
+  const caps = summary.capabilities;
+  const hasSideEffects = caps.peekSideEffects.length > 0;
+  const needsAccept = hasSideEffects && caps.peekMayDeadLetter !== false;
+  const total = state !== undefined ? summary.counts[state] : summary.depth;
+
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent): void => {
+      if (e.key === 'Escape') onClose();
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, [onClose]);
+
+  const onExport = async (): Promise<void> => {
+    setBusy(true);
+    setError(null);
+    try {
+      await startExport({
+        connectionId,
+        queueId: summary.id,
+        ...(state !== undefined ? { state } : {}),
+        ...(scope === 'selection' ? { messageIds: selectedIds } : {}),
+        ...(hasSideEffects ? { acceptSideEffects: true } : {}),
+      });
+      onClose();
+    } catch (e) {
+      setError(errorInfoOf(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <div className="modal-backdrop">
+      <div className="modal" role="dialog" aria-modal="true" aria-labelledby={titleId}>
+        <h2 id={titleId}>Export to a snapshot</h2>
+        <p className="muted">Writes one JSON line per message (body, headers, properties, metadata) to a .jsonl file you choose. Snapshots open read-only in Queuescope and the CLI.</p>
+        <fieldset className="radio-group">
+          <legend>Messages</legend>
+          <label className="radio">
+            <input type="radio" name="export-scope" checked={scope === 'selection'} disabled={selectedIds.length === 0} onChange={() => setScope('selection')} /> Selected messages ({count(selectedIds.length)})
+          </label>
+          <label className="radio">
+            <input type="radio" name="export-scope" checked={scope === 'all'} onChange={() => setScope('all')} />{' '}
+            {state !== undefined ? `All ${state} messages` : 'All messages in the queue'}
+            {total != null ? ` (${count(total)})` : ''}
+          </label>
+        </fieldset>
+        {hasSideEffects && (
+          <div className="notice notice-warn">
+            <strong>Reading this queue changes it.</strong>
+            <ul className="side-effects">
+              {caps.peekSideEffects.map((s, i) => (
+                <li key={i}>{s.description}</li>
+              ))}
+            </ul>
+            {needsAccept && (
+              <label className="check check-danger">
+                <input type="checkbox" checked={accepted} onChange={(e) => setAccepted(e.target.checked)} /> I understand the export can move messages to the dead-letter queue.
+              </label>
+            )}
+          </div>
+        )}
+        {error !== null && <ErrorState error={error} compact />}
+        <div className="modal-actions">
+          <button type="button" className="btn" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="button" className="btn btn-primary" disabled={busy || (needsAccept && !accepted)} onClick={() => void onExport()}>
+            {busy ? 'Starting…' : 'Export…'}
+          </button>
+        </div>
+      </div>
+    </div>
+  );
+}

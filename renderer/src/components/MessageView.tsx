@@ -1,0 +1,166 @@
+import type { ReactNode } from 'react';
+import type { HeaderValue, MessageMeta, QueueMessage } from '../../../shared/domain/message';
+import { absoluteTime, count, duration, headerValueText } from '../lib/format';
+import { BodyViewer } from './BodyViewer';
+import { Time } from './common';
+
+/** One message: body viewer, broker metadata (x-death, BullMQ failure, stream pending info), headers and properties. */
+export function MessageView({ message, onClose }: { message: QueueMessage; onClose: () => void }) {
+  const meta = message.meta;
+  const rows = metaRows(meta);
+  const headers = Object.entries(message.headers);
+  const properties = Object.entries(message.properties);
+  return (
+    <article className="message-view" aria-label={`Message ${message.id}`} data-testid="message-view">
+      <header className="message-header">
+        <div className="title-block">
+          <h2 className="mono ellipsis" title={message.id}>
+            {message.id}
+          </h2>
+          <div className="subtitle">
+            {meta.state !== undefined && <span className={`msg-state msg-state-${meta.state}`}>{meta.state}</span>}
+            {message.position !== null && <span className="muted">position {count(message.position)}</span>}
+            {meta.jobName !== undefined && <span className="muted">job “{meta.jobName}”</span>}
+            {meta.enqueuedAt != null && (
+              <span className="muted">
+                enqueued <Time ms={meta.enqueuedAt} />
+              </span>
+            )}
+          </div>
+        </div>
+        <button type="button" className="btn btn-ghost btn-icon" aria-label="Close message" onClick={onClose}>
+          ×
+        </button>
+      </header>
+
+      {(meta.failedReason != null || (meta.stacktrace !== undefined && meta.stacktrace.length > 0)) && (
+        <section className="panel panel-danger" aria-label="Failure">
+          <h3>Failure{meta.attemptsMade !== undefined ? ` after ${meta.attemptsMade} attempt${meta.attemptsMade === 1 ? '' : 's'}` : ''}</h3>
+          {meta.failedReason != null && <pre className="failed-reason">{meta.failedReason}</pre>}
+          {meta.stacktrace !== undefined && meta.stacktrace.length > 0 && (
+            <details>
+              <summary>Stack traces ({meta.stacktrace.length})</summary>
+              {meta.stacktrace.map((s, i) => (
+                <pre key={i} className="stacktrace">
+                  {s}
+                </pre>
+              ))}
+            </details>
+          )}
+        </section>
+      )}
+
+      <section className="panel" aria-label="Body">
+        <BodyViewer key={`${message.queueId}\u0000${message.id}\u0000${message.position ?? ''}`} message={message} />
+      </section>
+
+      {meta.xDeath !== undefined && meta.xDeath.length > 0 && (
+        <section className="panel" aria-label="Dead-letter history">
+          <h3>Dead-letter history (x-death)</h3>
+          <table className="kv-table x-death">
+            <thead>
+              <tr>
+                <th className="num">Count</th>
+                <th>Reason</th>
+                <th>Queue</th>
+                <th>Exchange</th>
+                <th>Routing keys</th>
+                <th>Time</th>
+              </tr>
+            </thead>
+            <tbody>
+              {meta.xDeath.map((d, i) => (
+                <tr key={i}>
+                  <td className="num">{count(d.count)}</td>
+                  <td>
+                    <span className={`reason-badge reason-${d.reason}`}>{d.reason}</span>
+                  </td>
+                  <td className="mono">{d.queue}</td>
+                  <td className="mono">{d.exchange === '' ? <span className="muted">(default)</span> : d.exchange}</td>
+                  <td className="mono">{d.routingKeys.join(', ')}</td>
+                  <td title={absoluteTime(d.time)}>{d.time === null ? '—' : absoluteTime(d.time)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </section>
+      )}
+
+      {rows.length > 0 && (
+        <section className="panel" aria-label="Broker metadata">
+          <h3>Broker metadata</h3>
+          <dl className="meta-grid">
+            {rows.map(([k, v]) => (
+              <div key={k} className="meta-item">
+                <dt>{k}</dt>
+                <dd>{v}</dd>
+              </div>
+            ))}
+          </dl>
+        </section>
+      )}
+
+      <KeyValueSection title="Headers / attributes" entries={headers} empty="No headers." />
+      <KeyValueSection title="Properties" entries={properties} empty="No properties." />
+    </article>
+  );
+}
+
+function KeyValueSection({ title, entries, empty }: { title: string; entries: [string, HeaderValue][]; empty: string }) {
+  return (
+    <section className="panel" aria-label={title}>
+      <h3>
+        {title} <span className="muted">({entries.length})</span>
+      </h3>
+      {entries.length === 0 ? (
+        <div className="muted">{empty}</div>
+      ) : (
+        <table className="kv-table">
+          <tbody>
+            {entries.map(([k, v]) => (
+              <tr key={k}>
+                <th className="mono">{k}</th>
+                <td className="mono wrap-anywhere">{headerValueText(v)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
+/** The metadata the broker gave, as label/value rows, in a fixed order; absent fields are skipped. */
+function metaRows(m: MessageMeta): [string, ReactNode][] {
+  const rows: [string, ReactNode][] = [];
+  const time = (label: string, v: number | null | undefined): void => {
+    if (v != null)
+      rows.push([
+        label,
+        <>
+          {absoluteTime(v)} <span className="muted">(<Time ms={v} />)</span>
+        </>,
+      ]);
+  };
+  if (m.state !== undefined) rows.push(['State', m.state]);
+  time('Enqueued', m.enqueuedAt);
+  time('First received', m.firstReceivedAt);
+  if (m.receiveCount != null) rows.push(['Receive / delivery count', count(m.receiveCount)]);
+  if (m.redelivered != null) rows.push(['Redelivered', m.redelivered ? 'yes' : 'no']);
+  if (m.attemptsMade !== undefined) rows.push(['Attempts made', m.attemptsLimit != null ? `${m.attemptsMade} of ${m.attemptsLimit}` : count(m.attemptsMade)]);
+  if (m.delayMs != null) rows.push(['Delay', duration(m.delayMs)]);
+  time('Processed on', m.processedOn);
+  time('Finished on', m.finishedOn);
+  if (m.idleMs != null) rows.push(['Idle (pending)', duration(m.idleMs)]);
+  if (m.consumerGroup != null) rows.push(['Consumer group', m.consumerGroup]);
+  if (m.consumer != null) rows.push(['Consumer', m.consumer]);
+  if (m.exchange != null) rows.push(['Exchange', m.exchange === '' ? '(default)' : m.exchange]);
+  if (m.routingKey != null) rows.push(['Routing key', m.routingKey]);
+  if (m.firstDeathReason != null) rows.push(['First death reason', m.firstDeathReason]);
+  if (m.firstDeathQueue != null) rows.push(['First death queue', m.firstDeathQueue]);
+  if (m.firstDeathExchange != null) rows.push(['First death exchange', m.firstDeathExchange === '' ? '(default)' : m.firstDeathExchange]);
+  if (m.messageGroupId != null) rows.push(['Message group', m.messageGroupId]);
+  if (m.messageDeduplicationId != null) rows.push(['Deduplication id', m.messageDeduplicationId]);
+  if (m.sequenceNumber != null) rows.push(['Sequence number', m.sequenceNumber]);
+  return rows;
+}

@@ -1,0 +1,59 @@
+import { TERMINAL_STATUSES } from '../../../shared/domain/operation';
+import { count, duration } from '../lib/format';
+import { useStore } from '../store';
+
+/** Progress of running and finished operations (exports), with Cancel and Dismiss. */
+export function OperationsDock() {
+  const operations = useStore((s) => s.operations);
+  const cancel = useStore((s) => s.cancelOperation);
+  const dismiss = useStore((s) => s.dismissOperation);
+  if (operations.length === 0) return null;
+  return (
+    <aside className="ops-dock" aria-label="Operations">
+      {operations.map((op) => {
+        const done = TERMINAL_STATUSES.includes(op.status);
+        const pct = op.total !== null && op.total > 0 ? Math.min(100, (op.processed / op.total) * 100) : null;
+        const path = typeof op.result?.path === 'string' ? op.result.path : null;
+        const lastError = op.errors.at(-1);
+        return (
+          <div key={op.id} className={`op op-${op.status}`} data-testid="operation" data-status={op.status}>
+            <div className="op-head">
+              <span className="op-label" title={op.label}>
+                {op.label}
+              </span>
+              <span className={`op-status op-status-${op.status}`}>{op.status}</span>
+            </div>
+            <div className="progress" role="progressbar" aria-valuemin={0} aria-valuemax={op.total ?? undefined} aria-valuenow={op.processed}>
+              <div className={pct === null && !done ? 'progress-bar indeterminate' : 'progress-bar'} style={{ width: `${done && op.status === 'completed' ? 100 : (pct ?? 0)}%` }} />
+            </div>
+            <div className="op-meta">
+              {count(op.processed)}
+              {op.total !== null ? ` of ${count(op.total)}` : ''} messages
+              {op.skipped > 0 && ` · ${count(op.skipped)} skipped`}
+              {op.failed > 0 && <span className="danger-text"> · {count(op.failed)} failed</span>}
+              {!done && op.rate !== null && ` · ${Math.round(op.rate)}/s`}
+              {!done && op.etaMs !== null && ` · ${duration(op.etaMs)} left`}
+            </div>
+            {path !== null && (
+              <div className="op-path mono" title={path}>
+                {path}
+              </div>
+            )}
+            {lastError !== undefined && <div className="op-error danger-text">{lastError.message}</div>}
+            <div className="op-actions">
+              {done ? (
+                <button type="button" className="btn btn-small btn-ghost" onClick={() => dismiss(op.id)}>
+                  Dismiss
+                </button>
+              ) : (
+                <button type="button" className="btn btn-small" onClick={() => void cancel(op.id)}>
+                  Cancel
+                </button>
+              )}
+            </div>
+          </div>
+        );
+      })}
+    </aside>
+  );
+}

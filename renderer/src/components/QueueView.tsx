@@ -1,0 +1,274 @@
+import { useEffect, useMemo, useState } from 'react';
+import type { QueueSummary } from '../../../shared/domain/queue';
+import { count } from '../lib/format';
+import { useStore } from '../store';
+import { queueKey } from '../store/types';
+import { PEEK_LIMITS } from '../store/ui';
+import { Empty, ErrorState, KindBadge, Loading } from './common';
+import { ExportDialog } from './ExportDialog';
+import { MessageList } from './MessageList';
+import { MessageView } from './MessageView';
+import { PeekConfirm } from './PeekConfirm';
+import { DeadLetterLine } from './QueueList';
+
+/** The state to peek first: the first state with messages, else the first state; undefined when the queue has one state. */
+export function defaultPeekState(q: QueueSummary | null | undefined): string | undefined {
+  const states = q?.capabilities.peekStates ?? [];
+  if (states.length === 0) return undefined;
+  return states.find((s) => (q?.counts[s] ?? 0) > 0) ?? states[0];
+}
+
+/** One queue: header with counts and configuration, peek controls (with the side-effect gate), messages and the open message. */
+export function QueueView({ connectionId, queueId }: { connectionId: string; queueId: string }) {
+  const key = queueKey(connectionId, queueId);
+  const detail = useStore((s) => s.queueDetails[key]);
+  const listed = useStore((s) => s.queueLists[connectionId]?.queues);
+  const connectionName = useStore((s) => s.connections.find((c) => c.id === connectionId)?.name ?? 'Connection');
+  const loadQueue = useStore((s) => s.loadQueue);
+  const loadQueues = useStore((s) => s.loadQueues);
+  const navigate = useStore((s) => s.navigate);
+  const peek = useStore((s) => s.peek);
+  const startPeek = useStore((s) => s.startPeek);
+  const loadMore = useStore((s) => s.loadMore);
+  const selectedIndex = useStore((s) => s.selectedIndex);
+  const selectMessage = useStore((s) => s.selectMessage);
+  const checked = useStore((s) => s.checked);
+  const toggleChecked = useStore((s) => s.toggleChecked);
+  const setChecked = useStore((s) => s.setChecked);
+  const prefs = useStore((s) => s.preferences);
+  const setPreference = useStore((s) => s.setPreference);
+
+  const [chosenState, setChosenState] = useState<string | undefined>(undefined);
+  const [confirming, setConfirming] = useState(false);
+  const [exporting, setExporting] = useState(false);
+
+  useEffect(() => {
+    void loadQueue(connectionId, queueId);
+  }, [connectionId, queueId, loadQueue]);
+  // The list gives names for dead-letter links; load it when opening a queue directly.
+  useEffect(() => {
+    if (listed === undefined) void loadQueues(connectionId);
+  }, [connectionId, listed, loadQueues]);
+
+  const summary = detail?.summary ?? null;
+  const caps = summary?.capabilities;
+  const state = chosenState ?? defaultPeekState(summary);
+  const limit = Math.min(prefs.peekLimit, caps?.maxPeekWindow ?? prefs.peekLimit);
+  const direction = prefs.peekDirection;
+  const hasSideEffects = (caps?.peekSideEffects.length ?? 0) > 0;
+  const summaryId = summary?.id;
+  const byId = useMemo(() => new Map((listed ?? []).map((q) => [q.id, q])), [listed]);
+  const ours = peek !== null && peek.connectionId === connectionId && peek.queueId === queueId;
+  const current = ours && peek.state === state && peek.limit === limit && peek.direction === direction;
+
+  // Non-destructive queues are read at once; queues whose peek changes them wait for a confirmed click.
+  useEffect(() => {
+    if (summaryId === undefined || hasSideEffects || current) return;
+    void startPeek({ connectionId, queueId, state, limit, direction, acceptSideEffects: false });
+  }, [summaryId, hasSideEffects, current, connectionId, queueId, state, limit, direction, startPeek]);
+
+  const runPeek = (accept: boolean): void => {
+    setConfirming(false);
+    void startPeek({ connectionId, queueId, state, limit, direction, acceptSideEffects: accept });
+  };
+  const onPeekClick = (): void => {
+    if (hasSideEffects) setConfirming(true);
+    else runPeek(false);
+  };
+
+  if (detail === undefined || (detail.status === 'loading' && summary === null)) {
+    return (
+      <section className="screen">
+        <Loading label="Loading queue…" />
+      </section>
+    );
+  }
+  if (summary === null || caps === undefined) {
+    return (
+      <section className="screen">
+        <Breadcrumb connectionName={connectionName} onBack={() => navigate({ screen: 'queues', connectionId })} name={queueId} />
+        {detail.error !== null && <ErrorState error={detail.error} onRetry={() => void loadQueue(connectionId, queueId)} />}
+      </section>
+    );
+  }
+
+  const messages = ours ? peek.messages : [];
+  const selected = ours && selectedIndex !== null ? messages[selectedIndex] : undefined;
+  const checkedIds = Object.keys(checked)
+    .map((i) => messages[Number(i)]?.id)
+    .filter((x): x is string => x !== undefined);
+  const refused = ours && peek.status === 'error' && peek.error?.code === 'PEEK_REFUSED';
+  const stateCount = state !== undefined ? summary.counts[state] : undefined;
+
+  return (
+    <section className="screen screen-queue" aria-labelledby="queue-title">
+      <Breadcrumb connectionName={connectionName} onBack={() => navigate({ screen: 'queues', connectionId })} name={summary.name} />
+      <header className="queue-header">
+        <div className="title-block">
+          <h1 id="queue-title" className="mono">
+            {summary.name} <KindBadge kind={summary.kind} />
+            {summary.isDeadLetterQueue && <span className="badge badge-dlq">DLQ</span>}
+          </h1>
+          <DeadLetterLine q={summary} byId={byId} onOpen={(id) => navigate({ screen: 'queue', connectionId, queueId: id })} />
+        </div>
+        <div className="stats">
+          <Stat label="Depth" value={summary.depth} strong />
+          <Stat label="In flight" value={summary.inFlight} />
+          <Stat label="Delayed" value={summary.delayed} />
+          <Stat label="Consumers" value={summary.consumers} />
+          <button type="button" className="btn btn-small" onClick={() => void loadQueue(connectionId, queueId)} disabled={detail.status === 'loading'} aria-label="Refresh queue">
+            ↻
+          </button>
+        </div>
+      </header>
+      {detail.status === 'error' && detail.error !== null && <ErrorState error={detail.error} compact onRetry={() => void loadQueue(connectionId, queueId)} />}
+      <div className="queue-extra">
+        {Object.keys(summary.counts).length > 0 && (
+          <div className="count-chips" aria-label="Counts">
+            {Object.entries(summary.counts).map(([k, v]) => (
+              <span key={k} className={k === 'failed' && v > 0 ? 'chip chip-danger' : 'chip'}>
+                {k} <strong>{count(v)}</strong>
+              </span>
+            ))}
+          </div>
+        )}
+        <details className="config">
+          <summary>Configuration</summary>
+          <pre className="body-pre">{JSON.stringify(summary.config, null, 2)}</pre>
+        </details>
+      </div>
+
+      <div className="split">
+        <div className="pane pane-list">
+          <div className="peek-controls">
+            {caps.peekStates.length > 0 && (
+              <label>
+                State{' '}
+                <select value={state ?? ''} onChange={(e) => setChosenState(e.target.value)} aria-label="State">
+                  {caps.peekStates.map((s) => (
+                    <option key={s} value={s}>
+                      {s}
+                      {summary.counts[s] !== undefined ? ` (${count(summary.counts[s])})` : ''}
+                    </option>
+                  ))}
+                </select>
+              </label>
+            )}
+            <label>
+              Show{' '}
+              <select value={limit} onChange={(e) => setPreference('peekLimit', Number(e.target.value))} aria-label="Messages per peek">
+                {PEEK_LIMITS.filter((n) => n <= caps.maxPeekWindow).map((n) => (
+                  <option key={n} value={n}>
+                    {n}
+                  </option>
+                ))}
+                {!PEEK_LIMITS.some((n) => n === limit) && <option value={limit}>{limit}</option>}
+              </select>
+            </label>
+            <select value={direction} onChange={(e) => setPreference('peekDirection', e.target.value === 'newest' ? 'newest' : 'oldest')} aria-label="Order">
+              <option value="oldest">oldest first</option>
+              <option value="newest">newest first</option>
+            </select>
+            <button type="button" className={hasSideEffects ? 'btn btn-warning' : 'btn'} onClick={onPeekClick} disabled={ours && (peek.status === 'loading' || peek.status === 'loading-more')}>
+              {hasSideEffects ? 'Peek…' : ours ? 'Reload' : 'Peek'}
+            </button>
+            <span className="spacer" />
+            <button type="button" className="btn" onClick={() => setExporting(true)}>
+              Export…
+            </button>
+          </div>
+          {caps.canPeekNonDestructively && !hasSideEffects ? null : (
+            <div className="notice notice-warn" role="note">
+              <strong>Peeking changes this queue.</strong> {caps.peekSideEffects.map((s) => s.description).join(' ')}
+            </div>
+          )}
+          {ours && peek.sideEffects.length > 0 && (
+            <div className="notice notice-info" role="status">
+              This peek: {peek.sideEffects.join(' ')}
+            </div>
+          )}
+
+          {!ours && hasSideEffects && (
+            <Empty title="Messages are not read until you ask">
+              Reading this queue changes it (see above).{' '}
+              <button type="button" className="btn btn-warning" onClick={() => setConfirming(true)}>
+                Peek {limit} messages…
+              </button>
+            </Empty>
+          )}
+          {ours && peek.status === 'loading' && <Loading label="Reading messages…" />}
+          {refused && (
+            <div className="notice notice-warn">
+              {peek.error?.message}{' '}
+              <button type="button" className="btn btn-warning btn-small" onClick={() => setConfirming(true)}>
+                Review and peek…
+              </button>
+            </div>
+          )}
+          {ours && peek.status === 'error' && !refused && peek.error !== null && <ErrorState error={peek.error} onRetry={onPeekClick} />}
+          {ours && (peek.status === 'ready' || peek.status === 'loading-more') && messages.length === 0 && (
+            <Empty title={state !== undefined ? `No ${state} messages` : 'No messages'}>{summary.depth === 0 ? 'The queue is empty.' : 'Nothing to show at this position.'}</Empty>
+          )}
+          {messages.length > 0 && (
+            <>
+              <MessageList
+                messages={messages}
+                selectedIndex={selectedIndex}
+                checked={checked}
+                onOpen={(i) => selectMessage(i)}
+                onToggle={toggleChecked}
+                onToggleAll={(all) => setChecked(all ? messages.map((_, i) => i) : [])}
+              />
+              <div className="list-footer">
+                <span>
+                  {count(messages.length)} loaded
+                  {peek?.total != null ? ` of ${count(peek.total)}` : stateCount !== undefined ? ` of ${count(stateCount)}` : ''}
+                  {checkedIds.length > 0 && ` · ${count(checkedIds.length)} selected`}
+                </span>
+                <span className="spacer" />
+                {peek?.nextCursor != null && (
+                  <button type="button" className="btn btn-small" onClick={() => void loadMore()} disabled={peek.status === 'loading-more'}>
+                    {peek.status === 'loading-more' ? 'Loading…' : 'Load more'}
+                  </button>
+                )}
+              </div>
+            </>
+          )}
+        </div>
+        <div className="pane pane-detail">
+          {selected !== undefined ? (
+            <MessageView message={selected} onClose={() => selectMessage(null)} />
+          ) : (
+            <Empty title="No message open">{messages.length > 0 ? 'Click a message, or use ↑/↓ and Enter in the list.' : ''}</Empty>
+          )}
+        </div>
+      </div>
+
+      {confirming && (
+        <PeekConfirm queueName={summary.name} capabilities={caps} action={`Peek ${limit} messages`} onConfirm={() => runPeek(true)} onCancel={() => setConfirming(false)} />
+      )}
+      {exporting && <ExportDialog summary={summary} connectionId={connectionId} state={state} selectedIds={checkedIds} onClose={() => setExporting(false)} />}
+    </section>
+  );
+}
+
+function Stat({ label, value, strong = false }: { label: string; value: number | null; strong?: boolean }) {
+  return (
+    <div className="stat">
+      <div className="stat-label">{label}</div>
+      <div className={strong ? 'stat-value strong' : 'stat-value'}>{count(value)}</div>
+    </div>
+  );
+}
+
+function Breadcrumb({ connectionName, name, onBack }: { connectionName: string; name: string; onBack: () => void }) {
+  return (
+    <nav className="breadcrumb" aria-label="Breadcrumb">
+      <button type="button" className="link" onClick={onBack}>
+        ← {connectionName}
+      </button>
+      <span className="muted"> / </span>
+      <span className="mono">{name}</span>
+    </nav>
+  );
+}
