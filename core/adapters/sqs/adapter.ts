@@ -507,8 +507,8 @@ export class SqsAdapter implements BrokerAdapter {
    *   their visibility timeout to 0. Per-entry failures are listed in `sideEffects`.
    *
    * Receives: MaxNumberOfMessages ≤ 10, VisibilityTimeout 30 s, WaitTimeSeconds 0 — and WaitTimeSeconds
-   * 1 (once per peek) when short polling returns nothing while the queue reports visible messages
-   * (short polling samples a subset of servers). Stops at the limit, an empty receive, or a receive
+   * 1 (once per peek) when short polling returns nothing while the queue reports more visible messages
+   * (short polling samples a subset of servers; for FIFO only before the first message). Stops at the limit, an empty receive, or a receive
    * with no new MessageId. FIFO: messages of a group behind ones in flight are not returned (AWS
    * returns up to 10 per group per receive; fauxqs returns 1), so a peek sees the heads of groups.
    * Not pageable (`nextCursor` null); `total` = ApproximateNumberOfMessages before the peek.
@@ -545,6 +545,7 @@ export class SqsAdapter implements BrokerAdapter {
     }
     const want = Math.min(options.limit, SQS_MAX_PEEK_WINDOW);
     const visibleBefore = intAttr(attrs, 'ApproximateNumberOfMessages');
+    const fifo = queueKind(name, attrs) === 'sqs-fifo';
 
     const received = new Map<string, Message>();
     /** Latest receipt handle per MessageId (an older handle may no longer be valid for ChangeMessageVisibility). */
@@ -585,7 +586,9 @@ export class SqsAdapter implements BrokerAdapter {
         }
         if (msgs.length === 0) {
           // Short polling samples a subset of SQS servers: long-poll briefly if the queue says it has more.
-          if (longPolls < MAX_LONG_POLL_RETRIES && (visibleBefore ?? 0) > received.size) {
+          // (Not for FIFO once something was read: messages behind in-flight ones of a group are counted
+          // as visible but cannot be received, so waiting would only add a second.)
+          if (longPolls < MAX_LONG_POLL_RETRIES && (visibleBefore ?? 0) > received.size && (received.size === 0 || !fifo)) {
             longPolls++;
             wait = 1;
             continue;
