@@ -274,12 +274,14 @@ export function validateSnapshotLine(value: Record<string, unknown>, loc: LineLo
     }
     const r = snapshotHeaderSchema.safeParse(value);
     if (!r.success) throw zodToSnapshotError(r.error, loc);
-    return r.data;
+    return value as unknown as SnapshotHeaderLine;
   }
   if (type === 'message') {
     const r = snapshotMessageSchema.safeParse(value);
     if (!r.success) throw zodToSnapshotError(r.error, loc);
-    return r.data;
+    // The parsed JSON itself, not zod's copy: zod drops record keys such as "__proto__", and a
+    // header of that name in an untrusted message must survive a round trip like any other.
+    return value as unknown as SnapshotMessageLine;
   }
   throw invalid(loc, 'type', `expected "queue" or "message", got ${type === undefined ? 'nothing' : JSON.stringify(type).slice(0, 40)}.`);
 }
@@ -294,7 +296,9 @@ export function parseSnapshotLine(text: string, loc: LineLocation): SnapshotLine
 
 /** Serialises a header as one line (with trailing `\n`). */
 export function formatHeaderLine(header: SnapshotHeaderInput): string {
-  const line: SnapshotHeaderLine = { ...header, type: 'queue', version: SNAPSHOT_VERSION };
+  // `type` and `version` first (sniffable), and they win over any stray keys in `header`.
+  const fixed = { type: 'queue' as const, version: SNAPSHOT_VERSION };
+  const line: SnapshotHeaderLine = Object.assign({ ...fixed }, header, fixed);
   return `${JSON.stringify(line)}\n`;
 }
 

@@ -154,7 +154,7 @@ class SnapshotAdapter implements BrokerAdapter {
     return idx.sections
       .filter((s) => re === null || re.test(s.header.source.queue.name))
       .map((s) => this.summary(s, idx))
-      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      .sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id))
       .slice(0, options.limit ?? 10_000);
   }
 

@@ -1,0 +1,140 @@
+import { appendFile, copyFile, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { QueuescopeError } from '../../../shared/domain';
+import { createSnapshotAdapter, truncateBody } from './index';
+
+const fixtures = fileURLToPath(new URL('../../../test/fixtures/snapshots/', import.meta.url));
+const fixture = (name: string): string => join(fixtures, name);
+
+async function codeOf(p: Promise<unknown>): Promise<QueuescopeError> {
+  try {
+    await p;
+  } catch (e) {
+    expect(e).toBeInstanceOf(QueuescopeError);
+    return e as QueuescopeError;
+  }
+  throw new Error('expected a QueuescopeError');
+}
+
+describe('snapshot adapter over the two-queue fixture', () => {
+  const adapter = createSnapshotAdapter({ kind: 'snapshot', path: fixture('two-queues.jsonl') });
+
+  it('lists both sections with original broker/kind, file counts and non-destructive capabilities', async () => {
+    const qs = await adapter.listQueues({});
+    // sorted by name the way the adapter contract checks it (localeCompare)
+    expect(qs.map((q) => [q.id, q.name, q.broker, q.kind, q.depth])).toEqual([
+      ['stream:orders-stream', 'orders-stream', 'redis', 'redis-stream', 3],
+      ['rabbitmq:%2F/orders.dlq', 'orders.dlq', 'rabbitmq', 'rabbitmq-classic', 2],
+    ]);
+    for (const q of qs) {
+      expect(q.capabilities).toMatchObject({ canPeekNonDestructively: true, peekSideEffects: [], peekMayDeadLetter: false, canPageFromCursor: true });
+    }
+    const dlq = qs[1]!;
+    // the source queue is not in the file, so the link has no id to point at, but the DLQ flag stays
+    expect(dlq.deadLetterSources).toEqual([]);
+    expect(dlq.isDeadLetterQueue).toBe(true);
+    expect(dlq.config.snapshot).toMatchObject({ partial: true, connection: 'amqp://guest@127.0.0.1:5672/' });
+    const stream = qs[0]!;
+    expect(stream.counts).toEqual({ pending: 1, new: 2 });
+    expect(stream.capabilities.peekStates).toEqual(['pending', 'new']);
+    expect(await adapter.listQueues({ pattern: 'orders.*' })).toHaveLength(1);
+  });
+
+  it('peeks in order, pages with cursors, reads newest first and filters by state', async () => {
+    const p1 = await adapter.peek('stream:orders-stream', { limit: 2 });
+    expect(p1.messages.map((m) => m.position)).toEqual([0, 1]);
+    expect(p1.total).toBe(3);
+    expect(p1.sideEffects).toEqual([]);
+    expect(p1.messages[0]?.headers['Idempotency-Key']).toBe('A-1001:charge');
+    const p2 = await adapter.peek('stream:orders-stream', { limit: 2, cursor: p1.nextCursor });
+    expect(p2.messages.map((m) => m.position)).toEqual([2]);
+    expect(p2.nextCursor).toBeNull();
+    expect(p2.messages[0]?.body).toEqual({ encoding: 'base64', data: Buffer.from([0xff, 0xfe, 0x00, 0x01, 0x80]).toString('base64'), sizeBytes: 5, truncated: false });
+    const newest = await adapter.peek('stream:orders-stream', { limit: 2, direction: 'newest' });
+    expect(newest.messages.map((m) => m.position)).toEqual([2, 1]);
+    const rest = await adapter.peek('stream:orders-stream', { limit: 2, direction: 'newest', cursor: newest.nextCursor });
+    expect(rest.messages.map((m) => m.position)).toEqual([0]);
+    const pending = await adapter.peek('stream:orders-stream', { limit: 10, state: 'pending' });
+    expect(pending.messages.map((m) => m.meta.consumer)).toEqual(['worker-1']);
+    expect(pending.total).toBe(1);
+  });
+
+  it('rejects bad cursors, unknown states and unknown queues with specific codes', async () => {
+    expect((await codeOf(adapter.peek('stream:orders-stream', { limit: 2, cursor: 'garbage' }))).code).toBe('INVALID_INPUT');
+    const e = await codeOf(adapter.peek('stream:orders-stream', { limit: 2, state: 'failed' }));
+    expect(e.code).toBe('INVALID_INPUT');
+    expect(e.message).toContain('pending, new');
+    expect((await codeOf(adapter.getQueue('stream:nope'))).code).toBe('QUEUE_NOT_FOUND');
+  });
+
+  it('truncates bodies at maxBodyBytes on a character boundary and keeps sizeBytes', async () => {
+    const full = await adapter.peek('rabbitmq:%2F/orders.dlq', { limit: 1 });
+    const page = await adapter.peek('rabbitmq:%2F/orders.dlq', { limit: 1, maxBodyBytes: 10 });
+    expect(full.messages[0]?.body.truncated).toBe(false);
+    expect(page.messages[0]?.body).toMatchObject({ truncated: true, sizeBytes: full.messages[0]?.body.sizeBytes });
+    expect(full.messages[0]?.body.data.startsWith(page.messages[0]!.body.data)).toBe(true);
+    expect(Buffer.byteLength(page.messages[0]!.body.data)).toBeLessThanOrEqual(10);
+    expect(truncateBody({ encoding: 'utf8', data: 'ab€', sizeBytes: 5, truncated: false }, 3)).toEqual({ encoding: 'utf8', data: 'ab', sizeBytes: 5, truncated: true });
+  });
+
+  it('testConnection describes the file and never throws', async () => {
+    const ok = await adapter.testConnection();
+    expect(ok.ok).toBe(true);
+    expect(ok.server).toBe('Queuescope snapshot v1');
+    expect(ok.checks.map((c) => c.ok)).toEqual([true, true]);
+    const missing = await createSnapshotAdapter({ kind: 'snapshot', path: fixture('does-not-exist.jsonl') }).testConnection();
+    expect(missing.ok).toBe(false);
+    expect(missing.error?.code).toBe('INVALID_INPUT');
+    expect(missing.error?.message).toContain('not found');
+  });
+
+  it('an aborted signal is CANCELLED', async () => {
+    const ac = new AbortController();
+    ac.abort();
+    expect((await codeOf(adapter.listQueues({}, ac.signal))).code).toBe('CANCELLED');
+  });
+});
+
+describe('invalid snapshots name the line and field', () => {
+  it.each([
+    ['invalid-body-encoding.jsonl', /line 3, field "body\.encoding"/],
+    ['invalid-no-header.jsonl', /line 1, field "type".*header/],
+    ['invalid-json.jsonl', /line 3: not valid JSON/],
+    ['invalid-version.jsonl', /line 1, field "version": snapshot version 2 is not supported/],
+  ])('%s', async (name, re) => {
+    const a = createSnapshotAdapter({ kind: 'snapshot', path: fixture(name) });
+    const e = await codeOf(a.listQueues({}));
+    expect(e.code).toBe('SNAPSHOT_INVALID');
+    expect(e.message).toMatch(re);
+    expect(e.message).toContain(name);
+  });
+});
+
+describe('a file that changes', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'qs-snapadapter-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('is re-indexed when it grows; duplicate queue ids get #2', async () => {
+    const path = join(dir, 'grow.jsonl');
+    await copyFile(fixture('two-queues.jsonl'), path);
+    const a = createSnapshotAdapter({ kind: 'snapshot', path });
+    expect(await a.listQueues({})).toHaveLength(2);
+    const firstSection = (await import('node:fs/promises')).readFile(fixture('two-queues.jsonl'), 'utf8');
+    const lines = (await firstSection).split('\n').slice(0, 4);
+    await new Promise((r) => setTimeout(r, 20)); // distinct mtime
+    await appendFile(path, `${lines.join('\n')}\n`);
+    const qs = await a.listQueues({});
+    expect(qs.map((q) => q.id).sort()).toEqual(['rabbitmq:%2F/orders.dlq', 'stream:orders-stream', 'stream:orders-stream#2']);
+    const dup = await a.peek('stream:orders-stream#2', { limit: 10 });
+    expect(dup.messages).toHaveLength(3);
+    expect(dup.messages.every((m) => m.queueId === 'stream:orders-stream#2')).toBe(true);
+  });
+});

@@ -1,0 +1,181 @@
+import type { z } from 'zod';
+import { apiInputSchemas, type ApiHandlers, type ApiMethod, type ApiResult } from '../../shared/api/contract';
+import {
+  QueuescopeError,
+  describeConnection,
+  redactSecrets,
+  redactValue,
+  toErrorInfo,
+  type ConnectionConfig,
+  type ConnectionTestResult,
+  type ErrorInfo,
+} from '../../shared/domain';
+import type { BrokerAdapter } from '../adapters/types';
+import type { ConnectionManager } from './connection-manager';
+import { assertPeekAllowed, exportQueue } from './export';
+import type { OperationManager } from './operations';
+
+/** File dialogs, provided by the runtime (Electron `dialog`, or the browser bridge's own). */
+export interface ApiDialogs {
+  /** Asks where to save a snapshot; `suggestedName` is a file name like `payments-failed-2026-11-29.jsonl`. Null = cancelled. */
+  pickSnapshotSavePath(suggestedName: string): Promise<string | null>;
+  /** Asks for a snapshot file to open. Null = cancelled. */
+  pickSnapshotOpenPath(): Promise<string | null>;
+}
+
+/** What the handlers need. */
+export interface ApiDeps {
+  connections: ConnectionManager;
+  operations: OperationManager;
+  dialogs: ApiDialogs;
+  runtime: 'electron' | 'web';
+  /** App version (package.json). */
+  version: string;
+}
+
+/** A file name for an export: `<queue>[-<state>]-<YYYY-MM-DD>.jsonl`, with unsafe characters replaced. */
+export function suggestedSnapshotName(queueName: string, state: string | undefined, now = new Date()): string {
+  const day = now.toISOString().slice(0, 10);
+  const base = [queueName, state].filter((x): x is string => x !== undefined && x !== '').join('-');
+  const safe = base.replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^[._]+/, '').slice(0, 120) || 'queue';
+  return `${safe}-${day}.jsonl`;
+}
+
+/**
+ * The handlers for every method of `shared/api/contract.ts`, shared by Electron main and the
+ * browser bridge. Inputs arrive already validated by {@link dispatchApi}.
+ *
+ * Notable behaviour:
+ * - `connections.test` never throws for broker failures: they are in the result (an invalid
+ *   config is a failed result too). Testing `{ id }` uses a fresh adapter, so a stale cached
+ *   connection does not hide a problem.
+ * - `snapshots.export` checks `PEEK_REFUSED` before showing the save dialog, then starts an
+ *   `export` operation and returns its first snapshot (null when the dialog was cancelled).
+ * - `snapshots.open` adds the file as a session connection and indexes it once, so a bad file
+ *   is reported (`SNAPSHOT_INVALID` with line and field) at open and not kept.
+ */
+export function createApiHandlers(deps: ApiDeps): ApiHandlers {
+  const { connections, operations, dialogs } = deps;
+  const testConfig = async (config: ConnectionConfig): Promise<ConnectionTestResult> => {
+    let adapter: BrokerAdapter | null = null;
+    try {
+      adapter = connections.createTransientAdapter(config);
+      return await adapter.testConnection();
+    } catch (e) {
+      return { ok: false, server: null, checks: [], error: toErrorInfo(e) };
+    } finally {
+      await adapter?.close().catch(() => undefined);
+    }
+  };
+
+  return {
+    'app.info': () => Promise.resolve({ version: deps.version, runtime: deps.runtime, demoConnectionId: connections.demoConnectionId() }),
+    'connections.list': () => Promise.resolve(connections.list()),
+    'connections.save': (input) => connections.save(input.id === undefined ? { name: input.name, config: input.config } : { id: input.id, name: input.name, config: input.config }),
+    'connections.remove': async (input) => ({ removed: await connections.remove(input.id) }),
+    'connections.test': (input) => {
+      if ('id' in input) {
+        let config: ConnectionConfig;
+        try {
+          config = connections.config(input.id);
+        } catch (e) {
+          return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+        }
+        return testConfig(config);
+      }
+      return testConfig(input.config);
+    },
+    'queues.list': (input) => connections.adapter(input.connectionId).listQueues(input.pattern === undefined ? {} : { pattern: input.pattern }),
+    'queues.get': (input) => connections.adapter(input.connectionId).getQueue(input.queueId),
+    'messages.peek': (input) => {
+      const { cursor, ...rest } = input.options;
+      return connections.adapter(input.connectionId).peek(input.queueId, cursor === undefined ? rest : { ...rest, cursor });
+    },
+    'snapshots.export': async (input) => {
+      const adapter = connections.adapter(input.connectionId);
+      const queue = await adapter.getQueue(input.queueId);
+      assertPeekAllowed(queue, input.acceptSideEffects);
+      const path = await dialogs.pickSnapshotSavePath(suggestedSnapshotName(queue.name, input.state));
+      if (path === null) return null;
+      const connection = describeConnection(connections.get(input.connectionId).config);
+      const what = input.messageIds !== undefined ? `${input.messageIds.length} message${input.messageIds.length === 1 ? '' : 's'}` : input.state !== undefined ? `${input.state} messages` : 'messages';
+      const label = `Export ${what} of ${queue.name} to ${path}`;
+      return operations.start('export', label, async (ctx) => {
+        const result = await exportQueue(
+          adapter,
+          queue.id,
+          {
+            path,
+            connection,
+            overwrite: true, // the save dialog already asked
+            ...(input.state !== undefined ? { state: input.state } : {}),
+            ...(input.messageIds !== undefined ? { messageIds: input.messageIds } : {}),
+            ...(input.acceptSideEffects !== undefined ? { acceptSideEffects: input.acceptSideEffects } : {}),
+          },
+          ctx,
+        );
+        return { ...result };
+      });
+    },
+    'snapshots.open': async () => {
+      const path = await dialogs.pickSnapshotOpenPath();
+      if (path === null) return null;
+      const profile = connections.openSnapshot(path);
+      try {
+        const test = await connections.adapter(profile.id).testConnection();
+        if (!test.ok) {
+          const err = test.error ?? { code: 'SNAPSHOT_INVALID' as const, message: `${path} is not a Queuescope snapshot.` };
+          throw new QueuescopeError(err.code, err.message, err.details);
+        }
+        await connections.adapter(profile.id).listQueues({}); // full validation pass, result cached
+      } catch (e) {
+        await connections.closeSession(profile.id);
+        throw e;
+      }
+      return profile;
+    },
+    'operations.get': (input) => Promise.resolve(operations.get(input.operationId)),
+    'operations.cancel': (input) => Promise.resolve(operations.cancel(input.operationId)),
+  };
+}
+
+/** Options of {@link dispatchApi}. */
+export interface DispatchOptions {
+  /** Called with errors that are not a `QueuescopeError` (bugs), e.g. to log their stack. */
+  onUnexpectedError?: (error: unknown, method: string) => void;
+}
+
+/**
+ * The one entry point for IPC and the browser bridge: rejects unknown methods, validates `rawInput`
+ * with `apiInputSchemas[method]` (`undefined` counts as `{}`), runs the handler, and turns any
+ * throw into `{ ok: false, error }` (credentials stripped). Never throws.
+ *
+ * - unknown method → `INVALID_INPUT` "Unknown API method …"
+ * - schema failure → `INVALID_INPUT` listing each issue as `path: message` (`details.issues`)
+ * - handler errors → their `ErrorInfo` (`toErrorInfo`), non-Queuescope errors as `INTERNAL`
+ */
+export async function dispatchApi(handlers: ApiHandlers, method: string, rawInput: unknown, options: DispatchOptions = {}): Promise<ApiResult<unknown>> {
+  if (typeof method !== 'string' || !Object.hasOwn(apiInputSchemas, method)) {
+    return fail({ code: 'INVALID_INPUT', message: `Unknown API method "${redactSecrets(method).replace(/[\u0000-\u001f\u007f-\u009f]/g, '?').slice(0, 80)}".` });
+  }
+  const m = method as ApiMethod;
+  const schema: z.ZodType = apiInputSchemas[m];
+  const parsed = schema.safeParse(rawInput === undefined ? {} : rawInput);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message }));
+    const text = issues.map((i) => `${i.path === '' ? '(input)' : i.path}: ${i.message}`).join('; ');
+    return fail({ code: 'INVALID_INPUT', message: `Invalid input for ${m}: ${text}`, details: { method: m, issues } });
+  }
+  try {
+    const handler = handlers[m] as (input: unknown) => Promise<unknown>;
+    const value = await handler(parsed.data);
+    return { ok: true, value };
+  } catch (e) {
+    if (!(e instanceof QueuescopeError)) options.onUnexpectedError?.(e, m);
+    return fail(toErrorInfo(e));
+  }
+}
+
+function fail(error: ErrorInfo): ApiResult<never> {
+  return { ok: false, error: redactValue(error) as ErrorInfo };
+}

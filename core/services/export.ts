@@ -1,0 +1,191 @@
+import { QueuescopeError, type PeekPage, type QueueMessage, type QueueSummary } from '../../shared/domain';
+import type { BrokerAdapter } from '../adapters/types';
+import { SnapshotWriter } from '../snapshot/writer';
+import type { OperationContext } from './operations';
+
+/** Default messages per peek page during an export. */
+export const EXPORT_PAGE_SIZE = 500;
+/** Bodies up to this size are exported whole (the largest `maxBodyBytes` the API allows: 8 MiB). */
+export const EXPORT_MAX_BODY_BYTES = 8 * 1024 * 1024;
+
+/** Options of {@link exportQueue}. */
+export interface ExportOptions {
+  /** Destination file (`.jsonl`, or `.jsonl.gz` to compress). Written via `<path>.partial` + rename. */
+  path: string;
+  /** Peek state to export (e.g. BullMQ `failed`); absent = the adapter's default state. */
+  state?: string;
+  /** Export only these message ids (those not found are counted in `notFound`). */
+  messageIds?: readonly string[];
+  /** Required when the queue's peek may dead-letter messages (`capabilities.peekMayDeadLetter !== false`). */
+  acceptSideEffects?: boolean;
+  /** Messages per peek page (1–1000, default 500). */
+  pageSize?: number;
+  /** `describeConnection(config)` for the header (no secrets). Default: the adapter's broker kind. */
+  connection?: string;
+  /** Replace an existing file (default false). The app passes true after its save dialog asked. */
+  overwrite?: boolean;
+}
+
+/** What an export wrote. */
+export interface ExportResult {
+  path: string;
+  /** Message lines written. */
+  messages: number;
+  /** File size in bytes. */
+  bytes: number;
+  /** True when the file is known not to hold every message asked for. */
+  partial: boolean;
+  /** Why it is partial, in words. */
+  reason?: string;
+  /** With `messageIds`: how many of them were not found. */
+  notFound?: number;
+  /** Side effects the peeks caused on the broker (empty for non-destructive brokers). */
+  sideEffects: string[];
+  /** Queue id and name exported. */
+  queueId: string;
+  queueName: string;
+}
+
+/** The part of an operation context an export uses (`checkpoint` optional for callers outside the OperationManager). */
+export type ExportContext = Pick<OperationContext, 'signal' | 'report' | 'setTotal'> & Partial<Pick<OperationContext, 'checkpoint' | 'addError'>>;
+
+/**
+ * Refuses with `PEEK_REFUSED` when peeking `queue` may dead-letter messages (or might: `null`)
+ * and the caller did not accept side effects. The message lists the declared side effects.
+ */
+export function assertPeekAllowed(queue: QueueSummary, acceptSideEffects: boolean | undefined): void {
+  const caps = queue.capabilities;
+  if (caps.peekMayDeadLetter === false || acceptSideEffects === true) return;
+  const effects = caps.peekSideEffects.map((e) => e.description).join(' ');
+  throw new QueuescopeError(
+    'PEEK_REFUSED',
+    `Reading ${queue.name} ${caps.peekMayDeadLetter === null ? 'might' : 'can'} move messages to a dead-letter queue${effects ? `: ${effects}` : '.'} Accept the side effects to read it anyway.`,
+    { queueId: queue.id, sideEffects: caps.peekSideEffects.map((e) => e.kind) },
+  );
+}
+
+/**
+ * Exports a queue (or one state of it, or chosen messages) into a snapshot file
+ * (format: `core/snapshot/format.ts`), streaming page by page so memory stays bounded.
+ *
+ * - Pageable queues (`capabilities.canPageFromCursor`): follows cursors from the oldest message.
+ *   The count the first page reports is a cutoff, so messages that arrive during the export are
+ *   not swept in (BullMQ `retryJobs({ timestamp })` idea); a repeated cursor stops the loop.
+ * - Non-pageable queues (RabbitMQ classic/quorum, SQS): one peek of up to `maxPeekWindow`
+ *   (≤ 1000) messages; the result says `partial: true` with the reason when that is not all.
+ * - With `messageIds`, only those messages are written (the scan stops once all are found).
+ *
+ * Progress: `setTotal` (expected messages), `report({ processed, skipped })` after each page;
+ * `checkpoint()` between pages (pause/cancel).
+ *
+ * @throws QueuescopeError `PEEK_REFUSED` (see {@link assertPeekAllowed}; nothing is read or
+ *   written), `QUEUE_NOT_FOUND`, `INVALID_INPUT` (bad state, existing file), `CANCELLED`, or the
+ *   adapter's connection errors. On any error the partial file is removed.
+ */
+export async function exportQueue(adapter: BrokerAdapter, queueId: string, options: ExportOptions, ctx: ExportContext): Promise<ExportResult> {
+  const { signal } = ctx;
+  const pageSize = Math.min(1000, Math.max(1, Math.floor(options.pageSize ?? EXPORT_PAGE_SIZE)));
+  const queue = await adapter.getQueue(queueId, signal);
+  assertPeekAllowed(queue, options.acceptSideEffects);
+  const caps = queue.capabilities;
+  const wanted = options.messageIds === undefined ? null : new Set(options.messageIds);
+  const exportedAt = Date.now();
+  const base = {
+    limit: pageSize,
+    direction: 'oldest' as const,
+    maxBodyBytes: EXPORT_MAX_BODY_BYTES,
+    ...(options.state !== undefined ? { state: options.state } : {}),
+    ...(options.acceptSideEffects === true ? { acceptSideEffects: true } : {}),
+  };
+  const header = {
+    exportedAt,
+    source: { broker: queue.broker, connection: options.connection ?? adapter.broker, queue },
+    ...(options.state !== undefined ? { state: options.state } : {}),
+    selection: wanted === null ? ('all' as const) : ('ids' as const),
+  };
+  const sideEffects = new Set<string>();
+  const found = new Set<string>();
+  let written = 0;
+  let scanned = 0;
+
+  const writer = await SnapshotWriter.create(options.path, { overwrite: options.overwrite === true }, signal);
+  try {
+    const writeSelected = async (messages: QueueMessage[]): Promise<void> => {
+      for (const m of messages) {
+        scanned++;
+        if (wanted !== null) {
+          if (!wanted.has(m.id) || found.has(m.id)) continue;
+          found.add(m.id);
+        }
+        await writer.writeMessage(m, signal);
+        written++;
+      }
+      ctx.report({ processed: written, skipped: scanned - written });
+    };
+    let partial = false;
+    let reason: string | undefined;
+
+    if (caps.canPageFromCursor) {
+      await writer.writeHeader(header, signal);
+      let cursor: string | null = null;
+      let cutoff: number | null = null;
+      const seen = new Set<string>();
+      for (;;) {
+        await ctx.checkpoint?.();
+        const page: PeekPage = await adapter.peek(queue.id, { ...base, cursor }, signal);
+        for (const s of page.sideEffects) sideEffects.add(s);
+        if (cutoff === null) {
+          cutoff = page.total;
+          ctx.setTotal(wanted !== null ? wanted.size : cutoff);
+        }
+        const take = cutoff === null ? page.messages : page.messages.slice(0, Math.max(0, cutoff - scanned));
+        await writeSelected(take);
+        if (page.nextCursor === null || page.messages.length === 0) break;
+        if (cutoff !== null && scanned >= cutoff) break;
+        if (wanted !== null && found.size === wanted.size) break;
+        if (seen.has(page.nextCursor)) {
+          partial = true;
+          reason = `The adapter returned the cursor ${page.nextCursor.slice(0, 60)} twice; the export stopped there to avoid a loop.`;
+          break;
+        }
+        seen.add(page.nextCursor);
+        cursor = page.nextCursor;
+      }
+    } else {
+      await ctx.checkpoint?.();
+      const window = Math.min(1000, Math.max(1, caps.maxPeekWindow));
+      const page = await adapter.peek(queue.id, { ...base, limit: window }, signal);
+      for (const s of page.sideEffects) sideEffects.add(s);
+      const depth = page.total ?? (options.state === undefined ? queue.depth : null);
+      ctx.setTotal(wanted !== null ? wanted.size : Math.min(depth ?? page.messages.length, window));
+      if (wanted === null && (depth === null || page.messages.length < depth)) {
+        partial = true;
+        reason =
+          `${queue.name} cannot be paged (${queue.kind}): one peek reads at most ${window} messages, ` +
+          `and it returned ${page.messages.length} of ${depth === null ? 'an unknown number of' : `about ${depth}`} messages.`;
+      }
+      await writer.writeHeader({ ...header, ...(partial ? { partial: true, partialReason: reason } : {}) }, signal);
+      await writeSelected(page.messages);
+    }
+    if (wanted !== null && found.size < wanted.size) {
+      partial = true;
+      const missing = wanted.size - found.size;
+      reason = `${missing} of the ${wanted.size} chosen message${wanted.size === 1 ? '' : 's'} ${missing === 1 ? 'was' : 'were'} not found (consumed, moved, or beyond the ${caps.canPageFromCursor ? 'queue' : 'peek window'}).`;
+    }
+    const done = await writer.finish(signal);
+    return {
+      path: done.path,
+      messages: done.messages,
+      bytes: done.bytes,
+      partial,
+      ...(reason !== undefined ? { reason } : {}),
+      ...(wanted !== null ? { notFound: wanted.size - found.size } : {}),
+      sideEffects: [...sideEffects],
+      queueId: queue.id,
+      queueName: queue.name,
+    };
+  } catch (e) {
+    await writer.abort();
+    throw e;
+  }
+}

@@ -1,0 +1,85 @@
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { QueueMessage, QueueSummary } from '../../shared/domain';
+import { readSnapshotFile } from './reader';
+import { SnapshotWriter } from './writer';
+
+const queue: QueueSummary = {
+  id: 'list:jobs', name: 'jobs', broker: 'redis', kind: 'redis-list', depth: 2, inFlight: null, delayed: null, consumers: null, counts: {}, deadLetterTargets: [], deadLetterSources: [], isDeadLetterQueue: false,
+  capabilities: { canPeekNonDestructively: true, peekSideEffects: [], peekMayDeadLetter: false, canPageFromCursor: true, maxPeekWindow: 1000, peekStates: [] }, config: {},
+};
+const m = (i: number): QueueMessage => ({
+  id: String(i), queueId: queue.id, queueName: queue.name, position: i, body: { encoding: 'utf8', data: `body ${i} ${'x'.repeat(500)}`, sizeBytes: 507, truncated: false }, headers: {}, properties: {}, meta: {},
+});
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'qs-writer-'));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('SnapshotWriter', () => {
+  it('writes to <path>.partial and only renames on finish', async () => {
+    const path = join(dir, 'out.jsonl');
+    const w = await SnapshotWriter.create(path);
+    await w.writeHeader({ exportedAt: 1, source: { broker: 'redis', connection: 'redis://h:6379', queue } });
+    for (let i = 0; i < 2000; i++) await w.writeMessage(m(i)); // > 256 KiB: some data already flushed
+    expect((await readdir(dir)).sort()).toEqual(['out.jsonl.partial']);
+    const r = await w.finish();
+    expect(await readdir(dir)).toEqual(['out.jsonl']);
+    expect(r).toMatchObject({ path, messages: 2000, sections: 1 });
+    expect(r.bytes).toBe((await readFile(path)).length);
+    const sections = await readSnapshotFile(path);
+    expect(sections[0]?.messages.map((x) => x.id)).toEqual(Array.from({ length: 2000 }, (_, i) => String(i)));
+  });
+
+  it('abort and cancellation leave nothing under either name', async () => {
+    const path = join(dir, 'out.jsonl');
+    const w = await SnapshotWriter.create(path);
+    await w.writeHeader({ exportedAt: 1, source: { broker: 'redis', connection: 'c', queue } });
+    for (let i = 0; i < 1000; i++) await w.writeMessage(m(i));
+    await w.abort();
+    expect(await readdir(dir)).toEqual([]);
+
+    const ac = new AbortController();
+    const w2 = await SnapshotWriter.create(path);
+    await w2.writeHeader({ exportedAt: 1, source: { broker: 'redis', connection: 'c', queue } });
+    ac.abort();
+    await expect(w2.writeMessage(m(1), ac.signal)).rejects.toMatchObject({ code: 'CANCELLED' });
+    await expect(w2.finish(ac.signal)).rejects.toMatchObject({ code: 'CANCELLED' });
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it('refuses to replace an existing file unless overwrite is set', async () => {
+    const path = join(dir, 'out.jsonl');
+    await writeFile(path, 'keep me');
+    await expect(SnapshotWriter.create(path)).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    expect(await readFile(path, 'utf8')).toBe('keep me');
+    const w = await SnapshotWriter.create(path, { overwrite: true });
+    await w.writeHeader({ exportedAt: 1, source: { broker: 'redis', connection: 'c', queue } });
+    await w.finish();
+    expect(await readFile(path, 'utf8')).toMatch(/^\{"type":"queue"/);
+  });
+
+  it('a missing folder is INVALID_INPUT naming the path', async () => {
+    await expect(SnapshotWriter.create(join(dir, 'nope', 'x.jsonl'))).rejects.toMatchObject({ code: 'INVALID_INPUT', message: expect.stringContaining('folder does not exist') });
+  });
+
+  it('writes gzip for .gz paths, readable by the reader', async () => {
+    const path = join(dir, 'out.jsonl.gz');
+    const w = await SnapshotWriter.create(path);
+    await w.writeHeader({ exportedAt: 1, source: { broker: 'redis', connection: 'c', queue } });
+    for (let i = 0; i < 1500; i++) await w.writeMessage(m(i));
+    const r = await w.finish();
+    const raw = await readFile(path);
+    expect([raw[0], raw[1]]).toEqual([0x1f, 0x8b]);
+    expect(r.bytes).toBeLessThan(1500 * 500); // compressed
+    const sections = await readSnapshotFile(path);
+    expect(sections[0]?.messages).toHaveLength(1500);
+    expect(sections[0]?.messages[1499]?.id).toBe('1499');
+  });
+});
