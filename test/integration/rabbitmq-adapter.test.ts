@@ -9,10 +9,17 @@ import { AMQP_URL, RABBITMQ_MANAGEMENT_URL, uniqueName } from './env';
 let conn: Promise<ChannelModel> | null = null;
 
 function nativeConnection(): Promise<ChannelModel> {
-  conn ??= connect(AMQP_URL, { noDelay: true }).then((c) => {
-    c.on('error', () => undefined);
-    return c;
-  });
+  // Reconnects after the broker closed the connection, so cleanup still works after a failure.
+  if (conn === null) {
+    const p = connect(AMQP_URL, { noDelay: true }).then((c) => {
+      c.on('error', () => undefined);
+      c.on('close', () => {
+        if (conn === p) conn = null;
+      });
+      return c;
+    });
+    conn = p;
+  }
   return conn;
 }
 
