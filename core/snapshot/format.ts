@@ -297,7 +297,7 @@ export function parseSnapshotLine(text: string, loc: LineLocation): SnapshotLine
 /** Serialises a header as one line (with trailing `\n`). */
 export function formatHeaderLine(header: SnapshotHeaderInput): string {
   // `type` and `version` first (sniffable), and they win over any stray keys in `header`.
-  const fixed = { type: 'queue' as const, version: SNAPSHOT_VERSION };
+  const fixed = { type: 'queue', version: SNAPSHOT_VERSION } as const;
   const line: SnapshotHeaderLine = Object.assign({ ...fixed }, header, fixed);
   return `${JSON.stringify(line)}\n`;
 }
