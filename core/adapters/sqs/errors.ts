@@ -101,7 +101,8 @@ export function mapSqsError(e: unknown, ctx: SqsErrorContext): QueuescopeError {
   if (name === 'AbortError') return make('CANCELLED', `${ctx.action} was cancelled.`);
 
   if (name === 'CredentialsProviderError') {
-    return make('AUTH_FAILED', `No usable AWS credentials: ${rawMessage || 'the credential provider failed'} Give an access key, a profile from ~/.aws/config, or set AWS_* environment variables.`, {
+    const why = (rawMessage || 'the credential provider failed').replace(/\.?\s*$/, '.');
+    return make('AUTH_FAILED', `No usable AWS credentials: ${why} Give an access key, a profile from ~/.aws/config, or set AWS_* environment variables.`, {
       reason: 'no-credentials',
     });
   }
