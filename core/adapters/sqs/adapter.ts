@@ -508,8 +508,8 @@ export class SqsAdapter implements BrokerAdapter {
    *
    * Receives: MaxNumberOfMessages ≤ 10, VisibilityTimeout 30 s, WaitTimeSeconds 0 — and WaitTimeSeconds
    * 1 (once per peek) when short polling returns nothing while the queue reports more visible messages
-   * (short polling samples a subset of servers; for FIFO only before the first message). Stops at the limit, an empty receive, or a receive
-   * with no new MessageId. FIFO: messages of a group behind ones in flight are not returned (AWS
+   * (short polling samples a subset of servers; for FIFO only before the first message). Stops at the
+   * limit, an empty receive, or a receive with no new MessageId. Deduplicated by MessageId. FIFO: messages of a group behind ones in flight are not returned (AWS
    * returns up to 10 per group per receive; fauxqs returns 1), so a peek sees the heads of groups.
    * Not pageable (`nextCursor` null); `total` = ApproximateNumberOfMessages before the peek.
    * @throws QueuescopeError QUEUE_NOT_FOUND, PEEK_REFUSED, INVALID_INPUT (cursor, state, direction, limit), CANCELLED.
