@@ -5,15 +5,15 @@
  */
 import { contextBridge, ipcRenderer } from 'electron';
 import { channelFor, isApiMethod } from '../../shared/api/methods';
-import type { QueuescopeApi } from '../../shared/api/contract';
+import type { ApiResult, QueuescopeApi } from '../../shared/api/contract';
 
-const api: QueuescopeApi = {
-  invoke(method, input) {
-    if (!isApiMethod(method)) {
-      return Promise.resolve({ ok: false, error: { code: 'INVALID_INPUT', message: `Unknown API method "${String(method)}".` } });
-    }
-    return ipcRenderer.invoke(channelFor(method), input) as ReturnType<QueuescopeApi['invoke']>;
-  },
-};
+async function invoke(method: unknown, input: unknown): Promise<ApiResult<unknown>> {
+  if (!isApiMethod(method)) {
+    return { ok: false, error: { code: 'INVALID_INPUT', message: `Unknown API method "${String(method).slice(0, 80)}".` } };
+  }
+  return (await ipcRenderer.invoke(channelFor(method), input)) as ApiResult<unknown>;
+}
 
+// The generic signature of QueuescopeApi['invoke'] is enforced on the main side; here it is one function.
+const api = { invoke } as QueuescopeApi;
 contextBridge.exposeInMainWorld('queuescope', api);

@@ -90,6 +90,7 @@ function harness(fifo: boolean): ContractHarness {
     },
     peekOptions: { acceptSideEffects: true },
     supportsHeaders: true,
+    bodiesAreText: true,
     async createUnreachableAdapter() {
       const port = await closedPort();
       return createSqsAdapter({ kind: 'sqs', region: SQS_REGION, endpoint: `http://127.0.0.1:${port}`, ...SQS_TEST_CREDENTIALS });
