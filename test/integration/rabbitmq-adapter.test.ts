@@ -435,6 +435,57 @@ describe('connection failures name their cause', () => {
   });
 });
 
+describe('cancellation', () => {
+  it('aborting during a peek requeues what was held and throws CANCELLED', async () => {
+    const q = await queue('abort');
+    for (let i = 0; i < 400; i++) ch.sendToQueue(q, Buffer.alloc(2000, 'a'));
+    await ch.waitForConfirms();
+    let cancelled = 0;
+    for (const delay of [0, 2, 5, 10, 20]) {
+      const ac = new AbortController();
+      const p = adapter.peek(idOf(q), { limit: 500 }, ac.signal);
+      setTimeout(() => ac.abort(), delay);
+      try {
+        const page = await p;
+        expect(page.messages).toHaveLength(400);
+      } catch (e) {
+        expect((e as QueuescopeError).code).toBe('CANCELLED');
+        cancelled++;
+      }
+      expect(await nativeCount(q)).toBe(400);
+    }
+    expect(cancelled).toBeGreaterThan(0);
+  });
+});
+
+describe('connection lifecycle', () => {
+  it('reconnects after the broker closed its connection', async () => {
+    const user = uniqueName('user');
+    await mgmt('PUT', `/api/users/${user}`, { password: 'pw-123', tags: 'monitoring' });
+    cleanups.push(() => mgmt('DELETE', `/api/users/${user}`));
+    await mgmt('PUT', `/api/permissions/%2F/${user}`, { configure: '.*', write: '.*', read: '.*' });
+    const base = new URL(AMQP_URL);
+    const own = createRabbitmqAdapter({ ...config, url: `amqp://${user}:pw-123@${base.host}/%2F` });
+    try {
+      const q = await queue('reconnect');
+      ch.sendToQueue(q, Buffer.from('still here'));
+      await ch.waitForConfirms();
+      expect((await own.peek(idOf(q), { limit: 1 })).messages[0]?.body.data).toBe('still here');
+      const conns = await waitFor('the connection to show up', async () => {
+        const r = await mgmt('GET', '/api/connections?columns=name,user');
+        const mine = (r.json as { name: string; user: string }[]).filter((c) => c.user === user);
+        return mine.length > 0 ? mine : null;
+      });
+      for (const c of conns) await mgmt('DELETE', `/api/connections/${encodeURIComponent(c.name)}`);
+      await new Promise((r) => setTimeout(r, 200));
+      expect((await own.peek(idOf(q), { limit: 1 })).messages[0]?.body.data).toBe('still here');
+      expect((await own.getQueue(idOf(q))).depth).toBe(1);
+    } finally {
+      await own.close();
+    }
+  });
+});
+
 describe('queue ids and vanished queues', () => {
   it('a queue deleted while open is QUEUE_NOT_FOUND for getQueue and peek', async () => {
     const q = await queue('vanish');

@@ -47,8 +47,12 @@ const PAGE_CONCURRENCY = 2;
 /** Timeout (ms) for data requests (listing pages, exchanges, bindings) — larger than a check's. */
 const DATA_TIMEOUT_MS = 30_000;
 const DEFAULT_LIST_LIMIT = 10_000;
-/** Safety cap on queues read to resolve dead-letter sources of a filtered listing. */
-const TOPOLOGY_QUEUE_CAP = 100_000;
+/**
+ * Cap on queues read to resolve dead-letter sources outside a filtered listing (and for getQueue).
+ * Every management API page costs a scan of the whole vhost on the broker, so reading far more
+ * would be slow; beyond the cap, `deadLetterSources` may miss sources.
+ */
+const TOPOLOGY_QUEUE_CAP = 20_000;
 
 const collator = new Intl.Collator();
 
@@ -177,16 +181,33 @@ export class RabbitmqAdapter implements BrokerAdapter {
     return abortable(this.conn, signal);
   }
 
-  /** Runs `fn` on a fresh channel of the shared connection, always closing the channel. */
-  private async withChannel<T>(signal: AbortSignal | undefined, fn: (ch: Channel) => Promise<T>): Promise<T> {
-    const conn = await this.connection(signal);
+  /** A new channel (errors swallowed into the operation's promise) on a live connection. */
+  private async openChannel(signal?: AbortSignal): Promise<Channel> {
+    let conn = await this.connection(signal);
     let ch: Channel;
     try {
       ch = await conn.createChannel();
-    } catch (e) {
-      throw channelError(e, '(channel)', this.s.vhost);
+    } catch {
+      // The shared connection died since its last use: reconnect once.
+      if (this.conn !== null) {
+        const stale = this.conn;
+        this.conn = null;
+        void stale.then((c) => c.close()).catch(() => undefined);
+      }
+      conn = await this.connection(signal);
+      try {
+        ch = await conn.createChannel();
+      } catch (e) {
+        throw new QueuescopeError('HOST_UNREACHABLE', `The connection to ${this.where} was lost and could not be reopened: ${messageOf(e)}`);
+      }
     }
     ch.on('error', () => undefined);
+    return ch;
+  }
+
+  /** Runs `fn` on a fresh channel of the shared connection, always closing the channel. */
+  private async withChannel<T>(signal: AbortSignal | undefined, fn: (ch: Channel) => Promise<T>): Promise<T> {
+    const ch = await this.openChannel(signal);
     try {
       return await fn(ch);
     } finally {
