@@ -56,7 +56,8 @@ export type ExportContext = Pick<OperationContext, 'signal' | 'report' | 'setTot
 export function assertPeekAllowed(queue: QueueSummary, acceptSideEffects: boolean | undefined): void {
   const caps = queue.capabilities;
   if (caps.peekMayDeadLetter === false || acceptSideEffects === true) return;
-  const effects = caps.peekSideEffects.map((e) => e.description).join(' ');
+  const deadLetter = caps.peekSideEffects.filter((e) => e.kind === 'may-dead-letter');
+  const effects = (deadLetter.length > 0 ? deadLetter : caps.peekSideEffects).map((e) => e.description).join(' ');
   throw new QueuescopeError(
     'PEEK_REFUSED',
     `Reading ${queue.name} ${caps.peekMayDeadLetter === null ? 'might' : 'can'} move messages to a dead-letter queue${effects ? `: ${effects}` : '.'} Accept the side effects to read it anyway.`,

@@ -86,6 +86,11 @@ export interface ProfileStoreOptions {
   cipher?: SecretCipher | null;
   /** Clock for `.corrupt-<ts>` names (tests). */
   now?: () => number;
+  /**
+   * Never write: bad files are reported but not moved aside, plain-text secrets not migrated, and
+   * `save`/`remove` refuse. For readers such as the CLI, which must not change the app's files.
+   */
+  readOnly?: boolean;
 }
 
 /**
@@ -116,6 +121,7 @@ export class ProfileStore {
   /** Secrets known in this process, by profile id (used first). */
   private memory = new Map<string, ConnectionSecrets>();
   private readOnlyReason: string | null = null;
+  private noWrites = false;
   private secretsReadOnly = false;
   private writeChain: Promise<unknown> = Promise.resolve();
   /** Problems found while loading, one sentence each, naming the file. Empty when all is well. */
@@ -143,7 +149,9 @@ export class ProfileStore {
    */
   static async open(options: ProfileStoreOptions): Promise<ProfileStore> {
     const store = new ProfileStore(options.configDir, options.cipher ?? null, options.now ?? Date.now);
+    if (options.readOnly === true) store.noWrites = true;
     await store.load();
+    if (store.noWrites) store.readOnlyReason ??= 'this program only reads saved connections (they are managed in the Queuescope app).';
     return store;
   }
 
@@ -210,7 +218,7 @@ export class ProfileStore {
       return { ...p, config };
     });
     if (found.length === 0) return;
-    if (this.cipherReady() && this.readOnlyReason === null && !this.secretsReadOnly) {
+    if (this.cipherReady() && this.readOnlyReason === null && !this.secretsReadOnly && !this.noWrites) {
       for (const [id, s] of this.memory) this.encrypted.set(id, this.encryptSecrets(s));
       await this.persist();
     } else {
@@ -243,6 +251,10 @@ export class ProfileStore {
 
   /** Moves a bad file aside (never deletes it) and records the problem. */
   private async quarantine(path: string, why: string): Promise<void> {
+    if (this.noWrites) {
+      this.problems.push({ code: 'INVALID_INPUT', message: `${path} could not be read because ${why}; it is left unchanged.`, details: { file: path } });
+      return;
+    }
     const backup = `${path}.corrupt-${this.now()}`;
     try {
       await rename(path, backup);

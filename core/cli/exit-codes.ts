@@ -1,0 +1,57 @@
+import type { ErrorCode } from '../../shared/domain';
+
+/** Process exit codes of the `queuescope` CLI (also listed in `--help`). */
+export const EXIT = {
+  OK: 0,
+  /** A bug or an error the broker reported that fits no other class. */
+  UNEXPECTED: 1,
+  /** Bad command line, URL, option or snapshot file. */
+  USAGE: 2,
+  /** Could not connect: unreachable, authentication, TLS, vhost, management API, permission, timeout. */
+  CONNECTION: 3,
+  QUEUE_NOT_FOUND: 4,
+  /** A peek could dead-letter messages and `--accept-side-effects` was not given. */
+  PEEK_REFUSED: 5,
+  /** Ctrl+C (SIGINT): 128 + 2, as shells report it. */
+  INTERRUPTED: 130,
+} as const;
+
+/** The exit code for an error code. */
+export function exitCodeFor(code: ErrorCode): number {
+  switch (code) {
+    case 'INVALID_INPUT':
+    case 'SNAPSHOT_INVALID':
+      return EXIT.USAGE;
+    case 'HOST_UNREACHABLE':
+    case 'AUTH_FAILED':
+    case 'TLS_ERROR':
+    case 'UNKNOWN_VHOST':
+    case 'MANAGEMENT_UNAVAILABLE':
+    case 'PERMISSION_DENIED':
+    case 'TIMEOUT':
+      return EXIT.CONNECTION;
+    case 'QUEUE_NOT_FOUND':
+      return EXIT.QUEUE_NOT_FOUND;
+    case 'PEEK_REFUSED':
+      return EXIT.PEEK_REFUSED;
+    case 'CANCELLED':
+      return EXIT.INTERRUPTED;
+    case 'UNSUPPORTED':
+    case 'BROKER_ERROR':
+    case 'INTERNAL':
+      return EXIT.UNEXPECTED;
+  }
+}
+
+/** The exit-code table printed by `--help`. */
+export const EXIT_CODES_HELP = `
+Exit codes:
+  0    success
+  1    unexpected error (a bug, or a broker error that fits no other class)
+  2    usage error or invalid input (command line, URL, option, snapshot file)
+  3    connection failed (unreachable, authentication, TLS, vhost, management API,
+       permission, timeout)
+  4    queue not found
+  5    peek refused: reading the queue could move messages to a dead-letter queue;
+       pass --accept-side-effects to read it anyway
+  130  interrupted (Ctrl+C)`;

@@ -1,0 +1,38 @@
+/**
+ * Entry of the `queuescope` CLI, built to `out/main/cli.js` by `npm run build`
+ * (electron.vite.config.ts). `bin/queuescope.cjs` requires it and calls {@link runFromProcess};
+ * `node out/main/cli.js …` runs it directly. Plain Node: nothing here imports electron.
+ */
+import { main } from './main';
+
+export { main, splitPositionals, resolveQueue, type CliIo, type CliStream } from './main';
+export { resolveConfig, looksLikeConnection, findProfile, type ConnectionFlags, type ResolvedConnection, type CliEnv } from './resolve-config';
+export { EXIT, exitCodeFor } from './exit-codes';
+
+/**
+ * Runs the CLI for this process: `process.argv`, stdout/stderr, `process.env`. The first Ctrl+C
+ * aborts the running command cleanly (partial export files are removed; exit code 130), a second
+ * one exits at once. Sets `process.exitCode`, and exits after a short grace period if a broker
+ * client keeps the event loop alive.
+ */
+export function runFromProcess(argv: readonly string[] = process.argv.slice(2)): void {
+  // The AWS SDK warns on stderr that future versions need Node 22; not actionable for a CLI user.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const controller = new AbortController();
+  let interrupts = 0;
+  const onSigint = (): void => {
+    interrupts++;
+    if (interrupts > 1) process.exit(130);
+    process.stderr.write('\ninterrupted: stopping (Ctrl+C again to quit at once)\n');
+    controller.abort();
+  };
+  process.on('SIGINT', onSigint);
+  void main(argv, { stdout: process.stdout, stderr: process.stderr, env: process.env, signal: controller.signal }).then((code) => {
+    process.off('SIGINT', onSigint);
+    process.exitCode = code;
+    setTimeout(() => process.exit(code), 2000).unref();
+  });
+}
+
+// `node out/main/cli.js …` (not taken when bin/queuescope.cjs requires it, nor in tests).
+if (typeof require === 'function' && typeof module === 'object' && require.main === module) runFromProcess();
