@@ -16,7 +16,7 @@ export async function buildRenderer(outDir = resolve(root, 'out/renderer')): Pro
     configFile: false,
     logLevel: 'warn',
     plugins: [react()],
-    build: { outDir, emptyOutDir: true, modulePreload: { polyfill: false }, rollupOptions: { input: resolve(root, 'renderer/index.html') } },
+    build: { outDir, emptyOutDir: true, modulePreload: { polyfill: false }, rolldownOptions: { input: resolve(root, 'renderer/index.html') } },
   });
 }
 

@@ -148,7 +148,7 @@ function metaRows(m: MessageMeta): [string, ReactNode][] {
   if (m.receiveCount != null) rows.push(['Receive / delivery count', count(m.receiveCount)]);
   if (m.redelivered != null) rows.push(['Redelivered', m.redelivered ? 'yes' : 'no']);
   if (m.attemptsMade !== undefined) rows.push(['Attempts made', m.attemptsLimit != null ? `${m.attemptsMade} of ${m.attemptsLimit}` : count(m.attemptsMade)]);
-  if (m.delayMs != null) rows.push(['Delay', duration(m.delayMs)]);
+  if (m.delayMs != null && m.delayMs > 0) rows.push(['Delay', duration(m.delayMs)]);
   time('Processed on', m.processedOn);
   time('Finished on', m.finishedOn);
   if (m.idleMs != null) rows.push(['Idle (pending)', duration(m.idleMs)]);

@@ -131,8 +131,8 @@ function QueueTable({ queues, byId, onOpen }: { queues: QueueSummary[]; byId: Ma
                   <KindBadge kind={q.kind} />
                   {q.isDeadLetterQueue && <span className="badge badge-dlq">DLQ</span>}
                 </div>
-                <div role="cell" className={q.isDeadLetterQueue && (q.depth ?? 0) > 0 ? 'num strong danger-text' : 'num strong'}>{count(q.depth)}</div>
-                <div role="cell" className="num">{count(q.inFlight)}</div>
+                <div role="cell" data-col="depth" className={q.isDeadLetterQueue && (q.depth ?? 0) > 0 ? 'num strong danger-text' : 'num strong'}>{count(q.depth)}</div>
+                <div role="cell" data-col="in-flight" className="num">{count(q.inFlight)}</div>
                 <div role="cell" className="num">{count(q.delayed)}</div>
                 <div role="cell" className={q.consumers === 0 && (q.depth ?? 0) > 0 ? 'num warn-text' : 'num'} title={q.consumers === 0 && (q.depth ?? 0) > 0 ? 'Messages waiting and no consumer' : undefined}>
                   {count(q.consumers)}

@@ -1,5 +1,5 @@
 import { useEffect, useMemo, useState } from 'react';
-import type { QueueSummary } from '../../../shared/domain/queue';
+import type { PeekSideEffect, QueueSummary } from '../../../shared/domain/queue';
 import { count } from '../lib/format';
 import { useStore } from '../store';
 import { queueKey } from '../store/types';
@@ -10,6 +10,22 @@ import { MessageList } from './MessageList';
 import { MessageView } from './MessageView';
 import { PeekConfirm } from './PeekConfirm';
 import { DeadLetterLine } from './QueueList';
+
+/** Short phrases for the side-effect kinds, for one-line summaries. */
+const SIDE_EFFECT_SHORT: Record<PeekSideEffect['kind'], string> = {
+  'redelivered-flag': 'messages come back marked redelivered',
+  'delivery-count': 'each peek counts as a delivery',
+  'may-dead-letter': 'a peek can dead-letter messages',
+  'temporarily-invisible': 'messages are held briefly while read',
+  reorders: 'order may change',
+};
+
+/** A side effect reported by a peek, in words: a known kind is replaced by the queue's own description of it. */
+export function describeSideEffect(reported: string, declared: PeekSideEffect[]): string {
+  const match = declared.find((d) => d.kind === reported);
+  if (match !== undefined) return match.description;
+  return reported in SIDE_EFFECT_SHORT ? SIDE_EFFECT_SHORT[reported as PeekSideEffect['kind']] : reported;
+}
 
 /** The state to peek first: the first state with messages, else the first state; undefined when the queue has one state. */
 export function defaultPeekState(q: QueueSummary | null | undefined): string | undefined {
@@ -166,26 +182,38 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
               </select>
             </label>
             <select value={direction} onChange={(e) => setPreference('peekDirection', e.target.value === 'newest' ? 'newest' : 'oldest')} aria-label="Order">
-              <option value="oldest">oldest first</option>
-              <option value="newest">newest first</option>
+              <option value="oldest">oldest</option>
+              <option value="newest">newest</option>
             </select>
             <button type="button" className={hasSideEffects ? 'btn btn-warning' : 'btn'} onClick={onPeekClick} disabled={ours && (peek.status === 'loading' || peek.status === 'loading-more')}>
               {hasSideEffects ? 'Peek…' : ours ? 'Reload' : 'Peek'}
             </button>
             <span className="spacer" />
-            <button type="button" className="btn" onClick={() => setExporting(true)}>
+            <button type="button" className="btn" onClick={() => setExporting(true)} title="Export messages to a JSONL snapshot">
               Export…
             </button>
           </div>
-          {caps.canPeekNonDestructively && !hasSideEffects ? null : (
-            <div className="notice notice-warn" role="note">
-              <strong>Peeking changes this queue.</strong> {caps.peekSideEffects.map((s) => s.description).join(' ')}
-            </div>
+          {hasSideEffects && (
+            <details className="notice notice-warn" data-testid="side-effects-notice">
+              <summary>
+                <strong>Peeking changes this queue:</strong> {[...new Set(caps.peekSideEffects.map((s) => SIDE_EFFECT_SHORT[s.kind]))].join(' · ')}
+              </summary>
+              <ul className="side-effects">
+                {caps.peekSideEffects.map((s, i) => (
+                  <li key={i}>{s.description}</li>
+                ))}
+              </ul>
+            </details>
           )}
           {ours && peek.sideEffects.length > 0 && (
-            <div className="notice notice-info" role="status">
-              This peek: {peek.sideEffects.join(' ')}
-            </div>
+            <details className="notice notice-info" role="status">
+              <summary>This peek changed the queue{caps.peekSideEffects.length > 0 ? ' as described above' : ''}.</summary>
+              <ul className="side-effects">
+                {peek.sideEffects.map((s, i) => (
+                  <li key={i}>{describeSideEffect(s, caps.peekSideEffects)}</li>
+                ))}
+              </ul>
+            </details>
           )}
 
           {!ours && hasSideEffects && (

@@ -1,0 +1,106 @@
+// @vitest-environment jsdom
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { act, cleanup, fireEvent, render, screen, waitFor } from '@testing-library/react';
+import type { ApiResult } from '../../../shared/api/contract';
+import type { PeekPage, QueueSummary } from '../../../shared/domain';
+import { useStore } from '../store';
+import { message, summary } from '../test/fixtures';
+import { QueueView } from './QueueView';
+
+type Call = { method: string; input: Record<string, unknown> };
+let calls: Call[] = [];
+let queue: QueueSummary;
+const initial = useStore.getState();
+
+const page: PeekPage = { messages: [message('m-1', '{"a":1}'), message('m-2', '{"a":2}')], nextCursor: null, total: 2, sideEffects: [] };
+
+beforeEach(() => {
+  calls = [];
+  useStore.setState(initial, true);
+  window.queuescope = {
+    invoke: vi.fn((method: string, input: unknown) => {
+      calls.push({ method, input: input as Record<string, unknown> });
+      let result: ApiResult<unknown>;
+      if (method === 'queues.get') result = { ok: true, value: queue };
+      else if (method === 'queues.list') result = { ok: true, value: [queue] };
+      else if (method === 'messages.peek') result = { ok: true, value: page };
+      else result = { ok: false, error: { code: 'INTERNAL', message: `unexpected ${method}` } };
+      return Promise.resolve(result);
+    }) as never,
+  };
+});
+afterEach(() => {
+  cleanup();
+  delete window.queuescope;
+});
+
+const peeks = (): Call[] => calls.filter((c) => c.method === 'messages.peek');
+
+describe('QueueView peek gate', () => {
+  it('reads a non-destructive queue at once, without accepting side effects', async () => {
+    queue = summary({ kind: 'redis-stream', broker: 'redis', id: 'stream:orders' });
+    render(<QueueView connectionId="c1" queueId={queue.id} />);
+    await screen.findByText(/2 loaded/);
+    expect(peeks()).toHaveLength(1);
+    expect(peeks()[0]?.input.options).not.toHaveProperty('acceptSideEffects');
+    expect(screen.queryByRole('dialog')).toBeNull();
+  });
+
+  it('does not peek a queue whose peek changes it until the user confirms, then accepts the side effects', async () => {
+    queue = summary({
+      capabilities: {
+        canPeekNonDestructively: false,
+        peekMayDeadLetter: true,
+        peekSideEffects: [
+          { kind: 'delivery-count', description: 'Each peek adds 1 to x-delivery-count.' },
+          { kind: 'may-dead-letter', description: 'At x-delivery-limit 3 the peek dead-letters the message.' },
+        ],
+      },
+    });
+    render(<QueueView connectionId="c1" queueId={queue.id} />);
+    const open = await screen.findByRole('button', { name: /^Peek 50 messages…$/ });
+    // Give any effect a chance to (wrongly) peek.
+    await act(() => new Promise((r) => setTimeout(r, 50)));
+    expect(peeks()).toHaveLength(0);
+
+    fireEvent.click(open);
+    const dialog = screen.getByRole('dialog');
+    expect(dialog.textContent).toContain('Each peek adds 1 to x-delivery-count.');
+    // Cancel: still nothing read.
+    fireEvent.click(screen.getByRole('button', { name: 'Cancel' }));
+    expect(peeks()).toHaveLength(0);
+
+    fireEvent.click(screen.getByRole('button', { name: /^Peek 50 messages…$/ }));
+    const go = screen.getByRole<HTMLButtonElement>('button', { name: 'Peek 50 messages' });
+    expect(go.disabled).toBe(true);
+    fireEvent.click(screen.getByRole('checkbox'));
+    fireEvent.click(go);
+    await screen.findByText(/2 loaded/);
+    expect(peeks()).toHaveLength(1);
+    expect(peeks()[0]?.input.options).toMatchObject({ acceptSideEffects: true, limit: 50 });
+  });
+
+  it('offers the confirmation again when the broker refuses a peek', async () => {
+    queue = summary({ kind: 'redis-list', broker: 'redis', id: 'list:x' });
+    window.queuescope = {
+      invoke: vi.fn((method: string, input: unknown) => {
+        calls.push({ method, input: input as Record<string, unknown> });
+        if (method === 'messages.peek') return Promise.resolve({ ok: false, error: { code: 'PEEK_REFUSED', message: 'Peeking orders can dead-letter messages; accept the side effects to continue.' } });
+        return Promise.resolve({ ok: true, value: method === 'queues.get' ? queue : [queue] });
+      }) as never,
+    };
+    render(<QueueView connectionId="c1" queueId={queue.id} />);
+    expect(await screen.findByText(/accept the side effects to continue/)).toBeTruthy();
+    expect(screen.getByRole('button', { name: 'Review and peek…' })).toBeTruthy();
+  });
+
+  it('shows the queue error in words when the queue is gone', async () => {
+    window.queuescope = {
+      invoke: vi.fn(() => Promise.resolve({ ok: false, error: { code: 'QUEUE_NOT_FOUND', message: 'Queue "orders" does not exist (any more).' } })) as never,
+    };
+    render(<QueueView connectionId="c1" queueId="rabbitmq:%2F/orders" />);
+    expect(await screen.findByText('Queue not found')).toBeTruthy();
+    expect(screen.getByText('Queue "orders" does not exist (any more).')).toBeTruthy();
+    await waitFor(() => expect(screen.getByRole('button', { name: 'Try again' })).toBeTruthy());
+  });
+});

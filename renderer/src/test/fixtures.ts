@@ -1,0 +1,46 @@
+import type { QueueCapabilities, QueueMessage, QueueSummary } from '../../../shared/domain';
+
+/** A queue summary for component tests; override what the test is about. */
+export function summary(over: Omit<Partial<QueueSummary>, 'capabilities'> & { capabilities?: Partial<QueueCapabilities> } = {}): QueueSummary {
+  const { capabilities, ...rest } = over;
+  return {
+    id: 'rabbitmq:%2F/orders',
+    name: 'orders',
+    broker: 'rabbitmq',
+    kind: 'rabbitmq-quorum',
+    depth: 3,
+    inFlight: 0,
+    delayed: null,
+    consumers: 0,
+    counts: {},
+    deadLetterTargets: [],
+    deadLetterSources: [],
+    isDeadLetterQueue: false,
+    config: { arguments: { 'x-queue-type': 'quorum' } },
+    ...rest,
+    capabilities: {
+      canPeekNonDestructively: true,
+      peekSideEffects: [],
+      peekMayDeadLetter: false,
+      canPageFromCursor: true,
+      maxPeekWindow: 1000,
+      peekStates: [],
+      ...capabilities,
+    },
+  };
+}
+
+/** A message with a UTF-8 body. */
+export function message(id: string, body: string, over: Partial<QueueMessage> = {}): QueueMessage {
+  return {
+    id,
+    queueId: 'rabbitmq:%2F/orders',
+    queueName: 'orders',
+    position: 0,
+    body: { encoding: 'utf8', data: body, sizeBytes: new TextEncoder().encode(body).length, truncated: false },
+    headers: {},
+    properties: {},
+    meta: {},
+    ...over,
+  };
+}
