@@ -159,11 +159,15 @@ export async function exportQueue(adapter: BrokerAdapter, queueId: string, optio
       for (const s of page.sideEffects) sideEffects.add(s);
       const depth = page.total ?? (options.state === undefined ? queue.depth : null);
       ctx.setTotal(wanted !== null ? wanted.size : Math.min(depth ?? page.messages.length, window));
-      if (wanted === null && (depth === null || page.messages.length < depth)) {
+      // Partial when fewer than the known depth came back, when the depth is unknown, or when the
+      // window was filled beyond a depth that is evidently stale (broker stats lag): more may follow.
+      const got = page.messages.length;
+      if (wanted === null && (depth === null || got < depth || (got >= window && depth < got))) {
         partial = true;
         reason =
           `${queue.name} cannot be paged (${queue.kind}): one peek reads at most ${window} messages, ` +
-          `and it returned ${page.messages.length} of ${depth === null ? 'an unknown number of' : `about ${depth}`} messages.`;
+          `and it returned ${got} of ${depth === null || depth < got ? 'an unknown number of' : `about ${depth}`} messages` +
+          `${got >= window ? '; there may be more' : ''}.`;
       }
       await writer.writeHeader({ ...header, ...(partial ? { partial: true, partialReason: reason } : {}) }, signal);
       await writeSelected(page.messages);
