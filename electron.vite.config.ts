@@ -11,7 +11,7 @@ import react from '@vitejs/plugin-react';
 export default defineConfig({
   main: {
     build: {
-      rollupOptions: {
+      rolldownOptions: {
         input: {
           index: resolve(__dirname, 'electron/main/index.ts'),
           cli: resolve(__dirname, 'core/cli/index.ts'),
@@ -22,7 +22,7 @@ export default defineConfig({
   },
   preload: {
     build: {
-      rollupOptions: {
+      rolldownOptions: {
         input: { index: resolve(__dirname, 'electron/preload/index.ts') },
         output: { format: 'cjs' },
       },
@@ -31,7 +31,7 @@ export default defineConfig({
   renderer: {
     root: resolve(__dirname, 'renderer'),
     build: {
-      rollupOptions: { input: { index: resolve(__dirname, 'renderer/index.html') } },
+      rolldownOptions: { input: { index: resolve(__dirname, 'renderer/index.html') } },
     },
     plugins: [react()],
   },

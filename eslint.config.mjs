@@ -2,6 +2,8 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import reactHooks from 'eslint-plugin-react-hooks';
+import globals from 'globals';
+import { defineConfig } from 'eslint/config';
 
 /**
  * Layer rules (see ARCHITECTURE.md). Each folder may import only what is listed there;
@@ -17,13 +19,13 @@ const noRenderer = { group: ['**/renderer/**'], message: 'Nothing imports from r
 const noReact = { group: ['react', 'react-dom', 'react/*', 'zustand'], message: 'shared/ is UI-free.' };
 const brokerClients = { group: ['ioredis', 'bullmq', 'amqplib', '@aws-sdk/*'], message: 'Broker clients belong in core/adapters/<broker>/.' };
 
-export default tseslint.config(
+export default defineConfig(
   { ignores: ['out/**', 'dist/**', 'node_modules/**', 'tools/**', 'coverage/**', '**/*.cjs', 'resources/**', 'test-results/**'] },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {
     languageOptions: {
-      parserOptions: { projectService: { allowDefaultProject: ['*.mjs', '*.mts', 'scripts/*.mjs'] }, tsconfigRootDir: import.meta.dirname },
+      parserOptions: { projectService: { allowDefaultProject: ['*.mjs', 'scripts/*.mjs'] }, tsconfigRootDir: import.meta.dirname },
     },
     rules: {
       '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true, allowBoolean: true, allowNullish: true }],
@@ -32,6 +34,12 @@ export default tseslint.config(
       '@typescript-eslint/no-unnecessary-condition': ['error', { allowConstantLoopConditions: true }],
       'no-control-regex': 'off',
     },
+  },
+  {
+    // Plain JS scripts and configs: Node globals, no type-aware rules.
+    files: ['**/*.mjs'],
+    extends: [tseslint.configs.disableTypeChecked],
+    languageOptions: { globals: globals.node },
   },
   {
     files: ['shared/**/*.ts'],

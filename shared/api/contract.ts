@@ -73,8 +73,7 @@ export const API_METHODS: readonly ApiMethod[] = API_METHOD_NAMES;
 
 // Compile-time check that methods.ts and the schemas list the same methods.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : never) : never;
-const _methodsMatch: Same<ApiMethod, ApiMethodName> = true;
-void _methodsMatch;
+export const API_METHODS_MATCH: Same<ApiMethod, ApiMethodName> = true;
 
 export interface AppInfo {
   version: string;

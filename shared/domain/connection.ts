@@ -58,7 +58,7 @@ export const sqsConnectionSchema = z
     kind: z.literal('sqs'),
     region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, 'an AWS region such as us-east-1'),
     /** Endpoint override for SQS-compatible servers (emulators), e.g. `http://127.0.0.1:4566`. */
-    endpoint: z.string().url().max(2048).optional(),
+    endpoint: z.url({ protocol: /^https?$/ }).max(2048).optional(),
     /** Named profile from ~/.aws/config and ~/.aws/credentials. */
     profile: z.string().max(255).optional(),
     /** Static credentials; otherwise the standard AWS credential chain is used. */
@@ -111,12 +111,12 @@ export type ConnectionProfile = z.infer<typeof connectionProfileSchema>;
 
 /** Splits secrets out of a config: the returned `config` has none of {@link SECRET_FIELDS}. */
 export function splitSecrets(config: ConnectionConfig): { config: ConnectionConfig; secrets: ConnectionSecrets } {
-  const copy: Record<string, unknown> = { ...config };
   const secrets: ConnectionSecrets = {};
-  for (const f of SECRET_FIELDS) {
-    const v = copy[f];
-    if (typeof v === 'string' && v !== '') secrets[f] = v;
-    delete copy[f];
+  const copy: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(config)) {
+    if ((SECRET_FIELDS as readonly string[]).includes(k)) {
+      if (typeof v === 'string' && v !== '') secrets[k as SecretField] = v;
+    } else copy[k] = v;
   }
   // A password embedded in the URL is a secret too: move it out.
   if ((config.kind === 'redis' || config.kind === 'rabbitmq') && typeof copy.url === 'string') {
