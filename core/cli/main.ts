@@ -286,7 +286,9 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       if (jsonWanted) out(toJson({ error: { code: 'INVALID_INPUT', message: e.message.replace(/^error: /, '') } }));
       return EXIT.USAGE;
     }
-    exitCode = reportError(signal.aborted ? new QueuescopeError('CANCELLED', 'Interrupted.') : e);
+    const cancelled = e instanceof QueuescopeError && e.code === 'CANCELLED';
+    // After Ctrl+C any failure (e.g. a client closed mid-call) is the interruption itself.
+    exitCode = reportError(signal.aborted && !cancelled ? new QueuescopeError('CANCELLED', 'Interrupted.') : e);
   }
   return exitCode;
 }
