@@ -36,7 +36,7 @@ describe('QueuescopeError', () => {
   it('redactValue bounds depth', () => {
     let deep: Record<string, unknown> = {};
     const root = deep;
-    for (let i = 0; i < 20; i++) deep = (deep.next = {}) as Record<string, unknown>;
+    for (let i = 0; i < 20; i++) deep = (deep.next = {});
     expect(JSON.stringify(redactValue(root))).toContain('[…]');
   });
 });
