@@ -25,7 +25,7 @@ export interface RedisFixture {
 /**
  * Redis: a BullMQ queue with 3 failed jobs (2 attempts each, HTTP-503-style reason, stack traces)
  * and 2 waiting jobs; a list holding an HTML-looking body, a JSON body and a gzip-in-base64 body;
- * a stream with 3 entries.
+ * a stream with 25 entries.
  */
 export async function seedRedis(label = 'e2e'): Promise<RedisFixture> {
   const connection = { url: REDIS_URL, maxRetriesPerRequest: null } as const;
@@ -58,7 +58,9 @@ export async function seedRedis(label = 'e2e'): Promise<RedisFixture> {
 
   const gz = gzipSync(Buffer.from(JSON.stringify({ compressed: true, orderId: 'A-3001' }))).toString('base64');
   await redis.rpush(list, HTML_BODY, JSON.stringify({ emailId: 'E-1', to: 'customer-42' }), gz);
-  for (let i = 0; i < 3; i++) await redis.xadd(stream, '*', 'body', JSON.stringify({ orderId: `S-${i}`, event: 'created' }), 'source', 'checkout');
+  const p = redis.pipeline();
+  for (let i = 0; i < 25; i++) p.xadd(stream, '*', 'body', JSON.stringify({ orderId: `S-${i}`, event: 'created' }), 'source', 'checkout');
+  await p.exec();
 
   return {
     bullQueue,

@@ -13,6 +13,7 @@ import type { Page } from 'playwright-core';
 import { createLocalConnection, fillNewConnection, messageRows, openConnection, openQueue, queueRow, runConnectionTest, waitForDepth } from './app';
 import { HTML_BODY, seedRabbit, seedRedis, seedSqs, type RabbitFixture, type RedisFixture, type SqsFixture } from './fixtures';
 import { PROJECT_ROOT, startHarness, type Harness } from './harness';
+import { SQS_ENDPOINT } from '../integration/env';
 
 const BUNDLED_DEMO = join(PROJECT_ROOT, 'resources', 'demo-snapshot.jsonl');
 
@@ -85,7 +86,7 @@ describe('Queuescope in the browser', () => {
 
   it('lists the new queues with their depth', async () => {
     await waitForDepth(page, redis.list, '3');
-    await waitForDepth(page, redis.stream, '3');
+    await waitForDepth(page, redis.stream, '25');
     await waitForDepth(page, redis.bullQueue, '2'); // 2 waiting; the 3 failed are not "depth"
     const row = await queueRow(page, redis.bullQueue);
     expect(await row.innerText()).toContain('BullMQ');
@@ -93,7 +94,7 @@ describe('Queuescope in the browser', () => {
 
   it('opens a queue and shows a message; an HTML body stays text', async () => {
     await openQueue(page, redis.list);
-    await expect.poll(() => messageRows(page).count()).toBe(3);
+    await expect.poll(() => messageRows(page).count(), { timeout: 20_000 }).toBe(3);
     await messageRows(page).first().click();
     const view = page.getByTestId('message-view');
     await view.waitFor();
@@ -123,7 +124,7 @@ describe('Queuescope in the browser', () => {
     await openConnection(page, 'E2E Redis');
     await openQueue(page, redis.bullQueue);
     await page.getByRole('combobox', { name: 'State' }).selectOption('failed');
-    await expect.poll(() => messageRows(page).count()).toBe(3);
+    await expect.poll(() => messageRows(page).count(), { timeout: 20_000 }).toBe(3);
     await messageRows(page).first().click();
     const failure = page.getByRole('region', { name: 'Failure' });
     await failure.waitFor();
@@ -133,10 +134,28 @@ describe('Queuescope in the browser', () => {
     expect(text).toMatch(/Stack traces \(2\)/);
   });
 
+  it('pages a stream with "Load more"', async () => {
+    await openConnection(page, 'E2E Redis');
+    await openQueue(page, redis.stream);
+    await page.getByRole('combobox', { name: 'Messages per peek' }).selectOption('10');
+    const footer = page.locator('.list-footer');
+    await footer.getByText(/^10 loaded/).waitFor();
+    await footer.getByRole('button', { name: 'Load more' }).click();
+    await footer.getByText(/^20 loaded/).waitFor();
+    await footer.getByRole('button', { name: 'Load more' }).click();
+    await footer.getByText(/^25 loaded/).waitFor();
+    expect(await footer.getByRole('button', { name: 'Load more' }).count()).toBe(0);
+    await page.getByTestId('message-list').focus();
+    await page.keyboard.press('End');
+    await page.keyboard.press('Enter');
+    expect(await page.getByTestId('body-text').innerText()).toContain('"orderId": "S-24"');
+    await page.getByRole('combobox', { name: 'Messages per peek' }).selectOption('50');
+  });
+
   it('exports the whole list queue to a JSONL file with one line per message', async () => {
     await openConnection(page, 'E2E Redis');
     await openQueue(page, redis.list);
-    await expect.poll(() => messageRows(page).count()).toBe(3);
+    await expect.poll(() => messageRows(page).count(), { timeout: 20_000 }).toBe(3);
     await page.getByRole('button', { name: 'Export…' }).click();
     const dialog = page.getByRole('dialog', { name: 'Export to a snapshot' });
     await dialog.getByRole('radio', { name: /All messages in the queue/ }).check();
@@ -173,7 +192,7 @@ describe('Queuescope in the browser', () => {
     const row = await queueRow(page, redis.list);
     expect((await row.locator('[data-col="depth"]').innerText()).trim()).toBe('3');
     await openQueue(page, redis.list);
-    await expect.poll(() => messageRows(page).count()).toBe(3);
+    await expect.poll(() => messageRows(page).count(), { timeout: 20_000 }).toBe(3);
     await messageRows(page).first().click();
     expect(await page.getByTestId('body-text').innerText()).toBe(HTML_BODY);
   });
@@ -194,7 +213,7 @@ describe('Queuescope in the browser', () => {
     const dialog = page.getByRole('dialog', { name: 'Peeking this queue changes it' });
     expect(await dialog.innerText()).toMatch(/redelivered/);
     await dialog.getByRole('button', { name: 'Peek 50 messages' }).click();
-    await expect.poll(() => messageRows(page).count()).toBe(2);
+    await expect.poll(() => messageRows(page).count(), { timeout: 20_000 }).toBe(2);
     await messageRows(page).first().click();
     const deaths = page.getByRole('region', { name: 'Dead-letter history' });
     await deaths.waitFor();
@@ -214,10 +233,28 @@ describe('Queuescope in the browser', () => {
     expect(await dialog.innerText()).toMatch(/ApproximateReceiveCount/);
     await dialog.getByRole('checkbox').check();
     await go.click();
-    await expect.poll(() => messageRows(page).count()).toBe(3);
+    await expect.poll(() => messageRows(page).count(), { timeout: 20_000 }).toBe(3);
     // Each message was received once by the peek.
     const recv = await messageRows(page).locator('[role="gridcell"]:nth-child(4)').allInnerTexts();
     expect(recv.map((s) => s.trim())).toEqual(['1', '1', '1']);
+  });
+
+  it('edits and deletes a saved connection', async () => {
+    await openConnection(page, 'E2E SQS');
+    await page.getByRole('button', { name: 'Edit connection' }).click();
+    await page.getByRole('heading', { name: 'Edit E2E SQS' }).waitFor();
+    // The form comes back filled from the saved profile (the secret is not sent back).
+    expect(await page.getByLabel('Endpoint', { exact: true }).inputValue()).toBe(SQS_ENDPOINT);
+    expect(await page.getByLabel('Secret access key', { exact: true }).inputValue()).toBe('');
+    await page.getByLabel('Name', { exact: true }).fill('E2E SQS renamed');
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: 'E2E SQS renamed' }).waitFor();
+    await page.getByRole('button', { name: 'Edit connection' }).click();
+    await page.getByRole('button', { name: 'Delete…' }).click();
+    await page.getByRole('button', { name: 'Delete', exact: true }).click();
+    const sidebar = page.getByRole('navigation', { name: 'Connections' });
+    await sidebar.getByText('E2E SQS renamed').waitFor({ state: 'detached' });
+    expect(await sidebar.getByText('E2E Redis').count()).toBe(1);
   });
 
   it('shows an exported snapshot as the demo on a fresh start', async () => {
