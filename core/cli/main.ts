@@ -226,12 +226,13 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         const barState = { started: false };
         const unsubscribe = ops.subscribe((s) => {
           if (bar !== null) {
+            if (s.total === null) return; // nothing sensible to draw before the total is known
             if (!barState.started) {
-              bar.start(s.total ?? 0, s.processed, { rate: '-' });
+              bar.start(s.total, s.processed, { rate: '-', etaText: '-' });
               barState.started = true;
             }
-            if (s.total !== null) bar.setTotal(s.total);
-            bar.update(s.processed, { rate: s.rate === null ? '-' : `${Math.round(s.rate)}/s` });
+            bar.setTotal(s.total);
+            bar.update(s.processed, { rate: s.rate === null ? '-' : `${Math.round(s.rate)}/s`, etaText: s.etaMs === null ? '-' : `${Math.ceil(s.etaMs / 1000)} s` });
           } else {
             err(`${JSON.stringify({ type: 'progress', status: s.status, processed: s.processed, total: s.total, rate: s.rate === null ? null : Math.round(s.rate), etaMs: s.etaMs })}\n`);
           }
@@ -360,7 +361,7 @@ function newBar(stream: CliStream): cliProgress.SingleBar {
   return new cliProgress.SingleBar(
     {
       stream: stream as unknown as NodeJS.WritableStream,
-      format: 'export [{bar}] {value}/{total} messages | {rate} | ETA {eta_formatted}',
+      format: 'export [{bar}] {value}/{total} messages | {rate} | ETA {etaText}',
       hideCursor: true,
       clearOnComplete: true,
       etaBuffer: 20,
