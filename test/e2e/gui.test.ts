@@ -6,7 +6,7 @@
  * Needs `npm run build` first (out/renderer) and `apt-get install -y chromium`; fails with a
  * message saying so otherwise.
  */
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
@@ -195,6 +195,20 @@ describe('Queuescope in the browser', () => {
     await expect.poll(() => messageRows(page).count(), { timeout: 20_000 }).toBe(3);
     await messageRows(page).first().click();
     expect(await page.getByTestId('body-text').innerText()).toBe(HTML_BODY);
+  });
+
+  it('reports a file that is not a snapshot in the error banner, in words', async () => {
+    const bad = join(h.exportDir, 'not-a-snapshot.jsonl');
+    writeFileSync(bad, 'this is not JSON\n');
+    h.setOpenPath(bad);
+    await page.getByRole('button', { name: 'Open snapshot…' }).first().click();
+    const banner = page.getByTestId('error-banner');
+    await banner.waitFor();
+    const text = await banner.innerText();
+    expect(text).toMatch(/snapshot/i);
+    expect(text).not.toMatch(/\bat .*\(.*:\d+:\d+\)/); // no stack trace
+    await banner.getByRole('button', { name: 'Dismiss' }).click();
+    expect(await page.getByTestId('error-banner').count()).toBe(0);
   });
 
   it('RabbitMQ: connects, links the DLQ both ways, and asks before a peek that changes the queue', async () => {

@@ -9,6 +9,7 @@ import { join, resolve } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { createWebServices, type WebServices } from '../../core/web/main';
 import { startWebServer, type WebServer } from '../../core/web/server';
+import ensureServices from '../integration/global-setup';
 
 export const PROJECT_ROOT = resolve(__dirname, '../..');
 export const RENDERER_DIR = process.env.QUEUESCOPE_RENDERER_DIR ?? join(PROJECT_ROOT, 'out', 'renderer');
@@ -52,6 +53,7 @@ export interface HarnessOptions {
 /** Starts services + bridge + Chromium. Call `close()` in afterAll. */
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   assertPrerequisites();
+  await ensureServices(); // starts the SQS emulators (scripts/services.sh) when they are down
   const configDir = mkdtempSync(join(tmpdir(), 'qs-e2e-config-'));
   const exportDir = mkdtempSync(join(tmpdir(), 'qs-e2e-export-'));
   let openPath: string | null = null;
