@@ -1,6 +1,6 @@
 import { basename } from 'node:path';
 import type { QueueMessage } from '../../shared/domain';
-import { missingHeaderError, parseSnapshotLine, toQueueMessage, type SnapshotHeaderLine } from './format';
+import { missingHeaderError, parseSnapshotLine, snapshotLineError, toQueueMessage, type SnapshotHeaderLine } from './format';
 import { fileError, isGzipFile, readRawLines, type LineStart } from './lines';
 
 /** One validated item of a snapshot, in file order. */
@@ -82,5 +82,5 @@ export async function readFirstHeader(path: string, signal?: AbortSignal): Promi
     if (line.type !== 'queue') throw missingHeaderError(loc);
     return { header: line, gzip, start: { offset: raw.offset, lineNo: raw.lineNo } };
   }
-  throw missingHeaderError({ file, line: 1 });
+  throw snapshotLineError({ file, line: 1 }, 'the file is empty: a snapshot starts with a "queue" header line.');
 }

@@ -15,6 +15,7 @@ import {
 import {
   missingHeaderError,
   parseJsonLine,
+  snapshotLineError,
   toQueueMessage,
   validateSnapshotLine,
   type SnapshotHeaderLine,
@@ -355,7 +356,7 @@ class SnapshotAdapter implements BrokerAdapter {
       }
       addToSelection(sel, at);
     }
-    if (sections.length === 0) throw missingHeaderError({ file: this.label, line: 1 });
+    if (sections.length === 0) throw snapshotLineError({ file: this.label, line: 1 }, 'the file is empty: a snapshot starts with a "queue" header line.');
     return { size, mtimeMs, gzip, sections, byId, byOriginalId };
   }
 }
