@@ -61,7 +61,7 @@ export function ExportDialog({ summary, connectionId, state, selectedIds, onClos
           </label>
           <label className="radio">
             <input type="radio" name="export-scope" checked={scope === 'all'} onChange={() => setScope('all')} />{' '}
-            {state !== undefined ? `All ${state} messages` : 'All messages in the queue'}
+            {state === undefined || state === 'all' ? 'All messages in the queue' : `All messages in state “${state}”`}
             {total != null ? ` (${count(total)})` : ''}
           </label>
         </fieldset>
