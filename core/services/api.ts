@@ -69,7 +69,8 @@ export function createApiHandlers(deps: ApiDeps): ApiHandlers {
   };
 
   return {
-    'app.info': () => Promise.resolve({ version: deps.version, runtime: deps.runtime, demoConnectionId: connections.demoConnectionId() }),
+    'app.info': () =>
+      Promise.resolve({ version: deps.version, runtime: deps.runtime, demoConnectionId: connections.demoConnectionId(), warnings: connections.problems.map((p) => p.message) }),
     'connections.list': () => Promise.resolve(connections.list()),
     'connections.save': (input) => connections.save(input.id === undefined ? { name: input.name, config: input.config } : { id: input.id, name: input.name, config: input.config }),
     'connections.remove': async (input) => ({ removed: await connections.remove(input.id) }),

@@ -81,6 +81,8 @@ export interface AppInfo {
   runtime: 'electron' | 'web';
   /** Connection id of the bundled demo snapshot, when present. */
   demoConnectionId: string | null;
+  /** Problems found at start-up that the user should see, one sentence each (e.g. a corrupt profiles file that was moved aside). */
+  warnings: string[];
 }
 
 export interface ApiOutputs {
