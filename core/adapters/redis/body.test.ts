@@ -35,14 +35,6 @@ describe('toMessageBody', () => {
     expect(cut).toEqual({ encoding: 'utf8', data: 'a', sizeBytes: 3, truncated: true });
   });
 
-  it('judges a body the server already cut by its prefix', () => {
-    const body = toMessageBody(Buffer.from('{"a":"é'.slice(0, 6) + '\xc3', 'latin1'), 100, 5000);
-    expect(body.truncated).toBe(true);
-    expect(body.sizeBytes).toBe(5000);
-    expect(body.encoding).toBe('utf8');
-    expect(body.data).toBe('{"a":"');
-  });
-
   it('an empty body is empty text', () => {
     expect(toMessageBody(Buffer.alloc(0), 10)).toEqual({ encoding: 'utf8', data: '', sizeBytes: 0, truncated: false });
   });
