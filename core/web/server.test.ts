@@ -16,7 +16,7 @@ function fakeHandlers(calls: { method: string; input: unknown }[]): ApiHandlers 
   return {
     'app.info': (input) => {
       calls.push({ method: 'app.info', input });
-      return Promise.resolve({ version: '9.9.9', runtime: 'web', demoConnectionId: null });
+      return Promise.resolve({ version: '9.9.9', runtime: 'web', demoConnectionId: null, warnings: [] });
     },
     'connections.list': () => Promise.resolve([]),
     'connections.save': unused,

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { RENDERER_CSP } from '../../shared/security/csp';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { extname, isAbsolute, relative, resolve, sep } from 'node:path';
@@ -24,9 +25,8 @@ import { dispatchApi } from '../services/api';
  *   same Content-Security-Policy as the Electron window.
  */
 
-/** Content-Security-Policy sent with every page (the same as `RENDERER_CSP` in electron/main/window.ts, plus nothing). */
-export const WEB_CSP =
-  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+/** Content-Security-Policy sent with every page: the renderer's one policy (shared/security/csp.ts). */
+export const WEB_CSP = RENDERER_CSP;
 
 /** Largest accepted API request body: 10 MiB. */
 export const MAX_BODY_BYTES = 10 * 1024 * 1024;

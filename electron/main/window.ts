@@ -1,9 +1,7 @@
 import { BrowserWindow, app, session, shell, type WebContents } from 'electron';
 import { join } from 'node:path';
+import { RENDERER_CSP } from '../../shared/security/csp';
 
-/** Content-Security-Policy for the renderer (also set as a meta tag in renderer/index.html). */
-export const RENDERER_CSP =
-  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /**
  * Creates the main window, hardened per the Electron security checklist

@@ -113,6 +113,6 @@ export interface PeekPage {
   nextCursor: string | null;
   /** Total messages in the selected state when known. */
   total: number | null;
-  /** Side effects this peek actually caused (empty when non-destructive). */
+  /** Side effects this peek actually caused, one sentence each for people (empty when non-destructive). */
   sideEffects: string[];
 }

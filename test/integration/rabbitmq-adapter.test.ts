@@ -308,7 +308,8 @@ describe('quorum queues', () => {
     expect(summary.capabilities.peekSideEffects.map((s) => s.kind)).toContain('delivery-count');
     const first = await adapter.peek(idOf(q), { limit: 5, acceptSideEffects: true });
     expect(first.messages[0]?.meta.receiveCount).toBe(0);
-    expect(first.sideEffects).toContain('delivery-count');
+    expect(first.sideEffects).toContain('Each peek counts as a delivery on a quorum queue: x-delivery-count +1.');
+    expect(first.sideEffects[0]).toMatch(/^Held 1 message unacknowledged/);
     const second = await adapter.peek(idOf(q), { limit: 5, acceptSideEffects: true });
     expect(second.messages[0]?.meta.receiveCount).toBe(1);
     expect(second.messages[0]?.headers['x-delivery-count']).toBe(1);

@@ -693,8 +693,15 @@ export class RabbitmqAdapter implements BrokerAdapter {
       deliveryLimit: kind === 'rabbitmq-quorum' ? (info?.settings.deliveryLimit?.value ?? null) : null,
       signal,
     });
-    const sideEffects: string[] = messages.length === 0 ? [] : caps.peekSideEffects.filter((x) => x.kind !== 'may-dead-letter').map((x) => x.kind);
-    if (deadLettered > 0) sideEffects.push('may-dead-letter');
+    // Sentences for people, like the other adapters: what this peek did to the queue.
+    const sideEffects: string[] =
+      messages.length === 0
+        ? []
+        : [
+            `Held ${messages.length} message${messages.length === 1 ? '' : 's'} unacknowledged while reading, then requeued ${messages.length === 1 ? 'it' : 'them'}.`,
+            ...caps.peekSideEffects.filter((x) => x.kind !== 'may-dead-letter' && x.kind !== 'temporarily-invisible').map((x) => x.description),
+          ];
+    if (deadLettered > 0) sideEffects.push(`${deadLettered} message${deadLettered === 1 ? ' was' : 's were'} at the delivery limit and dead-lettered by this peek.`);
     return {
       messages: messages.map((m, i) => toQueueMessage(m, i, queueId, name, kind, maxBodyBytes)),
       nextCursor: null,

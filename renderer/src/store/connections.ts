@@ -14,6 +14,8 @@ export const createConnectionsSlice: StateCreator<All, [], [], ConnectionsSlice>
     try {
       const info = await call('app.info', {});
       set({ appInfo: info });
+      // Start-up problems (e.g. a corrupt profiles file moved aside) must be seen, not logged.
+      if (info.warnings.length > 0) set({ banner: { code: 'INVALID_INPUT', message: info.warnings.join(' ') } });
     } catch (e) {
       get().showError(e);
     }
