@@ -4,21 +4,32 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ProfileStore, defaultConfigDir, migrateProfilesFile, type SecretCipher } from './profile-store';
 
-/** A reversible stand-in for safeStorage (XOR + marker), so tests can see encrypted ≠ plain. */
-function fakeCipher(available = true): SecretCipher & { calls: number } {
+/**
+ * A reversible stand-in for safeStorage's async API (XOR + a key marker), so tests can see
+ * encrypted ≠ plain. `key` is the marker written by `encrypt`; `oldKeys` still decrypt but with
+ * `shouldReEncrypt: true`, like a rotated safeStorage key.
+ */
+function fakeCipher(available = true, key = 'ENC:', oldKeys: string[] = []): SecretCipher & { calls: number; decrypts: number } {
   const c = {
     calls: 0,
-    isAvailable: () => available,
+    decrypts: 0,
+    isAvailable: () => Promise.resolve(available),
     encrypt: (plain: string) => {
       c.calls++;
-      return Buffer.concat([Buffer.from('ENC:'), Buffer.from(plain, 'utf8').map((b) => b ^ 0x5a)]);
+      return Promise.resolve(Buffer.concat([Buffer.from(key), Buffer.from(plain, 'utf8').map((b) => b ^ 0x5a)]));
     },
     decrypt: (data: Buffer) => {
-      if (data.subarray(0, 4).toString() !== 'ENC:') throw new Error('bad blob');
-      return Buffer.from(data.subarray(4).map((b) => b ^ 0x5a)).toString('utf8');
+      c.decrypts++;
+      const marker = data.subarray(0, 4).toString();
+      if (marker !== key && !oldKeys.includes(marker)) return Promise.reject(new Error('bad blob'));
+      return Promise.resolve({ plain: Buffer.from(data.subarray(4).map((b) => b ^ 0x5a)).toString('utf8'), shouldReEncrypt: marker !== key });
     },
   };
   return c;
+}
+
+async function secretsFile(): Promise<{ version: number; secrets: Record<string, string> }> {
+  return JSON.parse(await readFile(join(dir, 'secrets.json'), 'utf8')) as { version: number; secrets: Record<string, string> };
 }
 
 let dir: string;
@@ -159,10 +170,87 @@ describe('ProfileStore', () => {
     const cipher = fakeCipher();
     const s = await ProfileStore.open({ configDir: dir, cipher });
     const p = await s.save({ name: 'r', config: { kind: 'redis', url: 'redis://127.0.0.1:6379', password: 'pw' } });
-    const broken: SecretCipher = { isAvailable: () => true, encrypt: (p) => cipher.encrypt(p), decrypt: () => { throw new Error('keychain reset'); } };
+    const blob = (await secretsFile()).secrets[p.id];
+    const broken: SecretCipher = { isAvailable: () => Promise.resolve(true), encrypt: (p) => cipher.encrypt(p), decrypt: () => Promise.reject(new Error('keychain reset')) };
     const s2 = await ProfileStore.open({ configDir: dir, cipher: broken });
-    expect(() => s2.resolve(p.id)).toThrow(/cannot be decrypted/);
+    expect(s2.get(p.id)?.hasSecret).toBe(true);
+    expect(() => s2.resolve(p.id)).toThrow(expect.objectContaining({ code: 'INVALID_INPUT', message: expect.stringMatching(/connection "r" cannot be decrypted.*enter it again/) }));
+    expect((await secretsFile()).secrets[p.id]).toBe(blob);
     await s2.save({ id: p.id, name: 'renamed', config: { kind: 'redis', url: 'redis://127.0.0.1:6379' } });
+    expect(() => s2.resolve(p.id)).toThrow(/cannot be decrypted/);
+    expect((await secretsFile()).secrets[p.id]).toBe(blob);
+    expect((await ProfileStore.open({ configDir: dir, cipher })).resolve(p.id)).toMatchObject({ password: 'pw' });
+    // entering a new password replaces the blob and clears the error
+    await s2.save({ id: p.id, name: 'renamed', config: { kind: 'redis', url: 'redis://127.0.0.1:6379', password: 'pw2' } });
+    expect(s2.resolve(p.id)).toMatchObject({ password: 'pw2' });
+    expect((await ProfileStore.open({ configDir: dir, cipher })).resolve(p.id)).toMatchObject({ password: 'pw2' });
+  });
+
+  it('decrypts every stored secret once at open; lookups do not call the cipher again', async () => {
+    const cipher = fakeCipher();
+    const s = await ProfileStore.open({ configDir: dir, cipher });
+    const a = await s.save({ name: 'a', config: { kind: 'redis', url: 'redis://127.0.0.1:6379', password: 'pa' } });
+    const b = await s.save({ name: 'b', config: { kind: 'rabbitmq', url: 'amqp://guest:pb@127.0.0.1:5672' } });
+    const reader = fakeCipher();
+    const s2 = await ProfileStore.open({ configDir: dir, cipher: reader });
+    expect(reader.decrypts).toBe(2);
+    expect(s2.resolve(a.id)).toMatchObject({ password: 'pa' });
+    expect(s2.resolve(b.id)).toMatchObject({ password: 'pb' });
+    expect(s2.list().map((p) => p.hasSecret)).toEqual([true, true]);
+    expect(reader.decrypts).toBe(2);
+  });
+
+  it('re-encrypts and saves secrets the cipher flags shouldReEncrypt (rotated key)', async () => {
+    const s = await ProfileStore.open({ configDir: dir, cipher: fakeCipher(true, 'OLD:') });
+    const p = await s.save({ name: 'r', config: { kind: 'redis', url: 'redis://127.0.0.1:6379', password: 'rotate-me' } });
+    const other = await s.save({ name: 'snap', config: { kind: 'snapshot', path: '/x.jsonl' } });
+    const profilesBefore = await readFile(join(dir, 'profiles.json'), 'utf8');
+    expect(Buffer.from((await secretsFile()).secrets[p.id] ?? '', 'base64').subarray(0, 4).toString()).toBe('OLD:');
+
+    const rotated = fakeCipher(true, 'NEW:', ['OLD:']);
+    const s2 = await ProfileStore.open({ configDir: dir, cipher: rotated });
+    expect(s2.problems).toEqual([]);
+    expect(s2.resolve(p.id)).toMatchObject({ password: 'rotate-me' });
+    expect(rotated.calls).toBe(1);
+    const stored = Buffer.from((await secretsFile()).secrets[p.id] ?? '', 'base64');
+    expect(stored.subarray(0, 4).toString()).toBe('NEW:');
+    expect(await readFile(join(dir, 'profiles.json'), 'utf8')).toBe(profilesBefore);
+    expect(s2.get(other.id)?.hasSecret).toBe(false);
+
+    // the new blob now decrypts with the new key alone, and is not re-encrypted again
+    const newOnly = fakeCipher(true, 'NEW:');
+    expect((await ProfileStore.open({ configDir: dir, cipher: newOnly })).resolve(p.id)).toMatchObject({ password: 'rotate-me' });
+    expect(newOnly.calls).toBe(0);
+  });
+
+  it('does not re-encrypt a rotated secret when the store must not write', async () => {
+    const s = await ProfileStore.open({ configDir: dir, cipher: fakeCipher(true, 'OLD:') });
+    const p = await s.save({ name: 'r', config: { kind: 'redis', url: 'redis://127.0.0.1:6379', password: 'keep' } });
+    const before = await readFile(join(dir, 'secrets.json'), 'utf8');
+    const rotated = fakeCipher(true, 'NEW:', ['OLD:']);
+    const ro = await ProfileStore.open({ configDir: dir, cipher: rotated, readOnly: true });
+    expect(ro.resolve(p.id)).toMatchObject({ password: 'keep' });
+    expect(rotated.calls).toBe(0);
+    expect(await readFile(join(dir, 'secrets.json'), 'utf8')).toBe(before);
+  });
+
+  it('a cipher whose isAvailable throws counts as unavailable: secrets in memory only, stored blobs untouched', async () => {
+    const cipher = fakeCipher();
+    const s = await ProfileStore.open({ configDir: dir, cipher });
+    const p = await s.save({ name: 'r', config: { kind: 'redis', url: 'redis://127.0.0.1:6379', password: 'pw' } });
+    const before = await readFile(join(dir, 'secrets.json'), 'utf8');
+    for (const isAvailable of [() => { throw new Error('no keyring'); }, () => Promise.reject(new Error('no keyring'))]) {
+      const throwing = { ...fakeCipher(), isAvailable } as SecretCipher & { calls: number; decrypts: number };
+      const s2 = await ProfileStore.open({ configDir: dir, cipher: throwing });
+      expect(s2.problems).toEqual([]);
+      expect(s2.get(p.id)?.hasSecret).toBe(false);
+      expect(s2.resolve(p.id)).not.toHaveProperty('password');
+      const q = await s2.save({ name: 'new', config: { kind: 'redis', url: 'redis://127.0.0.1:6379', password: 'mem-only' } });
+      expect(s2.resolve(q.id)).toMatchObject({ password: 'mem-only' });
+      expect(throwing.calls + throwing.decrypts).toBe(0);
+      expect(await readFile(join(dir, 'secrets.json'), 'utf8')).toBe(before);
+      await s2.remove(q.id);
+    }
     expect((await ProfileStore.open({ configDir: dir, cipher })).resolve(p.id)).toMatchObject({ password: 'pw' });
   });
 

@@ -17,14 +17,26 @@ import {
 } from '../../shared/domain';
 
 /**
- * Encrypts connection secrets at rest. Electron passes `safeStorage`
- * (`isEncryptionAvailable` → `isAvailable`, `encryptString`, `decryptString`). The CLI and the
- * browser bridge have none: see {@link ProfileStore} for what that means.
+ * Encrypts connection secrets at rest. Electron passes its asynchronous `safeStorage` API
+ * (Electron ≥ 45, https://electronjs.org/docs/api/safe-storage): `isAsyncEncryptionAvailable` →
+ * `isAvailable`, `encryptStringAsync` → `encrypt`, `decryptStringAsync` → `decrypt` (its `result`
+ * renamed `plain`). The CLI and the browser bridge have none: see {@link ProfileStore} for what
+ * that means.
+ *
+ * {@link ProfileStore.open} calls `isAvailable` once (a throw or rejection counts as unavailable)
+ * and decrypts every stored blob then, so lookups stay synchronous.
  */
 export interface SecretCipher {
-  isAvailable(): boolean;
-  encrypt(plain: string): Buffer;
-  decrypt(data: Buffer): string;
+  /** Resolves true when `encrypt`/`decrypt` work on this system (OS keychain / DPAPI / libsecret). */
+  isAvailable(): Promise<boolean>;
+  /** Encrypts a UTF-8 string; rejects when encryption fails. */
+  encrypt(plain: string): Promise<Buffer>;
+  /**
+   * Decrypts a buffer produced by `encrypt` (or by the deprecated sync `safeStorage.encryptString`);
+   * rejects when it cannot (other key, corrupt data).
+   * `shouldReEncrypt`: the key was rotated; the store re-encrypts and saves.
+   */
+  decrypt(data: Buffer): Promise<{ plain: string; shouldReEncrypt: boolean }>;
 }
 
 /** Current version of `profiles.json` and `secrets.json`. */
@@ -104,6 +116,11 @@ export interface ProfileStoreOptions {
  *   memory for the life of the process only**: `hasSecret` is true until the process exits, and
  *   after a restart the profile says `hasSecret: false` and the password must be entered again.
  *   Blobs encrypted by the desktop app are left untouched (the CLI cannot decrypt them).
+ * - Every stored blob is decrypted once, in {@link ProfileStore.open}, so {@link list},
+ *   {@link get} and {@link resolve} are synchronous. A blob that cannot be decrypted is kept in
+ *   the file unchanged and {@link resolve} throws for that profile until a new password is saved.
+ *   Blobs the cipher flags `shouldReEncrypt` (rotated key) are re-encrypted and saved after
+ *   loading, unless the store must not write.
  * - Writes are atomic (temp file in the same folder, fsync, rename) with mode 0600.
  * - A file that cannot be read (bad JSON, unknown shape) is moved aside to
  *   `<file>.corrupt-<ms timestamp>` — never deleted — and the store starts empty; the problem is
@@ -118,8 +135,12 @@ export class ProfileStore {
   private invalidEntries: unknown[] = [];
   /** Encrypted secrets as stored (base64), by profile id. */
   private encrypted = new Map<string, string>();
-  /** Secrets known in this process, by profile id (used first). */
+  /** Secrets known in this process (decrypted at open, entered, or legacy plain text), by profile id (used first). */
   private memory = new Map<string, ConnectionSecrets>();
+  /** Stored blobs that failed to decrypt at open, with the error, by profile id. */
+  private undecryptable = new Map<string, unknown>();
+  /** Result of `cipher.isAvailable()` at open; false without a cipher. */
+  private cipherAvailable = false;
   private readOnlyReason: string | null = null;
   private noWrites = false;
   private secretsReadOnly = false;
@@ -144,23 +165,34 @@ export class ProfileStore {
   }
 
   /**
-   * Loads both files. Never throws for bad file contents (see {@link problems}); throws only for
-   * unexpected I/O failures (e.g. EACCES on the folder), as `PERMISSION_DENIED`/`INTERNAL`.
+   * Loads both files: asks the cipher once whether it is available (a throw or rejection counts
+   * as unavailable), decrypts every stored secret into memory, moves plain-text secrets found in
+   * profiles.json into the encrypted store, and re-encrypts blobs whose key was rotated.
+   * Never throws for bad file contents or secrets that cannot be decrypted (see {@link problems}
+   * and {@link resolve}); throws only for unexpected I/O failures (e.g. EACCES on the folder), as
+   * `PERMISSION_DENIED`/`INTERNAL`.
    */
   static async open(options: ProfileStoreOptions): Promise<ProfileStore> {
     const store = new ProfileStore(options.configDir, options.cipher ?? null, options.now ?? Date.now);
     if (options.readOnly === true) store.noWrites = true;
+    store.cipherAvailable = await store.checkCipher();
     await store.load();
     if (store.noWrites) store.readOnlyReason ??= 'this program only reads saved connections (they are managed in the Queuescope app).';
     return store;
   }
 
-  private cipherReady(): boolean {
+  private async checkCipher(): Promise<boolean> {
+    if (this.cipher === null) return false;
     try {
-      return this.cipher?.isAvailable() === true;
+      return await this.cipher.isAvailable();
     } catch {
       return false;
     }
+  }
+
+  /** True when secrets may be (re)written to secrets.json now. */
+  private canWriteSecrets(): boolean {
+    return this.cipherAvailable && this.readOnlyReason === null && !this.secretsReadOnly && !this.noWrites;
   }
 
   private async load(): Promise<void> {
@@ -185,7 +217,56 @@ export class ProfileStore {
         this.problems.push({ code: 'INVALID_INPUT', message: `${this.secretsPath} was written by a newer Queuescope; stored passwords are not used and the file is left unchanged.`, details: { file: this.secretsPath } });
       } else await this.quarantine(this.secretsPath, 'it is not a secrets file');
     }
-    await this.moveLegacyPlaintextSecrets();
+    const rotated = await this.decryptAll();
+    const legacy = await this.moveLegacyPlaintextSecrets();
+    for (const id of legacy) rotated.delete(id); // replaced by the plain text found in profiles.json
+    await this.reEncrypt(rotated);
+  }
+
+  /**
+   * Decrypts every stored blob into {@link memory}; failures go to {@link undecryptable} and the
+   * blob stays as it is.
+   * @returns the decrypted plain text of blobs the cipher flagged `shouldReEncrypt`, by id.
+   */
+  private async decryptAll(): Promise<Map<string, string>> {
+    const rotated = new Map<string, string>();
+    const cipher = this.cipher;
+    if (cipher === null || !this.cipherAvailable) return rotated;
+    await Promise.all(
+      [...this.encrypted].map(async ([id, blob]) => {
+        try {
+          const { plain, shouldReEncrypt } = await cipher.decrypt(Buffer.from(blob, 'base64'));
+          this.memory.set(id, parseSecrets(plain));
+          if (shouldReEncrypt) rotated.set(id, plain);
+        } catch (e) {
+          this.undecryptable.set(id, e);
+        }
+      }),
+    );
+    return rotated;
+  }
+
+  /**
+   * Re-encrypts blobs whose key was rotated (the decrypted text, verbatim) and saves them. Skipped
+   * when the store must not write; a failure keeps the old blobs (they still decrypt) and is
+   * recorded in {@link problems}.
+   */
+  private async reEncrypt(rotated: Map<string, string>): Promise<void> {
+    if (rotated.size === 0 || !this.canWriteSecrets() || this.cipher === null) return;
+    const old = this.encrypted;
+    try {
+      const next = new Map(this.encrypted);
+      for (const [id, plain] of rotated) next.set(id, (await this.cipher.encrypt(plain)).toString('base64'));
+      this.encrypted = next;
+      await this.persist();
+    } catch (e) {
+      this.encrypted = old;
+      this.problems.push({
+        code: 'INVALID_INPUT',
+        message: `The stored passwords in ${this.secretsPath} could not be re-encrypted with the new system key (${toErrorInfo(e).message}); they still work and are left unchanged.`,
+        details: { file: this.secretsPath },
+      });
+    }
   }
 
   private acceptProfiles(entries: unknown[]): void {
@@ -207,8 +288,11 @@ export class ProfileStore {
     });
   }
 
-  /** Plain-text secrets found in profiles.json (hand edits, old files) move to the secret store. */
-  private async moveLegacyPlaintextSecrets(): Promise<void> {
+  /**
+   * Plain-text secrets found in profiles.json (hand edits, old files) move to the secret store.
+   * @returns the ids of the profiles that had some.
+   */
+  private async moveLegacyPlaintextSecrets(): Promise<string[]> {
     const found: string[] = [];
     this.profiles = this.profiles.map((p) => {
       const { config, secrets } = splitSecrets(p.config);
@@ -217,9 +301,19 @@ export class ProfileStore {
       this.memory.set(p.id, secrets);
       return { ...p, config };
     });
-    if (found.length === 0) return;
-    if (this.cipherReady() && this.readOnlyReason === null && !this.secretsReadOnly && !this.noWrites) {
-      for (const [id, s] of this.memory) this.encrypted.set(id, this.encryptSecrets(s));
+    if (found.length === 0) return found;
+    for (const id of found) this.undecryptable.delete(id); // the plain-text secret replaces the blob
+    let sealed: Map<string, string> | null = null;
+    if (this.canWriteSecrets()) {
+      try {
+        sealed = new Map(this.encrypted);
+        for (const id of found) sealed.set(id, await this.encryptSecrets(this.memory.get(id) ?? {}));
+      } catch {
+        sealed = null; // encryption failed: treated like no secure storage
+      }
+    }
+    if (sealed !== null) {
+      this.encrypted = sealed;
       await this.persist();
     } else {
       this.problems.push({
@@ -228,6 +322,7 @@ export class ProfileStore {
         details: { file: this.profilesPath },
       });
     }
+    return found;
   }
 
   /** Reads a JSON file; `undefined` when absent; quarantines unparsable JSON. */
@@ -286,8 +381,10 @@ export class ProfileStore {
   }
 
   /**
-   * The profile's config with its secrets merged in, ready for an adapter.
-   * @throws QueuescopeError `INVALID_INPUT` for an unknown id or a secret that cannot be decrypted.
+   * The profile's config with its secrets merged in, ready for an adapter. Synchronous: secrets
+   * were decrypted in {@link open} or entered in this process.
+   * @throws QueuescopeError `INVALID_INPUT` for an unknown id or a stored secret that could not be
+   *   decrypted at open (the message asks to enter it again).
    */
   resolve(id: string): ConnectionConfig {
     const p = this.profiles.find((x) => x.id === id);
@@ -299,42 +396,28 @@ export class ProfileStore {
   private secretsFor(id: string): ConnectionSecrets | null {
     const mem = this.memory.get(id);
     if (mem !== undefined) return mem;
-    const blob = this.encrypted.get(id);
-    if (blob === undefined || !this.cipherReady() || this.cipher === null) return null;
-    try {
-      const parsed = JSON.parse(this.cipher.decrypt(Buffer.from(blob, 'base64'))) as unknown;
-      const secrets: ConnectionSecrets = {};
-      if (parsed !== null && typeof parsed === 'object') {
-        for (const f of SECRET_FIELDS) {
-          const v = (parsed as Record<string, unknown>)[f];
-          if (typeof v === 'string') secrets[f] = v;
-        }
-      }
-      this.memory.set(id, secrets);
-      return secrets;
-    } catch (e) {
-      throw new QueuescopeError(
-        'INVALID_INPUT',
-        `The stored password of connection "${this.profiles.find((x) => x.id === id)?.name ?? id}" cannot be decrypted (was the system keychain reset?). Edit the connection and enter it again.`,
-        { id },
-        { cause: e },
-      );
-    }
+    if (!this.encrypted.has(id) || !this.undecryptable.has(id)) return null;
+    throw new QueuescopeError(
+      'INVALID_INPUT',
+      `The stored password of connection "${this.profiles.find((x) => x.id === id)?.name ?? id}" cannot be decrypted (was the system keychain reset?). Edit the connection and enter it again.`,
+      { id },
+      { cause: this.undecryptable.get(id) },
+    );
   }
 
   private hasSecret(id: string): boolean {
     const mem = this.memory.get(id);
     if (mem !== undefined) return Object.keys(mem).length > 0;
-    return this.encrypted.has(id) && this.cipherReady();
+    return this.encrypted.has(id) && this.cipherAvailable;
   }
 
   private toProfile(p: StoredProfile): ConnectionProfile {
     return { id: p.id, name: p.name, config: p.config, hasSecret: this.hasSecret(p.id), builtIn: false };
   }
 
-  private encryptSecrets(s: ConnectionSecrets): string {
+  private async encryptSecrets(s: ConnectionSecrets): Promise<string> {
     if (this.cipher === null) throw new QueuescopeError('INTERNAL', 'No cipher.');
-    return this.cipher.encrypt(JSON.stringify(s)).toString('base64');
+    return (await this.cipher.encrypt(JSON.stringify(s))).toString('base64');
   }
 
   /**
@@ -348,33 +431,35 @@ export class ProfileStore {
     const name = input.name.trim();
     if (name === '') throw new QueuescopeError('INVALID_INPUT', 'A connection needs a name.');
     const { config, secrets } = splitSecrets(connectionConfigSchema.parse(input.config));
-    let id = input.id;
-    const index = id === undefined ? -1 : this.profiles.findIndex((p) => p.id === id);
-    if (id !== undefined && index === -1) throw new QueuescopeError('INVALID_INPUT', `No saved connection with id "${id.slice(0, 80)}".`, { id });
-    id ??= randomUUID();
-    let previous: ConnectionSecrets = {};
-    let undecryptable = false;
-    if (index !== -1) {
-      try {
-        previous = this.secretsFor(id) ?? {};
-      } catch {
-        undecryptable = true; // replaced by what was entered now; otherwise the blob is kept as is
-      }
-    }
-    const merged = relevantSecrets(config, { ...previous, ...secrets });
-    const entry: StoredProfile = { id, name, config };
-    const nextProfiles = [...this.profiles];
-    if (index === -1) nextProfiles.push(entry);
-    else nextProfiles[index] = entry;
-    const nextEncrypted = new Map(this.encrypted);
-    const secretsChanged = Object.keys(secrets).length > 0 || JSON.stringify(merged) !== JSON.stringify(relevantSecrets(config, previous));
-    if (undecryptable && Object.keys(secrets).length === 0) {
-      /* keep the stored blob untouched */
-    } else if (this.cipherReady() && !this.secretsReadOnly) {
-      if (Object.keys(merged).length > 0) nextEncrypted.set(id, this.encryptSecrets(merged));
-      else nextEncrypted.delete(id);
-    } else if (secretsChanged) nextEncrypted.delete(id); // a blob we cannot read is now stale
+    let saved: StoredProfile | undefined;
+    // The whole read-modify-write runs in the write chain, so concurrent saves do not undo each other.
     await this.serialize(async () => {
+      let id = input.id;
+      const index = id === undefined ? -1 : this.profiles.findIndex((p) => p.id === id);
+      if (id !== undefined && index === -1) throw new QueuescopeError('INVALID_INPUT', `No saved connection with id "${id.slice(0, 80)}".`, { id });
+      id ??= randomUUID();
+      let previous: ConnectionSecrets = {};
+      let undecryptable = false;
+      if (index !== -1) {
+        try {
+          previous = this.secretsFor(id) ?? {};
+        } catch {
+          undecryptable = true; // replaced by what was entered now; otherwise the blob is kept as is
+        }
+      }
+      const merged = relevantSecrets(config, { ...previous, ...secrets });
+      const entry: StoredProfile = { id, name, config };
+      const nextProfiles = [...this.profiles];
+      if (index === -1) nextProfiles.push(entry);
+      else nextProfiles[index] = entry;
+      const nextEncrypted = new Map(this.encrypted);
+      const secretsChanged = Object.keys(secrets).length > 0 || JSON.stringify(merged) !== JSON.stringify(relevantSecrets(config, previous));
+      if (undecryptable && Object.keys(secrets).length === 0) {
+        /* keep the stored blob untouched */
+      } else if (this.cipherAvailable && !this.secretsReadOnly) {
+        if (Object.keys(merged).length > 0) nextEncrypted.set(id, await this.encryptSecrets(merged));
+        else nextEncrypted.delete(id);
+      } else if (secretsChanged) nextEncrypted.delete(id); // a blob we cannot read is now stale
       const oldProfiles = this.profiles;
       const oldEncrypted = this.encrypted;
       this.profiles = nextProfiles;
@@ -386,10 +471,13 @@ export class ProfileStore {
         this.encrypted = oldEncrypted;
         throw e;
       }
+      if (nextEncrypted.get(id) !== oldEncrypted.get(id)) this.undecryptable.delete(id);
+      if (Object.keys(merged).length > 0) this.memory.set(id, merged);
+      else this.memory.delete(id);
+      saved = entry;
     });
-    if (Object.keys(merged).length > 0) this.memory.set(id, merged);
-    else this.memory.delete(id);
-    return this.toProfile(entry);
+    if (saved === undefined) throw new QueuescopeError('INTERNAL', 'The connection was not saved.');
+    return this.toProfile(saved);
   }
 
   /**
@@ -416,6 +504,7 @@ export class ProfileStore {
       }
     });
     this.memory.delete(id);
+    this.undecryptable.delete(id);
     return true;
   }
 
@@ -435,6 +524,19 @@ export class ProfileStore {
     }
     await writeFileAtomic(this.profilesPath, `${JSON.stringify(profiles, null, 2)}\n`);
   }
+}
+
+/** Secrets from a decrypted blob (JSON of {@link ConnectionSecrets}); unknown fields are dropped. */
+function parseSecrets(plain: string): ConnectionSecrets {
+  const parsed = JSON.parse(plain) as unknown;
+  const secrets: ConnectionSecrets = {};
+  if (parsed !== null && typeof parsed === 'object') {
+    for (const f of SECRET_FIELDS) {
+      const v = (parsed as Record<string, unknown>)[f];
+      if (typeof v === 'string') secrets[f] = v;
+    }
+  }
+  return secrets;
 }
 
 function fileVersion(raw: unknown): number | undefined {

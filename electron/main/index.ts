@@ -12,11 +12,17 @@ import { createApiHandlers, dispatchApi } from '../../core/services/api';
 import { registerIpc, trustedUrlChecker } from './ipc';
 import { builtPaths, createMainWindow, hardenApp } from './window';
 
-/** `safeStorage` as the profile store's cipher (OS keychain / DPAPI / libsecret). */
+/**
+ * `safeStorage`'s asynchronous API (Electron ≥ 45; the sync calls are deprecated) as the profile
+ * store's cipher (OS keychain / DPAPI / libsecret). Used only after `app.whenReady()`.
+ */
 const safeStorageCipher: SecretCipher = {
-  isAvailable: () => safeStorage.isEncryptionAvailable(),
-  encrypt: (plain) => safeStorage.encryptString(plain),
-  decrypt: (data) => safeStorage.decryptString(data),
+  isAvailable: () => safeStorage.isAsyncEncryptionAvailable(),
+  encrypt: (plain) => safeStorage.encryptStringAsync(plain),
+  decrypt: async (data) => {
+    const r = await safeStorage.decryptStringAsync(data);
+    return { plain: r.result, shouldReEncrypt: r.shouldReEncrypt };
+  },
 };
 
 function demoSnapshotPath(): string {
