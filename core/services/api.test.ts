@@ -78,7 +78,7 @@ describe('dispatchApi', () => {
 
   it('undefined input counts as {} for methods without parameters', async () => {
     const r = await call('app.info');
-    expect(r).toEqual({ ok: true, value: { version: '9.9.9', runtime: 'web', demoConnectionId: DEMO_CONNECTION_ID } });
+    expect(r).toEqual({ ok: true, value: { version: '9.9.9', runtime: 'web', demoConnectionId: DEMO_CONNECTION_ID, warnings: [] } });
   });
 
   it('maps thrown QueuescopeErrors to their code, other throws to INTERNAL, without credentials', async () => {

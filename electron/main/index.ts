@@ -7,7 +7,7 @@ import { app, BrowserWindow, dialog, ipcMain, safeStorage } from 'electron';
 import { join } from 'node:path';
 import { ConnectionManager } from '../../core/services/connection-manager';
 import { OperationManager } from '../../core/services/operations';
-import { ProfileStore, type SecretCipher } from '../../core/services/profile-store';
+import { ProfileStore, defaultConfigDir, type SecretCipher } from '../../core/services/profile-store';
 import { createApiHandlers, dispatchApi } from '../../core/services/api';
 import { registerIpc, trustedUrlChecker } from './ipc';
 import { builtPaths, createMainWindow, hardenApp } from './window';
@@ -33,7 +33,7 @@ async function start(): Promise<void> {
   await app.whenReady();
   hardenApp();
 
-  const store = await ProfileStore.open({ configDir: app.getPath('userData'), cipher: safeStorageCipher });
+  const store = await ProfileStore.open({ configDir: process.env.QUEUESCOPE_HOME ? defaultConfigDir() : app.getPath('userData'), cipher: safeStorageCipher });
   const connections = new ConnectionManager({ store, demoSnapshotPath: demoSnapshotPath() });
   const operations = new OperationManager();
   let win: BrowserWindow | null = null;
@@ -47,7 +47,7 @@ async function start(): Promise<void> {
       async pickSnapshotSavePath(suggestedName) {
         const options = { defaultPath: join(app.getPath('downloads'), suggestedName), filters: [{ name: 'Queuescope snapshot', extensions: ['jsonl'] }] };
         const r = win ? await dialog.showSaveDialog(win, options) : await dialog.showSaveDialog(options);
-        return r.canceled || r.filePath === undefined || r.filePath === '' ? null : r.filePath;
+        return r.canceled || r.filePath === '' ? null : r.filePath;
       },
       async pickSnapshotOpenPath() {
         const options = { properties: ['openFile' as const], filters: [{ name: 'Queuescope snapshot', extensions: ['jsonl', 'gz'] }] };
