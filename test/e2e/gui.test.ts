@@ -6,7 +6,7 @@
  * Needs `npm run build` first (out/renderer) and `apt-get install -y chromium`; fails with a
  * message saying so otherwise.
  */
-import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
