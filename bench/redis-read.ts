@@ -4,7 +4,8 @@
  * Seeds 100,000 stream entries and 100,000 real BullMQ failed jobs (added with `addBulk`, then
  * failed by a Worker whose processor throws — the same path production failures take), reads
  * every one through the Redis adapter's `peek` in pages of 1,000 into the message model, and
- * measures messages/s and peak RSS. Everything it creates is removed afterwards.
+ * measures messages/s and peak RSS. Each timed read follows an untimed warm-up of 5 pages (JIT,
+ * connection). Everything it creates is removed afterwards.
  *
  * It runs in its own database (`QUEUESCOPE_BENCH_REDIS_DB`, default 15) so 100k job keys never
  * crowd the keyspace other tests and the app scan in db 0.
@@ -26,6 +27,7 @@ export interface RedisReadResult {
 
 const COUNT = 100_000;
 const PAGE = 1000;
+const WARM_UP_PAGES = 5;
 
 function benchUrl(): string {
   const u = new URL(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
@@ -46,7 +48,7 @@ function orderPayload(i: number): string {
 }
 
 /** Reads a whole queue state through the adapter, sampling RSS; returns the count and timings. */
-async function readAll(adapter: BrokerAdapter, queueId: string, state: string): Promise<{ messages: number; seconds: number; peakRssMb: number; bytes: number }> {
+async function readAll(adapter: BrokerAdapter, queueId: string, state: string, maxPages = Infinity): Promise<{ messages: number; seconds: number; peakRssMb: number; bytes: number }> {
   let peak = process.memoryUsage().rss;
   const sampler = setInterval(() => {
     peak = Math.max(peak, process.memoryUsage().rss);
@@ -56,13 +58,13 @@ async function readAll(adapter: BrokerAdapter, queueId: string, state: string): 
   let cursor: string | null = null;
   const t0 = performance.now();
   try {
-    for (;;) {
+    for (let pages = 1; ; pages++) {
       const page = await adapter.peek(queueId, { limit: PAGE, cursor, state });
       messages += page.messages.length;
       for (const m of page.messages) bytes += m.body.sizeBytes;
       peak = Math.max(peak, process.memoryUsage().rss);
       cursor = page.nextCursor;
-      if (cursor === null || page.messages.length === 0) break;
+      if (cursor === null || page.messages.length === 0 || pages >= maxPages) break;
     }
   } finally {
     clearInterval(sampler);
@@ -77,6 +79,22 @@ async function seedStream(r: Redis, key: string): Promise<void> {
     for (let j = i; j < Math.min(COUNT, i + PAGE); j++) p.xadd(key, '*', 'body', orderPayload(j), 'type', 'order.created', 'traceId', randomUUID());
     await p.exec();
   }
+}
+
+/**
+ * The error the processor throws, with a fixed, realistic stack: BullMQ stores `err.stack`, and a
+ * stack through a file loaded as a `data:` URL (tsx's ESM loader) would be tens of KB per job.
+ */
+function gatewayError(): Error {
+  const e = new Error('HTTP 503 Service Unavailable');
+  e.stack = [
+    'Error: HTTP 503 Service Unavailable',
+    '    at PaymentsGateway.charge (/srv/payments/src/gateway.js:88:13)',
+    '    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)',
+    '    at async chargeOrder (/srv/payments/src/jobs/charge.js:41:20)',
+    '    at async Worker.processJob (/srv/payments/node_modules/bullmq/dist/cjs/classes/worker.js:578:21)',
+  ].join('\n');
+  return e;
 }
 
 async function seedFailedJobs(url: string, r: Redis, name: string): Promise<void> {
@@ -97,7 +115,7 @@ async function seedFailedJobs(url: string, r: Redis, name: string): Promise<void
         new Worker(
           name,
           () => {
-            throw new Error('HTTP 503 Service Unavailable');
+            throw gatewayError();
           },
           { connection, concurrency: 500 },
         ),
@@ -129,12 +147,17 @@ export async function benchRedisRead(): Promise<RedisReadResult[]> {
   const adapter = createRedisAdapter({ kind: 'redis', url });
   const results: RedisReadResult[] = [];
   try {
+    // Seed both first, so garbage from seeding is not collected during a timed read.
     await seedStream(r, streamKey);
+    await seedFailedJobs(url, r, queueName);
+    // Untimed warm-up (JIT, connection): the first few pages of each, then the timed full reads.
+    await readAll(adapter, `stream:${streamKey}`, 'all', WARM_UP_PAGES);
+    await readAll(adapter, `bullmq:bull:${queueName}`, 'failed', WARM_UP_PAGES);
+
     const s = await readAll(adapter, `stream:${streamKey}`, 'all');
     if (s.messages !== COUNT) throw new Error(`stream read returned ${s.messages} entries, expected ${COUNT}`);
     results.push({ name: `Redis stream: ${COUNT.toLocaleString('en')} entries, peek pages of ${PAGE}`, messages: s.messages, seconds: s.seconds, perSecond: s.messages / s.seconds, peakRssMb: s.peakRssMb });
 
-    await seedFailedJobs(url, r, queueName);
     const b = await readAll(adapter, `bullmq:bull:${queueName}`, 'failed');
     if (b.messages !== COUNT) throw new Error(`BullMQ read returned ${b.messages} failed jobs, expected ${COUNT}`);
     results.push({ name: `BullMQ: ${COUNT.toLocaleString('en')} failed jobs, peek pages of ${PAGE}`, messages: b.messages, seconds: b.seconds, perSecond: b.messages / b.seconds, peakRssMb: b.peakRssMb });

@@ -101,18 +101,44 @@ function parseJson(s: string | undefined): unknown {
   }
 }
 
+/** Job options as headers, with BullMQ's short keys spelled out; the parsed object itself when it has none. */
 function toHeaders(v: unknown): Record<string, HeaderValue> {
   if (v === null || typeof v !== 'object' || Array.isArray(v)) return {};
+  const opts = v as Record<string, HeaderValue>;
+  let short = false;
+  for (const k in opts) {
+    if (Object.hasOwn(OPTS_DECODE, k)) {
+      short = true;
+      break;
+    }
+  }
+  if (!short) return opts;
   const out: Record<string, HeaderValue> = {};
-  for (const [k, val] of Object.entries(v as Record<string, unknown>)) out[OPTS_DECODE[k] ?? k] = val as HeaderValue;
+  for (const k in opts) out[OPTS_DECODE[k] ?? k] = opts[k] as HeaderValue;
   return out;
 }
 
 function intField(h: RawJob, k: string): number | null {
+  if (h.int) return h.int(k);
   const v = h.get(k);
   if (v === undefined || v === '') return null;
   const n = Number(v);
   return Number.isFinite(n) ? n : null;
+}
+
+/** Parses a non-negative decimal integer straight from bytes (timestamps, counters); falls back to Number() for anything else. */
+function bytesToInt(b: Buffer): number | null {
+  if (b.length === 0) return null;
+  let n = 0;
+  for (let i = 0; i < b.length; i++) {
+    const c = b[i] as number;
+    if (c < 48 || c > 57 || i >= 15) {
+      const x = Number(b.toString('latin1'));
+      return Number.isFinite(x) ? x : null;
+    }
+    n = n * 10 + (c - 48);
+  }
+  return n;
 }
 
 /** A job hash as read for a peek: fields as text on demand, `data` as raw bytes. */
@@ -121,6 +147,8 @@ export interface RawJob {
   get(field: string): string | undefined;
   /** The `data` field's bytes, or null when the hash has none. */
   data: Buffer | null;
+  /** Optional fast path: a numeric field without building a string first. */
+  int?(field: string): number | null;
 }
 
 /** {@link RawJob} over a field → value record (HGETALL). */
@@ -255,12 +283,26 @@ export async function peekBullmq(ctx: RedisContext, prefix: string, name: string
     // SORT BY nosort follows the sorted-set order (ascending score) or the list order (head first);
     // BullMQ LPUSHes into its lists, so their oldest job is read with DESC.
     const desc = isList ? asc : !asc;
-    const got = await readPageBySort(client, key, base, start, count, desc, (i, id, job) => {
-      if (job) messages.push(bullmqJobMessage(id, job, at(start + i)));
+    // Jobs written by BullMQ < 5 keep attempts in `attemptsMade` instead of `atm`: patched below.
+    const legacy: QueueMessage[] = [];
+    const got = await readPageBySort(client, key, base, state, start, count, desc, (i, id, job) => {
+      if (!job) return;
+      const msg = bullmqJobMessage(id, job, at(start + i));
+      messages.push(msg);
+      if (job.get('atm') === undefined && job.get('finishedOn') !== undefined) legacy.push(msg);
     }, signal);
     if (got !== null) {
       pageIds = got;
       hasMore = start + got.length < total;
+    }
+    if (legacy.length > 0) {
+      const p = client.pipeline();
+      for (const m of legacy) p.hget(base + m.id, 'attemptsMade');
+      const res = (await p.exec()) ?? [];
+      legacy.forEach((m, i) => {
+        const n = num(res[i]?.[1]);
+        if (n !== null) m.meta.attemptsMade = n;
+      });
     }
   }
   if (pageIds === null) {
@@ -299,13 +341,25 @@ export async function peekBullmq(ctx: RedisContext, prefix: string, name: string
 }
 
 /**
- * Job hash fields read per job: BullMQ's job hash layout (`Job.fromJSON` / `rawToJobJson` in BullMQ 6;
- * `attemptsMade` is the pre-5 name of `atm`). Index 1 (`data`) is kept as bytes.
+ * Job hash fields the fast path reads, per state — BullMQ's job hash layout (`Job.fromJSON` /
+ * `rawToJobJson` in BullMQ 6). Every returned value costs Redis and client time (measured here:
+ * 19 fields ≈ 30% slower than 13), so fields that only matter in some states are read there only.
+ * Index 1 (`data`) is kept as bytes. The HGETALL fallback reads every field.
  */
-const JOB_FIELDS = ['name', 'data', 'opts', 'timestamp', 'delay', 'priority', 'processedOn', 'finishedOn', 'failedReason', 'stacktrace', 'atm', 'attemptsMade', 'ats', 'stc', 'returnvalue', 'progress', 'pb', 'parentKey', 'deid'] as const;
-const FIELD_INDEX = new Map<string, number>(JOB_FIELDS.map((f, i) => [f, i]));
+const BASE_FIELDS = ['name', 'data', 'opts', 'timestamp', 'delay', 'priority', 'processedOn', 'finishedOn', 'failedReason', 'stacktrace', 'atm', 'ats', 'deid'];
+const EXTRA_FIELDS: Partial<Record<BullmqState, string[]>> = {
+  active: ['pb', 'progress', 'stc'],
+  completed: ['returnvalue', 'pb', 'progress'],
+  'waiting-children': ['parentKey'],
+};
+const FIELDS_BY_STATE = new Map<BullmqState, { list: string[]; index: Map<string, number> }>(
+  BULLMQ_STATES.map((st) => {
+    const list = [...BASE_FIELDS, ...(EXTRA_FIELDS[st] ?? [])];
+    return [st, { list, index: new Map(list.map((f, i) => [f, i])) }];
+  }),
+);
 /** Jobs per SORT_RO command; the commands of a page are in flight together and converted as they arrive. */
-const SORT_CHUNK = 250;
+const SORT_CHUNK = 50;
 /** Clients on which SORT_RO is refused (Redis < 7, ACL without it or without access to all keys): they read ids, then hashes. */
 const noSort = new WeakSet<Redis>();
 
@@ -323,15 +377,17 @@ async function readPageBySort(
   client: Redis,
   key: string,
   base: string,
+  state: BullmqState,
   start: number,
   count: number,
   desc: boolean,
   onJob: (index: number, id: string, job: RawJob | null) => void,
   signal?: AbortSignal,
 ): Promise<string[] | null> {
+  const fields = FIELDS_BY_STATE.get(state) ?? { list: BASE_FIELDS, index: new Map<string, number>() };
   const gets: string[] = ['GET', '#'];
-  for (const f of JOB_FIELDS) gets.push('GET', `${base}*->${f}`);
-  const width = JOB_FIELDS.length + 1;
+  for (const f of fields.list) gets.push('GET', `${base}*->${f}`);
+  const width = fields.list.length + 1;
   type Settled = { ok: true; v: (Buffer | null)[] } | { ok: false; e: unknown };
   const chunks: Promise<Settled>[] = [];
   for (let o = 0; o < count; o += SORT_CHUNK) {
@@ -368,18 +424,34 @@ async function readPageBySort(
         onJob(index, id, null); // neither name nor timestamp: the hash is gone
         continue;
       }
-      const row = i;
-      onJob(index, id, {
-        get: (f) => {
-          const k = FIELD_INDEX.get(f);
-          const b = k === undefined ? null : v[row + 1 + k];
-          return b ? b.toString('utf8') : undefined;
-        },
-        data: v[i + 2] ?? null,
-      });
+      onJob(index, id, new SortRow(v, i, fields.index));
     }
   }
   return ids;
+}
+
+/** One job of a SORT_RO reply: fields decoded on demand. */
+class SortRow implements RawJob {
+  readonly data: Buffer | null;
+  constructor(
+    private readonly reply: (Buffer | null)[],
+    private readonly offset: number,
+    private readonly index: Map<string, number>,
+  ) {
+    this.data = reply[offset + 2] ?? null;
+  }
+
+  get(field: string): string | undefined {
+    const k = this.index.get(field);
+    const b = k === undefined ? null : this.reply[this.offset + 1 + k];
+    return b ? b.toString('utf8') : undefined;
+  }
+
+  int(field: string): number | null {
+    const k = this.index.get(field);
+    const b = k === undefined ? null : this.reply[this.offset + 1 + k];
+    return b ? bytesToInt(b) : null;
+  }
 }
 
 /** True when Redis refused a command as such (unknown command, ACL), not for data or state errors. */

@@ -71,6 +71,8 @@ class RedisBrokerAdapter implements RedisAdapter, RedisContext {
   private redis: Redis | null = null;
   private connecting: Promise<Redis> | null = null;
   private readonly queues = new Map<string, Queue>();
+  /** The page after the last one returned, being read in the background (see `peek`). */
+  private readAhead: { key: string; at: number; page: Promise<PeekPage | null> } | null = null;
 
   constructor(config: RedisConnectionConfig) {
     const resolved = resolveRedisOptions(config);
@@ -342,24 +344,66 @@ class RedisBrokerAdapter implements RedisAdapter, RedisContext {
   /**
    * Non-destructive peek: streams (states `all`, `pending:<group>`), lists, BullMQ job states
    * (default `waiting`). See `peekStream`, `peekList`, `peekBullmq` for order and cursors.
+   *
+   * Read-ahead: once a caller pages with a cursor (sequential reading: "load more", export), the
+   * page after the one returned is read in the background, so Redis works while the caller
+   * converts and uses this one. It is used only by a peek with exactly that cursor and options
+   * within {@link READ_AHEAD_TTL_MS}, after checking the queue still exists; otherwise it is dropped.
    * @throws QueuescopeError `QUEUE_NOT_FOUND`, `INVALID_INPUT` (cursor, state, limit), `CANCELLED`, connection errors.
    */
   peek(queueId: string, options: PeekOptions, signal?: AbortSignal): Promise<PeekPage> {
-    return this.run(`Peeking ${queueId}`, signal, () => {
+    return this.run(`Peeking ${queueId}`, signal, async () => {
       const ref = parseQueueId(queueId);
-      switch (ref.kind) {
-        case 'bullmq':
-          return peekBullmq(this, ref.prefix, ref.name, options, signal);
-        case 'stream':
-          return peekStream(this, ref.key, options, signal);
-        case 'list':
-          return peekList(this, ref.key, options, signal);
+      const ahead = this.readAhead;
+      const key = readAheadKey(queueId, options);
+      if (ahead && options.cursor) {
+        this.readAhead = null;
+        if (ahead.key === key && Date.now() - ahead.at < READ_AHEAD_TTL_MS) {
+          const page = await ahead.page;
+          throwIfAborted(signal);
+          if (page && (await this.stillExists(ref, signal))) {
+            this.startReadAhead(queueId, ref, options, page.nextCursor);
+            return page;
+          }
+        }
       }
+      const page = await this.readPage(ref, options, signal);
+      if (options.cursor) this.startReadAhead(queueId, ref, options, page.nextCursor);
+      return page;
     });
+  }
+
+  private readPage(ref: RedisQueueRef, options: PeekOptions, signal?: AbortSignal): Promise<PeekPage> {
+    switch (ref.kind) {
+      case 'bullmq':
+        return peekBullmq(this, ref.prefix, ref.name, options, signal);
+      case 'stream':
+        return peekStream(this, ref.key, options, signal);
+      case 'list':
+        return peekList(this, ref.key, options, signal);
+    }
+  }
+
+  private startReadAhead(queueId: string, ref: RedisQueueRef, options: PeekOptions, cursor: string | null): void {
+    if (cursor === null) return;
+    const next = { ...options, cursor };
+    // Errors are dropped: the caller's own peek then reads (and reports) normally.
+    const page = this.readPage(ref, next).catch(() => null);
+    this.readAhead = { key: readAheadKey(queueId, next), at: Date.now(), page };
+  }
+
+  /** True when the queue's key(s) still exist: a read-ahead page is not served for a queue deleted meanwhile. */
+  private async stillExists(ref: RedisQueueRef, signal?: AbortSignal): Promise<boolean> {
+    const client = await this.client(signal);
+    const keys = ref.kind === 'bullmq' ? [`${ref.prefix}:${ref.name}:meta`, `${ref.prefix}:${ref.name}:id`] : [ref.key];
+    return (await client.exists(...keys)) > 0;
   }
 
   /** Closes the BullMQ `Queue` objects and the connection. Idempotent; a later call reconnects. */
   async close(): Promise<void> {
+    const ahead = this.readAhead;
+    this.readAhead = null;
+    if (ahead) await ahead.page;
     const pending = this.connecting;
     if (pending) await pending.catch(() => undefined);
     const qs = [...this.queues.values()];
@@ -375,6 +419,13 @@ class RedisBrokerAdapter implements RedisAdapter, RedisContext {
       r.disconnect();
     }
   }
+}
+
+/** How long a read-ahead page may wait for the peek that asks for it (ms). */
+const READ_AHEAD_TTL_MS = 2_000;
+
+function readAheadKey(queueId: string, o: PeekOptions): string {
+  return JSON.stringify([queueId, o.cursor ?? null, o.limit, o.direction ?? 'oldest', o.state ?? null, o.maxBodyBytes ?? null]);
 }
 
 function compare(a: string, b: string): number {

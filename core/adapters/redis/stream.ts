@@ -151,7 +151,8 @@ interface PendingInfo {
 
 /**
  * Builds a {@link QueueMessage} from a stream entry: the body is the first of
- * {@link STREAM_BODY_FIELDS} present (else the whole field map as JSON), other fields are headers.
+ * {@link STREAM_BODY_FIELDS} present (else the whole field map as JSON, `properties.bodyField`
+ * null), other fields are headers (binary values as `{ base64 }`); enqueuedAt = the id's ms part.
  */
 export function streamEntryMessage(
   idBuf: Buffer | string,
@@ -159,24 +160,30 @@ export function streamEntryMessage(
   at: { queueId: string; queueName: string; position: number; maxBodyBytes: number },
 ): QueueMessage {
   const id = typeof idBuf === 'string' ? idBuf : idBuf.toString('latin1');
-  const names: string[] = [];
-  for (let i = 0; i < fields.length; i += 2) names.push((fields[i] as Buffer).toString('utf8'));
+  const count = fields.length >> 1;
+  const names = new Array<string>(count);
   let bodyIndex = -1;
-  for (const f of STREAM_BODY_FIELDS) {
-    bodyIndex = names.indexOf(f);
-    if (bodyIndex >= 0) break;
+  let bodyRank: number = STREAM_BODY_FIELDS.length;
+  for (let i = 0; i < count; i++) {
+    const name = (fields[i * 2] as Buffer).toString('utf8');
+    names[i] = name;
+    const rank = BODY_RANK.get(name);
+    if (rank !== undefined && rank < bodyRank) {
+      bodyRank = rank;
+      bodyIndex = i;
+    }
   }
   const headers: Record<string, HeaderValue> = {};
   let body;
   if (bodyIndex >= 0) {
     body = toMessageBody(fields[bodyIndex * 2 + 1], at.maxBodyBytes);
-    for (let i = 0; i < names.length; i++) if (i !== bodyIndex) headers[names[i] as string] = toHeaderValue(fields[i * 2 + 1] ?? Buffer.alloc(0));
+    for (let i = 0; i < count; i++) if (i !== bodyIndex) headers[names[i] as string] = toHeaderValue(fields[i * 2 + 1] as Buffer);
   } else {
     const map: Record<string, HeaderValue> = {};
-    for (let i = 0; i < names.length; i++) map[names[i] as string] = toHeaderValue(fields[i * 2 + 1] ?? Buffer.alloc(0));
+    for (let i = 0; i < count; i++) map[names[i] as string] = toHeaderValue(fields[i * 2 + 1] as Buffer);
     body = toMessageBody(Buffer.from(JSON.stringify(map), 'utf8'), at.maxBodyBytes);
   }
-  const ms = parseId(id)[0];
+  const ms = Number(id.slice(0, id.indexOf('-')));
   return {
     id,
     queueId: at.queueId,
@@ -184,10 +191,12 @@ export function streamEntryMessage(
     position: at.position,
     body,
     headers,
-    properties: { fields: names, bodyField: bodyIndex >= 0 ? (names[bodyIndex] as string) : null },
+    properties: { bodyField: bodyIndex >= 0 ? (names[bodyIndex] as string) : null },
     meta: { enqueuedAt: Number.isFinite(ms) ? ms : null },
   };
 }
+
+const BODY_RANK = new Map<string, number>(STREAM_BODY_FIELDS.map((f, i) => [f, i]));
 
 /**
  * Peeks a stream without side effects.
