@@ -117,7 +117,7 @@ describe('browser bridge server', () => {
   it('answers API calls with the handler result', async () => {
     const r = await api(server, 'app.info', {});
     expect(r.status).toBe(200);
-    expect(JSON.parse(r.body)).toEqual({ ok: true, value: { version: '9.9.9', runtime: 'web', demoConnectionId: null } });
+    expect(JSON.parse(r.body)).toEqual({ ok: true, value: { version: '9.9.9', runtime: 'web', demoConnectionId: null, warnings: [] } });
   });
 
   it('returns handler errors as data with their code, credentials redacted', async () => {
