@@ -255,6 +255,14 @@ describe('BullMQ paging', () => {
     expect(viaSort[0]!.meta).toMatchObject({ jobName: 'charge', attemptsLimit: 2, state: 'waiting' });
     expect(viaSort[4]!.properties.priority).toBe(3);
     expect(viaHgetall).toEqual(viaSort);
+
+    // Listing and counting work for the read-only user too (BullMQ's count script is not permitted).
+    const ro = adapter({ username: readOnly, password });
+    const listed = (await ro.listQueues({ pattern: name })).find((q) => q.id === `bullmq:bull:${name}`);
+    expect(listed?.counts).toMatchObject({ waiting: 2, prioritized: 1, failed: 0 });
+    expect(listed?.depth).toBe(3);
+    expect(String(listed?.config.countsSource)).toMatch(/LLEN/);
+    expect(String((await adapter().getQueue(`bullmq:bull:${name}`)).config.countsSource)).toMatch(/getJobCounts/);
   });
 });
 
