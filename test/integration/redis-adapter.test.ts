@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Redis } from 'ioredis';
 import { Queue, Worker, type Job } from 'bullmq';
 import { createRedisAdapter, type RedisAdapter } from '../../core/adapters/redis';
@@ -469,6 +469,33 @@ describe('connection errors', () => {
     expect(r.server).toMatch(/^Redis \d+\.\d+/);
     expect(r.checks.map((c) => c.name)).toEqual(expect.arrayContaining(['PING', 'maxmemory-policy', 'Persistence']));
     expect(r.checks.find((c) => c.name === 'maxmemory-policy')?.detail).toMatch(/^noeviction/);
+  });
+
+  it('a password given to a password-less server is reported as ignored, and nothing reaches the console', async () => {
+    // The shared Redis has no requirepass: the default user is nopass.
+    expect(await native.call('ACL', 'GETUSER', 'default')).toEqual(expect.arrayContaining([expect.arrayContaining(['nopass'])]));
+    const warn = vi.spyOn(console, 'warn');
+    const error = vi.spyOn(console, 'error');
+    const log = vi.spyOn(console, 'log');
+    try {
+      const a = adapter({ password: 'not-needed-pw' });
+      const r = await a.testConnection();
+      expect(r.ok).toBe(true);
+      const auth = r.checks.find((c) => c.name.startsWith('AUTH as'));
+      expect(auth?.ok).toBe(true);
+      expect(auth?.detail).toContain('the server requires no password; the password given was ignored');
+      expect(JSON.stringify(r)).not.toContain('not-needed-pw');
+      expect(Array.isArray(await a.listQueues({}))).toBe(true);
+      const calls = [...warn.mock.calls, ...error.mock.calls, ...log.mock.calls].map((c) => c.map(String).join(' '));
+      expect(calls.filter((c) => /password/i.test(c))).toEqual([]);
+    } finally {
+      warn.mockRestore();
+      error.mockRestore();
+      log.mockRestore();
+    }
+    // A server that needs the password still says "authenticated".
+    const r = await adapter({ username: user, password }).testConnection();
+    expect(r.checks.find((c) => c.name.startsWith('AUTH as'))?.detail).toBe('authenticated');
   });
 
   it('a command the ACL user may not run is PERMISSION_DENIED', async () => {

@@ -1,5 +1,5 @@
 import { connect as netConnect } from 'node:net';
-import type { RedisOptions } from 'ioredis';
+import type { Redis, RedisOptions } from 'ioredis';
 import { QueuescopeError, type ErrorCode, type RedisConnectionConfig } from '../../../shared/domain';
 
 /** Connect timeout (ms) for the TCP (+TLS) handshake: fail fast instead of hanging a UI. */
@@ -188,4 +188,43 @@ export function probeTcp(host: string, port: number, timeoutMs: number): Promise
     socket.once('connect', () => done());
     socket.once('error', (e) => done(e));
   });
+}
+
+/** What a server said to the AUTH that ioredis sends on connect, when ioredis would only have printed it. */
+export type AuthNotice = 'password-not-required' | 'auth-arity';
+
+const AUTH_NOTICES: [RegExp, AuthNotice][] = [
+  [/no password is set|without any password configured for the default user/i, 'password-not-required'],
+  [/wrong number of arguments for 'auth' command/i, 'auth-arity'],
+];
+
+/**
+ * Keeps ioredis from writing to the console about the AUTH it sends on connect, for this one
+ * client. ioredis 5 (`built/redis/event_handler.js`, `connectHandler`) calls `self.auth(…, cb)`
+ * and, for "no password is set" / "without any password configured for the default user" /
+ * "wrong number of arguments for 'auth'", only `console.warn`s and carries on. We wrap the
+ * instance's `auth` so those replies reach `onNotice` instead and ioredis sees success (it would
+ * have carried on anyway); every other AUTH error (WRONGPASS…) passes through unchanged.
+ * No global console patch: other clients and other code are untouched.
+ */
+export function interceptAuthNotices(client: Redis, onNotice: (notice: AuthNotice) => void): void {
+  type Callback = (err: Error | null, res?: unknown) => void;
+  type AuthFn = (...args: unknown[]) => Promise<unknown>;
+  const target = client as unknown as { auth: AuthFn };
+  const original = target.auth.bind(client);
+  target.auth = (...args: unknown[]): Promise<unknown> => {
+    const last = args[args.length - 1];
+    if (typeof last !== 'function') return original(...args);
+    const cb = last as Callback;
+    const wrapped: Callback = (err, res) => {
+      const notice = err ? AUTH_NOTICES.find(([re]) => re.test(err.message))?.[1] : undefined;
+      if (notice !== undefined) {
+        onNotice(notice);
+        cb(null, 'OK');
+        return;
+      }
+      cb(err, res);
+    };
+    return original(...args.slice(0, -1), wrapped);
+  };
 }

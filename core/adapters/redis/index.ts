@@ -10,7 +10,7 @@ import {
   type RedisConnectionConfig,
 } from '../../../shared/domain';
 import type { BrokerAdapter, ListQueuesOptions } from '../types';
-import { CONNECT_TIMEOUT_MS, describeEndpoint, mapRedisError, probeTcp, resolveRedisOptions, type RedisEndpoint } from './connection';
+import { CONNECT_TIMEOUT_MS, describeEndpoint, interceptAuthNotices, mapRedisError, probeTcp, resolveRedisOptions, type AuthNotice, type RedisEndpoint } from './connection';
 import { str, throwIfAborted, type RedisContext } from './context';
 import { DEFAULT_SCAN_LIMIT, discoverKeys, globToRegExp } from './discovery';
 import { displayName, formatQueueId, parseQueueId, type RedisQueueRef } from './ids';
@@ -69,6 +69,8 @@ class RedisBrokerAdapter implements RedisAdapter, RedisContext {
   private readonly hasPassword: boolean;
   private readonly scanLimit: number;
   private redis: Redis | null = null;
+  /** What the server said to our AUTH on the last connect, when it was not a plain OK/error. */
+  private authNotice: AuthNotice | null = null;
   private connecting: Promise<Redis> | null = null;
   private readonly queues = new Map<string, Queue>();
   /** The page after the last one returned, being read in the background (see `peek`). */
@@ -101,6 +103,10 @@ class RedisBrokerAdapter implements RedisAdapter, RedisContext {
       old.disconnect();
     }
     const r = new Redis(this.options);
+    this.authNotice = null;
+    interceptAuthNotices(r, (n) => {
+      this.authNotice = n;
+    });
     let lastError: unknown = null;
     // ioredis reports the real cause (ECONNREFUSED, WRONGPASS, certificate…) only as an event;
     // connect() itself rejects with "Connection is closed".
@@ -216,7 +222,16 @@ class RedisBrokerAdapter implements RedisAdapter, RedisContext {
     let client: Redis;
     try {
       client = await step(authName, () => this.client(signal));
-      setDetail(checks, this.hasPassword ? 'authenticated' : 'connected (no password given)');
+      setDetail(
+        checks,
+        !this.hasPassword
+          ? 'connected (no password given)'
+          : this.authNotice === 'password-not-required'
+            ? 'connected: the server requires no password; the password given was ignored'
+            : this.authNotice === 'auth-arity'
+              ? 'connected: the server does not accept a user name with AUTH (Redis 5 or older); the credentials given were ignored — give only a password'
+              : 'authenticated',
+      );
     } catch (e) {
       return fail(e, `Connecting to ${where}`);
     }
