@@ -2,7 +2,8 @@
  * Redis read benchmark (`npm run bench` prints it through bench/run.ts).
  *
  * Seeds 100,000 stream entries and 100,000 real BullMQ failed jobs (added with `addBulk`, then
- * failed by a Worker whose processor throws — the same path production failures take), reads
+ * failed by a Worker whose processor throws — the same path production failures take) from a
+ * child process, reads
  * every one through the Redis adapter's `peek` in pages of 1,000 into the message model, and
  * measures messages/s and peak RSS. Each timed read follows an untimed warm-up of 5 pages (JIT,
  * connection). Everything it creates is removed afterwards.
@@ -10,6 +11,7 @@
  * It runs in its own database (`QUEUESCOPE_BENCH_REDIS_DB`, default 15) so 100k job keys never
  * crowd the keyspace other tests and the app scan in db 0.
  */
+import { fork } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { Queue, Worker } from 'bullmq';
@@ -134,6 +136,39 @@ async function seedFailedJobs(url: string, r: Redis, name: string): Promise<void
   }
 }
 
+const CHILD_FLAG = 'QUEUESCOPE_BENCH_REDIS_SEED';
+
+/** Runs {@link seedStream} and {@link seedFailedJobs} in a forked copy of this module (same loader, e.g. tsx). */
+function seedInChild(url: string, streamKey: string, queueName: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = fork(__filename, [], { env: { ...process.env, [CHILD_FLAG]: JSON.stringify({ url, streamKey, queueName }) }, stdio: 'inherit' });
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`the seeding process exited with code ${code ?? 'null'}`))));
+  });
+}
+
+async function childMain(arg: string): Promise<void> {
+  const { url, streamKey, queueName } = JSON.parse(arg) as { url: string; streamKey: string; queueName: string };
+  const r = new Redis(url, { maxRetriesPerRequest: null });
+  try {
+    await seedStream(r, streamKey);
+    await seedFailedJobs(url, r, queueName);
+  } finally {
+    r.disconnect();
+  }
+}
+
+const childArg = process.env[CHILD_FLAG];
+if (childArg !== undefined) {
+  childMain(childArg).then(
+    () => process.exit(0),
+    (e: unknown) => {
+      process.stderr.write(`bench seeding failed: ${e instanceof Error ? e.message : String(e)}\n`);
+      process.exit(1);
+    },
+  );
+}
+
 /**
  * Seeds, reads and cleans up; returns one row per benchmark. Does not print.
  * @throws when Redis is unreachable or seeding does not finish within 5 minutes.
@@ -147,9 +182,9 @@ export async function benchRedisRead(): Promise<RedisReadResult[]> {
   const adapter = createRedisAdapter({ kind: 'redis', url });
   const results: RedisReadResult[] = [];
   try {
-    // Seed both first, so garbage from seeding is not collected during a timed read.
-    await seedStream(r, streamKey);
-    await seedFailedJobs(url, r, queueName);
+    // Seeded by a child process, as producers and workers are in real life: their CPU and the
+    // garbage of 200k writes stay out of the process whose reads are timed.
+    await seedInChild(url, streamKey, queueName);
     // Untimed warm-up (JIT, connection): the first few pages of each, then the timed full reads.
     await readAll(adapter, `stream:${streamKey}`, 'all', WARM_UP_PAGES);
     await readAll(adapter, `bullmq:bull:${queueName}`, 'failed', WARM_UP_PAGES);
