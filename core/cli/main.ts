@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import cliProgress from 'cli-progress';
@@ -187,7 +188,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       if (opts.json === true) out(toJson(page));
       else {
         out(peekTable(page, width));
-        if (page.sideEffects.length > 0) err(`side effects of this peek: ${escapeForTerminal(page.sideEffects.join('; '))}\n`);
+        if (page.sideEffects.length > 0) err(`side effects of this peek:\n${page.sideEffects.map((e) => `  - ${escapeForTerminal(e)}\n`).join('')}`);
       }
     });
   });
@@ -315,7 +316,21 @@ export function splitPositionals(a1: string | undefined, a2: string | undefined,
   }
   if (a2 !== undefined) return { ...(a1 !== undefined ? { connection: a1 } : {}), queue: a2 };
   if (a1 === undefined) return {};
-  return looksLikeConnection(a1) ? { connection: a1 } : { queue: a1 };
+  if (looksLikeConnection(a1)) return { connection: a1 };
+  // A lone argument that names an existing file was meant as a snapshot, not a queue name.
+  if (isExistingPath(a1)) {
+    throw new QueuescopeError('INVALID_INPUT', `"${cell(a1, 80)}" is a file, not a connection: snapshot files end in .jsonl or .jsonl.gz (use --file PATH for a snapshot with another name).`);
+  }
+  return { queue: a1 };
+}
+
+function isExistingPath(p: string): boolean {
+  try {
+    statSync(p);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**

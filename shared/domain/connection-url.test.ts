@@ -38,7 +38,9 @@ describe('parseConnectionUrl', () => {
     ['http://example.com', /Unsupported scheme "http:\/\/"/],
     ['redis://h/notanumber', /database index must be a number/],
     ['sqs://not a region', /not a valid URL|region/],
-    ['sqs://mars', /region/],
+    ['sqs://mars', /region "mars" is not an AWS region/],
+    ['sqs://us-east-1?endpoint=notaurl', /endpoint "notaurl" is not an http\(s\) URL/],
+    ['sqs://us-east-1?bogus=1', /unknown parameter "bogus"/],
   ])('rejects %j with a clear INVALID_INPUT', (input, msg) => {
     try {
       parseConnectionUrl(input);

@@ -41,10 +41,20 @@ export function parseConnectionUrl(input: string): ConnectionConfig {
     }
     case 'sqs': {
       const region = url.hostname;
+      const unknown: string[] = [];
+      url.searchParams.forEach((_v, k) => {
+        if (k !== 'endpoint' && k !== 'profile' && !unknown.includes(k)) unknown.push(k);
+      });
+      if (unknown.length > 0) throw new QueuescopeError('INVALID_INPUT', `sqs:// URL: unknown parameter${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `"${safe(k)}"`).join(', ')}; only "endpoint" and "profile" are understood.`);
       const endpoint = url.searchParams.get('endpoint') ?? undefined;
       const profile = url.searchParams.get('profile') ?? undefined;
       const result = connectionConfigSchema.safeParse({ kind: 'sqs', region, ...(endpoint ? { endpoint } : {}), ...(profile ? { profile } : {}) });
-      if (!result.success) throw new QueuescopeError('INVALID_INPUT', `sqs:// URL: ${result.error.issues.map((i) => `${i.path.join('.')} must be ${i.message}`).join('; ')} (got region "${safe(region)}").`);
+      if (!result.success) {
+        const what = result.error.issues.map((i) =>
+          i.path[0] === 'endpoint' ? `endpoint "${safe(endpoint ?? '')}" is not an http(s) URL such as http://127.0.0.1:4566` : i.path[0] === 'region' ? `region "${safe(region)}" is not an AWS region such as us-east-1` : `${i.path.join('.')}: ${i.message}`,
+        );
+        throw new QueuescopeError('INVALID_INPUT', `sqs:// URL: ${[...new Set(what)].join('; ')}.`);
+      }
       return result.data;
     }
     default:
