@@ -436,6 +436,49 @@ describe('connection failures name their cause', () => {
   });
 });
 
+describe('listing proves the AMQP endpoint, not only the management API', () => {
+  const mgmtWithGuest = (): string => {
+    const m = new URL(RABBITMQ_MANAGEMENT_URL);
+    m.username = 'guest';
+    m.password = 'guest';
+    return m.toString();
+  };
+
+  it('a closed AMQP port → HOST_UNREACHABLE for listQueues and getQueue although the management API answers', async () => {
+    const q = await queue('amqp-closed');
+    const bad = createRabbitmqAdapter({ ...config, url: 'amqp://guest:guest@127.0.0.1:5690' });
+    try {
+      const e = await expectCode(bad.listQueues({}), 'HOST_UNREACHABLE');
+      expect(e.message).toContain('127.0.0.1:5690');
+      await expectCode(bad.getQueue(idOf(q)), 'HOST_UNREACHABLE');
+    } finally {
+      await bad.close();
+    }
+  });
+
+  it('a wrong AMQP password with a working management login → AUTH_FAILED for listQueues', async () => {
+    const u = new URL(AMQP_URL);
+    u.password = 'definitely-wrong';
+    const bad = createRabbitmqAdapter({ ...config, url: u.toString(), managementUrl: mgmtWithGuest() });
+    try {
+      const e = await expectCode(bad.listQueues({}), 'AUTH_FAILED');
+      expect(e.message).not.toContain('definitely-wrong');
+    } finally {
+      await bad.close();
+    }
+  });
+
+  it('TLS to the plain AMQP port → TLS_ERROR for listQueues', async () => {
+    const u = new URL(AMQP_URL);
+    const bad = createRabbitmqAdapter({ ...config, url: `amqps://guest:guest@${u.hostname}:${u.port || '5672'}`, managementUrl: mgmtWithGuest() });
+    try {
+      await expectCode(bad.listQueues({}), 'TLS_ERROR');
+    } finally {
+      await bad.close();
+    }
+  });
+});
+
 describe('cancellation', () => {
   it('aborting during a peek requeues what was held and throws CANCELLED', async () => {
     const q = await queue('abort');

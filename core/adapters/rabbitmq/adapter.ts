@@ -559,7 +559,9 @@ export class RabbitmqAdapter implements BrokerAdapter {
   /**
    * Lists the vhost's queues through the management API (`GET /api/queues/<vhost>` with `columns`,
    * 500 per page, pages fetched 2 at a time), with dead-letter links resolved from one exchanges and
-   * one bindings request. `pattern` (`*` wildcard) is sent as an anchored `name` regex and checked
+   * one bindings request. Concurrently proves the AMQP endpoint by opening (or reusing) the adapter's
+   * shared AMQP connection: a closed AMQP port, a refused login or TLS to a plain port fail the
+   * listing with that cause even though the management API answers. `pattern` (`*` wildcard) is sent as an anchored `name` regex and checked
    * again here; `limit` (default 10,000) bounds the result. Counts come from management stats, which
    * lag AMQP by up to ~5 s; a brand-new queue has null counts. Sorted by name (locale collation).
    * @throws QueuescopeError HOST_UNREACHABLE, MANAGEMENT_UNAVAILABLE, AUTH_FAILED, PERMISSION_DENIED,
@@ -569,7 +571,16 @@ export class RabbitmqAdapter implements BrokerAdapter {
     const { limit, pattern, serverRegex } = validateListOptions(options);
     throwIfAborted(signal);
     const keep = pattern === null ? () => true : (q: RawQueue) => pattern.test(q.name);
-    const [queues, { exchanges, bindings }] = await Promise.all([this.fetchQueues(LIST_COLUMNS, limit, serverRegex, keep, signal), this.fetchExchangesAndBindings(signal)]);
+    // The management API alone would list happily while the AMQP port is closed or refuses the
+    // login, so the (cached, cheap after the first call) AMQP connection is proven concurrently; its
+    // failure wins, because AMQP is what peeking and moving need.
+    const [amqp, listing] = await Promise.allSettled([
+      this.connection(signal),
+      Promise.all([this.fetchQueues(LIST_COLUMNS, limit, serverRegex, keep, signal), this.fetchExchangesAndBindings(signal)]),
+    ]);
+    if (amqp.status === 'rejected') throw amqp.reason;
+    if (listing.status === 'rejected') throw listing.reason;
+    const [queues, { exchanges, bindings }] = listing.value;
     throwIfAborted(signal);
     let all: RawQueue[] = queues;
     if (pattern !== null || queues.length >= limit) {
