@@ -15,7 +15,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createSqsAdapter } from '../../core/adapters/sqs';
 import type { BrokerAdapter } from '../../core/adapters/types';
 import { QueuescopeError, type QueueSummary } from '../../shared/domain';
-import { SQS_ALT_ENDPOINT, SQS_ENDPOINT, SQS_REGION, SQS_TEST_CREDENTIALS, uniqueName } from './env';
+import { AMQP_URL, RABBITMQ_MANAGEMENT_URL, SQS_ALT_ENDPOINT, SQS_ENDPOINT, SQS_REGION, SQS_TEST_CREDENTIALS, uniqueName } from './env';
 
 /**
  * SQS adapter behaviour beyond the shared contract, against the real emulators:
@@ -417,6 +417,37 @@ describe('errors', () => {
     expect(t.error?.code).toBe('TLS_ERROR');
     expect(await codeOf(tls.listQueues({}))).toBe('TLS_ERROR');
     await tls.close();
+  });
+
+  it('an endpoint that is not SQS (an HTTP server answering 405, an AMQP port) is BROKER_ERROR naming the endpoint', async () => {
+    const errorOf = async (p: Promise<unknown>): Promise<QueuescopeError> => {
+      const e: unknown = await p.then(
+        () => null,
+        (x: unknown) => x,
+      );
+      expect(e).toBeInstanceOf(QueuescopeError);
+      return e as QueuescopeError;
+    };
+    // The RabbitMQ management API answers POST / with HTTP 405.
+    const mgmt = RABBITMQ_MANAGEMENT_URL.replace(/\/$/, '');
+    const http = adapterFor(mgmt);
+    const e = await errorOf(http.listQueues({}));
+    expect(e.code).toBe('BROKER_ERROR');
+    expect(e.message).toBe(`${mgmt} does not answer like an SQS endpoint (HTTP 405 to ListQueues); check the endpoint URL.`);
+    const r = await http.testConnection();
+    expect(r.ok).toBe(false);
+    expect(r.error?.code).toBe('BROKER_ERROR');
+    expect(r.error?.message).toContain('does not answer like an SQS endpoint');
+    await http.close();
+    // The AMQP port does not speak HTTP at all.
+    const amqp = new URL(AMQP_URL);
+    const amqpEndpoint = `http://${amqp.hostname}:${amqp.port || '5672'}`;
+    const notHttp = adapterFor(amqpEndpoint);
+    const e2 = await errorOf(notHttp.listQueues({}));
+    expect(e2.code).toBe('BROKER_ERROR');
+    expect(e2.message).toContain(`${amqpEndpoint} does not answer like an SQS endpoint`);
+    expect(e2.message).toContain('check the endpoint URL');
+    await notHttp.close();
   });
 
   it('a queue deleted while open is QUEUE_NOT_FOUND for getQueue and peek', async () => {

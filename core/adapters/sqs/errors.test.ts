@@ -123,7 +123,8 @@ describe('mapSqsError with the SDK error objects of real AWS replies', () => {
     expect(th.details?.retryable).toBe(true);
     const html = mapSqsError(await sdkError('html'), ctx());
     expect(html.code).toBe('BROKER_ERROR');
-    expect(html.message).toMatch(/HTTP 502 that is not an SQS reply/);
+    expect(html.message).toMatch(/does not answer like an SQS endpoint \(HTTP 502 to ListQueues\); check the endpoint URL\./);
+    expect(html.details?.reason).toBe('not-sqs');
   });
 });
 

@@ -74,6 +74,7 @@ function deniedAction(message: string): string | undefined {
  * | `AccessDenied` / `AccessDeniedException`, KMS access errors | `PERMISSION_DENIED` (names the action) |
  * | `QueueDoesNotExist` / `AWS.SimpleQueueService.NonExistentQueue` | `QUEUE_NOT_FOUND` |
  * | `InvalidAction`, `UnknownOperationException`, `UnsupportedOperation` (emulators lacking an action) | `UNSUPPORTED` |
+ * | a reply that shows the endpoint is not SQS: HTTP 404/405, a non-JSON or unparseable body, or no HTTP at all (`HPE_*`) | `BROKER_ERROR` ("does not answer like an SQS endpoint", `details.reason: 'not-sqs'`) |
  * | any other service error | `BROKER_ERROR` (with the AWS error code) |
  * | anything else | `INTERNAL` |
  *
@@ -135,6 +136,10 @@ export function mapSqsError(e: unknown, ctx: SqsErrorContext): QueuescopeError {
   }
 
   // Transport errors.
+  if (nodeCode.startsWith('HPE_')) {
+    // Node's HTTP parser could not read the reply at all: something other than HTTP (AMQP, Redis…) listens there.
+    return make('BROKER_ERROR', `${ctx.endpoint} does not answer like an SQS endpoint (no HTTP reply to ${ctx.action}: ${firstLine(rawMessage) || nodeCode}); check the endpoint URL.`, { nodeCode, reason: 'not-sqs' });
+  }
   if (nodeCode.startsWith('ERR_SSL_') || nodeCode.startsWith('ERR_TLS_') || TLS_CODES.has(nodeCode) || /\bSSL routines\b|certificate/i.test(rawMessage)) {
     return make('TLS_ERROR', `TLS with ${ctx.endpoint} failed (${nodeCode || 'handshake'}): ${firstLine(rawMessage)}. Check the endpoint's scheme (https:// to a plain-http port fails) and its certificate.`, { nodeCode });
   }
@@ -155,8 +160,17 @@ export function mapSqsError(e: unknown, ctx: SqsErrorContext): QueuescopeError {
   }
   if (err.$metadata !== undefined || err.$fault !== undefined) {
     // A reply that is not an SQS JSON error (e.g. an HTML page, a 404/405 from another HTTP server).
-    if (awsCode === 'Unknown' || awsCode === '' || awsCode === 'SyntaxError' || rawMessage === 'UnknownError' || /is not valid JSON|Deserialization error/i.test(rawMessage)) {
-      return make('BROKER_ERROR', `${ctx.endpoint} answered ${ctx.action} with HTTP ${status ?? '?'} that is not an SQS reply: is this the SQS endpoint?`, { httpStatus: status, requestId });
+    // SQS itself answers its errors with 400/403/5xx, never 404/405 (QueueDoesNotExist is a 400, handled above).
+    if (
+      status === 404 ||
+      status === 405 ||
+      awsCode === 'Unknown' ||
+      awsCode === '' ||
+      awsCode === 'SyntaxError' ||
+      rawMessage === 'UnknownError' ||
+      /is not valid JSON|Deserialization error|Unexpected token/i.test(rawMessage)
+    ) {
+      return make('BROKER_ERROR', `${ctx.endpoint} does not answer like an SQS endpoint (HTTP ${status ?? '?'} to ${ctx.action}); check the endpoint URL.`, { httpStatus: status, requestId, reason: 'not-sqs' });
     }
     return make('BROKER_ERROR', `SQS refused ${ctx.action}${where}: ${awsCode}: ${firstLine(rawMessage)}`, { awsCode, httpStatus: status, requestId });
   }
