@@ -3,11 +3,14 @@ import type { ErrorCode } from '../../shared/domain';
 /** Process exit codes of the `queuescope` CLI (also listed in `--help`). */
 export const EXIT = {
   OK: 0,
-  /** A bug or an error the broker reported that fits no other class. */
+  /** A bug, or an operation the broker does not support. */
   UNEXPECTED: 1,
   /** Bad command line, URL, option or snapshot file. */
   USAGE: 2,
-  /** Could not connect: unreachable, authentication, TLS, vhost, management API, permission, timeout. */
+  /**
+   * Could not connect, or the broker refused: unreachable, authentication, TLS, vhost, management API,
+   * permission, timeout, an endpoint that is not the expected broker, or an error the broker reported.
+   */
   CONNECTION: 3,
   QUEUE_NOT_FOUND: 4,
   /** A peek could dead-letter messages and `--accept-side-effects` was not given. */
@@ -29,6 +32,7 @@ export function exitCodeFor(code: ErrorCode): number {
     case 'MANAGEMENT_UNAVAILABLE':
     case 'PERMISSION_DENIED':
     case 'TIMEOUT':
+    case 'BROKER_ERROR': // the broker (or a non-SQS endpoint) answered with an error: not a Queuescope bug
       return EXIT.CONNECTION;
     case 'QUEUE_NOT_FOUND':
       return EXIT.QUEUE_NOT_FOUND;
@@ -37,7 +41,6 @@ export function exitCodeFor(code: ErrorCode): number {
     case 'CANCELLED':
       return EXIT.INTERRUPTED;
     case 'UNSUPPORTED':
-    case 'BROKER_ERROR':
     case 'INTERNAL':
       return EXIT.UNEXPECTED;
   }
@@ -47,10 +50,11 @@ export function exitCodeFor(code: ErrorCode): number {
 export const EXIT_CODES_HELP = `
 Exit codes:
   0    success
-  1    unexpected error (a bug, or a broker error that fits no other class)
+  1    unexpected error (a bug, or an operation the broker does not support)
   2    usage error or invalid input (command line, URL, option, snapshot file)
-  3    connection failed (unreachable, authentication, TLS, vhost, management API,
-       permission, timeout)
+  3    connection failed or the broker refused (unreachable, authentication, TLS,
+       vhost, management API, permission, timeout, an endpoint that is not the
+       expected broker, an error reported by the broker)
   4    queue not found
   5    peek refused: reading the queue could move messages to a dead-letter queue;
        pass --accept-side-effects to read it anyway
