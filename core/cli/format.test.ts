@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { PeekPage, QueueMessage } from '../../shared/domain';
-import { bodyPreview, escapeForTerminal, escapeJsonForTerminal, peekTable, toJson, truncate } from './format';
+import type { PeekPage, QueueMessage, QueueSummary } from '../../shared/domain';
+import { bodyPreview, escapeForTerminal, escapeJsonForTerminal, peekTable, queuesTable, toJson, truncate } from './format';
 
 /** Anything a terminal could interpret: C0, DEL, C1, bidi/invisible format characters, separators, lone surrogates. */
 const DANGEROUS = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
@@ -65,5 +65,27 @@ describe('previews', () => {
     expect(bodyPreview({ encoding: 'base64', data: Buffer.from([0xff, 0, 1]).toString('base64'), sizeBytes: 3, truncated: false })).toBe('<binary 3 bytes: ff 00 01>');
     expect(bodyPreview({ encoding: 'utf8', data: 'abc', sizeBytes: 5000, truncated: true })).toBe('abc [truncated]');
     expect(truncate('😀😀😀', 2)).toBe('😀…');
+  });
+});
+
+describe('queues table', () => {
+  const base: QueueSummary = {
+    id: 'sqs:payments.fifo', name: 'payments.fifo', broker: 'sqs', kind: 'sqs-fifo', depth: 18, inFlight: 0, delayed: 0, consumers: null, counts: {}, deadLetterTargets: [], deadLetterSources: [], isDeadLetterQueue: false,
+    capabilities: { canPeekNonDestructively: false, peekSideEffects: [], peekMayDeadLetter: true, canPageFromCursor: false, maxPeekWindow: 100, peekStates: [] }, config: {},
+  };
+
+  it('shows a snapshot queue with its recorded depth, the in-file count and why it is partial', () => {
+    const q: QueueSummary = { ...base, counts: { 'in snapshot': 12 }, config: { snapshot: { messages: 12, partial: true, partialReason: 'FIFO: one message per group per receive.' } } };
+    const text = queuesTable([q], 140);
+    const row = text.split('\n').find((l) => l.includes('payments.fifo'))!;
+    expect(row.split('│').map((c) => c.trim())).toEqual(['', 'payments.fifo', 'sqs-fifo', '18', '0', '0', '-', '12 partial', '-', '']);
+    expect(text).toContain('depth (recorded)');
+    expect(text).toContain('partial: payments.fifo: FIFO: one message per group per receive.');
+  });
+
+  it('has no snapshot column for live queues', () => {
+    const text = queuesTable([base], 140);
+    expect(text).not.toContain('in snapshot');
+    expect(text).not.toContain('recorded');
   });
 });

@@ -84,19 +84,40 @@ function n(v: number | null): string {
   return v === null ? '-' : String(v);
 }
 
-/** Human table of queues: name, kind, depth, in flight, delayed, consumers, DLQ (→ target / ← sources). */
+/** What a snapshot queue's `config.snapshot` says about the file; `null` for a live queue. */
+function snapshotOf(q: QueueSummary): { messages: number; partial: boolean; partialReason: string | null } | null {
+  const raw = q.config.snapshot;
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return null;
+  const o = raw as Record<string, unknown>;
+  if (typeof o.messages !== 'number') return null;
+  return { messages: o.messages, partial: o.partial === true, partialReason: typeof o.partialReason === 'string' ? o.partialReason : null };
+}
+
+/**
+ * Human table of queues: name, kind, depth, in flight, delayed, consumers, DLQ (→ target / ← sources).
+ * For snapshot queues the counts are those recorded at export time, and an extra column
+ * "in snapshot" shows how many messages the file holds (`N partial` when the section is partial,
+ * with the reason in a note under the table).
+ */
 export function queuesTable(queues: readonly QueueSummary[], width = 100): string {
   const byId = new Map(queues.map((q) => [q.id, q.name]));
-  const nameMax = Math.max(16, Math.min(60, width - 70));
-  const t = newTable(['name', 'kind', 'depth', 'in flight', 'delayed', 'consumers', 'DLQ']);
-  for (const q of queues) {
+  const snaps = queues.map(snapshotOf);
+  const anySnapshot = snaps.some((x) => x !== null);
+  const nameMax = Math.max(16, Math.min(60, width - (anySnapshot ? 84 : 70)));
+  const t = newTable(['name', 'kind', anySnapshot ? 'depth (recorded)' : 'depth', 'in flight', 'delayed', 'consumers', ...(anySnapshot ? ['in snapshot'] : []), 'DLQ']);
+  const notes: string[] = [];
+  queues.forEach((q, i) => {
     const links = [
       ...q.deadLetterTargets.map((d) => `→ ${d.queueName ?? d.queueId ?? '?'}${d.problem !== undefined ? ' (!)' : ''}`),
       ...(q.deadLetterSources.length > 0 ? [`← ${q.deadLetterSources.map((s) => byId.get(s) ?? s).join(', ')}`] : q.isDeadLetterQueue ? ['(DLQ)'] : []),
     ];
-    t.push([cell(q.name, nameMax), cell(q.kind), n(q.depth), n(q.inFlight), n(q.delayed), n(q.consumers), cell(links.join(' ') || '-', 40)]);
-  }
-  const notes = queues.flatMap((q) => q.deadLetterTargets.filter((d) => d.problem !== undefined).map((d) => `(!) ${cell(q.name, 60)}: ${cell(d.problem, 200)}`));
+    const snap = snaps[i] ?? null;
+    const inFile = anySnapshot ? [snap === null ? '-' : `${snap.messages}${snap.partial ? ' partial' : ''}`] : [];
+    t.push([cell(q.name, nameMax), cell(q.kind), n(q.depth), n(q.inFlight), n(q.delayed), n(q.consumers), ...inFile, cell(links.join(' ') || '-', 40)]);
+    for (const d of q.deadLetterTargets) if (d.problem !== undefined) notes.push(`(!) ${cell(q.name, 60)}: ${cell(d.problem, 200)}`);
+    if (snap?.partial === true) notes.push(`partial: ${cell(q.name, 60)}: ${cell(snap.partialReason ?? 'the snapshot does not hold the whole queue', 600)}`);
+  });
+  if (anySnapshot) notes.push('Depth, in flight, delayed and consumers are as recorded when the snapshot was exported; "in snapshot" is what the file holds.');
   return `${t.toString()}\n${notes.length > 0 ? `${notes.join('\n')}\n` : ''}${queues.length} queue${queues.length === 1 ? '' : 's'}\n`;
 }
 

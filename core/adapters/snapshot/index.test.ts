@@ -22,12 +22,12 @@ async function codeOf(p: Promise<unknown>): Promise<QueuescopeError> {
 describe('snapshot adapter over the two-queue fixture', () => {
   const adapter = createSnapshotAdapter({ kind: 'snapshot', path: fixture('two-queues.jsonl') });
 
-  it('lists both sections with original broker/kind, file counts and non-destructive capabilities', async () => {
+  it('lists both sections with original broker/kind, recorded counts, in-file counts and non-destructive capabilities', async () => {
     const qs = await adapter.listQueues({});
     // sorted by name the way the adapter contract checks it (localeCompare)
-    expect(qs.map((q) => [q.id, q.name, q.broker, q.kind, q.depth])).toEqual([
-      ['stream:orders-stream', 'orders-stream', 'redis', 'redis-stream', 3],
-      ['rabbitmq:%2F/orders.dlq', 'orders.dlq', 'rabbitmq', 'rabbitmq-classic', 2],
+    expect(qs.map((q) => [q.id, q.name, q.broker, q.kind])).toEqual([
+      ['stream:orders-stream', 'orders-stream', 'redis', 'redis-stream'],
+      ['rabbitmq:%2F/orders.dlq', 'orders.dlq', 'rabbitmq', 'rabbitmq-classic'],
     ]);
     for (const q of qs) {
       expect(q.capabilities).toMatchObject({ canPeekNonDestructively: true, peekSideEffects: [], peekMayDeadLetter: false, canPageFromCursor: true });
@@ -36,9 +36,20 @@ describe('snapshot adapter over the two-queue fixture', () => {
     // the source queue is not in the file, so the link has no id to point at, but the DLQ flag stays
     expect(dlq.deadLetterSources).toEqual([]);
     expect(dlq.isDeadLetterQueue).toBe(true);
-    expect(dlq.config.snapshot).toMatchObject({ partial: true, connection: 'amqp://guest@127.0.0.1:5672/' });
+    expect(dlq.config.snapshot).toMatchObject({
+      partial: true,
+      partialReason: 'orders.dlq cannot be paged (rabbitmq-classic): one peek reads at most 500 messages.',
+      connection: 'amqp://guest@127.0.0.1:5672/',
+      exportedAt: 1764441601000,
+      state: null,
+      selection: 'all',
+    });
     const stream = qs[0]!;
-    expect(stream.counts).toEqual({ pending: 1, new: 2 });
+    // the header recorded depth 3, 1 in flight, 1 consumer: kept as recorded
+    expect([stream.depth, stream.inFlight, stream.delayed, stream.consumers]).toEqual([3, 1, null, 1]);
+    expect(stream.counts).toEqual({ 'in snapshot': 3 });
+    expect(stream.config.snapshot).toMatchObject({ messages: 3, states: { pending: 1, new: 2 }, partial: false, partialReason: null });
+    expect(JSON.parse(JSON.stringify(stream.config))).toEqual(stream.config); // plain JSON
     expect(stream.capabilities.peekStates).toEqual(['pending', 'new']);
     expect(await adapter.listQueues({ pattern: 'orders.*' })).toHaveLength(1);
   });
@@ -110,6 +121,41 @@ describe('invalid snapshots name the line and field', () => {
     expect(e.code).toBe('SNAPSHOT_INVALID');
     expect(e.message).toMatch(re);
     expect(e.message).toContain(name);
+  });
+});
+
+describe('a section holding fewer messages than the queue had', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'qs-snapcounts-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('keeps the recorded depth and counts, and reports the in-file count and the partial reason', async () => {
+    const { SnapshotWriter } = await import('../../snapshot/writer');
+    const path = join(dir, 'partial.jsonl');
+    const w = await SnapshotWriter.create(path);
+    const queue = {
+      id: 'bullmq:bull:payments', name: 'payments', broker: 'redis' as const, kind: 'bullmq' as const, depth: 5, inFlight: 0, delayed: 3, consumers: null,
+      counts: { waiting: 5, delayed: 3, completed: 10, failed: 14 }, deadLetterTargets: [], deadLetterSources: [], isDeadLetterQueue: false,
+      capabilities: { canPeekNonDestructively: true, peekSideEffects: [], peekMayDeadLetter: false, canPageFromCursor: true, maxPeekWindow: 1000, peekStates: ['waiting', 'failed'] },
+      config: { prefix: 'bull' },
+    };
+    const reason = 'Only the first 2 failed jobs were exported.';
+    await w.writeHeader({ exportedAt: 1764441700000, source: { broker: 'redis', connection: 'redis://127.0.0.1:6379', queue }, partial: true, partialReason: reason });
+    const states = ['waiting', 'waiting', 'failed', 'failed'];
+    for (const [i, state] of states.entries()) {
+      await w.writeMessage({ id: String(i), queueId: queue.id, queueName: 'payments', position: i, body: { encoding: 'utf8', data: '{}', sizeBytes: 2, truncated: false }, headers: {}, properties: {}, meta: { state } });
+    }
+    await w.finish();
+    const [q] = await createSnapshotAdapter({ kind: 'snapshot', path }).listQueues({});
+    expect(q?.depth).toBe(5);
+    expect(q?.delayed).toBe(3);
+    expect(q?.counts).toEqual({ waiting: 5, delayed: 3, completed: 10, failed: 14, 'in snapshot': 4 });
+    expect(q?.config.snapshot).toMatchObject({ messages: 4, states: { waiting: 2, failed: 2 }, exportedAt: 1764441700000, partial: true, partialReason: reason });
+    expect(q?.config.prefix).toBe('bull');
   });
 });
 

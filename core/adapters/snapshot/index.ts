@@ -32,6 +32,36 @@ export const SNAPSHOT_MAX_PEEK_WINDOW = 1000;
 /** Default `maxBodyBytes` (1 MiB + 1 KiB, as in {@link PeekOptions}). */
 const DEFAULT_MAX_BODY_BYTES = 1024 * 1024 + 1024;
 
+/** Key of {@link QueueSummary.counts} holding the number of messages the file holds for a section. */
+export const SNAPSHOT_COUNT_KEY = 'in snapshot';
+
+/**
+ * What a snapshot queue summary carries in `config.snapshot` (plain JSON) next to the counts
+ * recorded at export time: what the file itself holds for that section.
+ */
+export interface SnapshotQueueInfo {
+  /** Messages in the file for this section (all states). */
+  messages: number;
+  /** Messages in the file per `meta.state` (messages without a state are not listed). */
+  states: Record<string, number>;
+  /** When the export started, ms since epoch (header `exportedAt`). */
+  exportedAt: number;
+  /** True when the header says the section does not hold the whole queue/state. */
+  partial: boolean;
+  /** Why the section is partial, in words; `null` when the header gives no reason. */
+  partialReason: string | null;
+  /** Peek state exported (header `state`); `null` = the default state / all states. */
+  state: string | null;
+  /** `ids` when only chosen messages were exported. */
+  selection: 'all' | 'ids';
+  /** Absolute path of the snapshot file. */
+  file: string;
+  /** Connection label the section was exported from (no secrets). */
+  connection: string;
+  /** The queue's id on the original broker. */
+  originalId: string;
+}
+
 /** Positions of one selection (all messages of a section, or those of one state). */
 interface Selection {
   count: number;
@@ -96,7 +126,11 @@ const CURSOR = /^p:(\d{1,12})$/;
  * lines plus the page. The index is rebuilt when the file's size or mtime changes.
  *
  * Queue summaries keep the original `broker` and `kind` (so badges show where the data came from)
- * with `depth` = messages in the file and non-destructive capabilities; the adapter's own
+ * and the counts recorded at export time (`depth`, `inFlight`, `delayed`, `consumers`, `counts`,
+ * as the header holds them: a snapshot may hold fewer messages than the queue had). What the file
+ * holds is reported separately: `counts['in snapshot']` ({@link SNAPSHOT_COUNT_KEY}) and
+ * `config.snapshot` ({@link SnapshotQueueInfo}: messages, per-state counts, exportedAt, partial,
+ * partialReason, state, selection). Capabilities are non-destructive; the adapter's own
  * `broker` is `snapshot`. Queue ids are the original ids; a second section with the same id gets
  * `#2` appended (and so on). Cursors are `p:<n>` (the n-th message of the selection, 0-based).
  *
@@ -266,11 +300,23 @@ class SnapshotAdapter implements BrokerAdapter {
     const orig = s.header.source.queue;
     const states = [...s.states.entries()].filter(([k]) => k !== '');
     const mapId = (id: string | null): string | null => (id === null ? null : (idx.byOriginalId.get(id) ?? null));
+    const info: SnapshotQueueInfo = {
+      messages: s.all.count,
+      states: Object.fromEntries(states.map(([k, v]) => [k, v.count])),
+      exportedAt: s.header.exportedAt,
+      partial: s.header.partial === true,
+      partialReason: s.header.partialReason ?? null,
+      state: s.header.state ?? null,
+      selection: s.header.selection ?? 'all',
+      file: this.path,
+      connection: s.header.source.connection,
+      originalId: orig.id,
+    };
     return {
       ...orig,
       id: s.id,
-      depth: s.all.count,
-      counts: Object.fromEntries(states.map(([k, v]) => [k, v.count])),
+      // depth, inFlight, delayed, consumers and counts stay as recorded at export time
+      counts: { ...orig.counts, [SNAPSHOT_COUNT_KEY]: s.all.count },
       deadLetterTargets: orig.deadLetterTargets.map((t) => ({ ...t, queueId: mapId(t.queueId) })),
       deadLetterSources: orig.deadLetterSources.map(mapId).filter((x): x is string => x !== null),
       capabilities: {
@@ -281,21 +327,7 @@ class SnapshotAdapter implements BrokerAdapter {
         maxPeekWindow: SNAPSHOT_MAX_PEEK_WINDOW,
         peekStates: states.length > 1 ? states.map(([k]) => k) : [],
       },
-      config: {
-        ...orig.config,
-        snapshot: {
-          file: this.path,
-          exportedAt: s.header.exportedAt,
-          connection: s.header.source.connection,
-          originalId: orig.id,
-          originalDepth: orig.depth,
-          originalCounts: orig.counts,
-          ...(s.header.state !== undefined ? { state: s.header.state } : {}),
-          ...(s.header.selection !== undefined ? { selection: s.header.selection } : {}),
-          ...(s.header.partial !== undefined ? { partial: s.header.partial } : {}),
-          ...(s.header.partialReason !== undefined ? { partialReason: s.header.partialReason } : {}),
-        },
-      },
+      config: { ...orig.config, snapshot: { ...info } },
     };
   }
 

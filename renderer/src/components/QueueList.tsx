@@ -10,6 +10,37 @@ import { Empty, ErrorState, KindBadge, Loading } from './common';
 
 const ROW_HEIGHT = 46;
 
+/** What a snapshot queue's `config.snapshot` says about the file (see the snapshot adapter). */
+export interface SnapshotInfo {
+  /** Messages the file holds for this queue. */
+  messages: number;
+  /** Messages in the file per state. */
+  states: Record<string, number>;
+  /** Export time, ms since epoch. */
+  exportedAt: number | null;
+  partial: boolean;
+  partialReason: string | null;
+}
+
+/** Reads `config.snapshot` of a queue from a snapshot connection; `null` for live queues or a malformed value. */
+export function snapshotInfo(q: QueueSummary): SnapshotInfo | null {
+  const raw = q.config.snapshot;
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return null;
+  const o = raw as Record<string, unknown>;
+  if (typeof o.messages !== 'number') return null;
+  const states: Record<string, number> = {};
+  if (o.states !== null && typeof o.states === 'object') {
+    for (const [k, v] of Object.entries(o.states as Record<string, unknown>)) if (typeof v === 'number') states[k] = v;
+  }
+  return {
+    messages: o.messages,
+    states,
+    exportedAt: typeof o.exportedAt === 'number' ? o.exportedAt : null,
+    partial: o.partial === true,
+    partialReason: typeof o.partialReason === 'string' ? o.partialReason : null,
+  };
+}
+
 /** The queues of one connection: counts, dead-letter links, filter, refresh and auto-refresh. */
 export function QueueList({ connectionId }: { connectionId: string }) {
   const profile = useStore((s) => s.connections.find((c) => c.id === connectionId));
@@ -131,7 +162,10 @@ function QueueTable({ queues, byId, onOpen }: { queues: QueueSummary[]; byId: Ma
                   <KindBadge kind={q.kind} />
                   {q.isDeadLetterQueue && <span className="badge badge-dlq">DLQ</span>}
                 </div>
-                <div role="cell" data-col="depth" className={q.isDeadLetterQueue && (q.depth ?? 0) > 0 ? 'num strong danger-text' : 'num strong'}>{count(q.depth)}</div>
+                <div role="cell" className={q.isDeadLetterQueue && (q.depth ?? 0) > 0 ? 'num strong danger-text' : 'num strong'}>
+                  <span data-col="depth">{count(q.depth)}</span>
+                  <SnapshotCountLine q={q} />
+                </div>
                 <div role="cell" data-col="in-flight" className="num">{count(q.inFlight)}</div>
                 <div role="cell" className="num">{count(q.delayed)}</div>
                 <div role="cell" className={q.consumers === 0 && (q.depth ?? 0) > 0 ? 'num warn-text' : 'num'} title={q.consumers === 0 && (q.depth ?? 0) > 0 ? 'Messages waiting and no consumer' : undefined}>
@@ -142,6 +176,17 @@ function QueueTable({ queues, byId, onOpen }: { queues: QueueSummary[]; byId: Ma
           })}
         </div>
       </div>
+    </div>
+  );
+}
+
+/** Under a snapshot queue's recorded depth: "12 in snapshot" and, when the section is partial, "partial" with the reason. */
+function SnapshotCountLine({ q }: { q: QueueSummary }) {
+  const info = snapshotInfo(q);
+  if (info === null) return null;
+  return (
+    <div className="muted" data-col="in-snapshot" style={{ fontWeight: 'normal', fontSize: '0.85em' }} title={info.partial ? `partial: ${info.partialReason ?? 'the snapshot does not hold the whole queue'}` : 'Depth is as recorded at export time'}>
+      {count(info.messages)} in snapshot{info.partial ? ' · partial' : ''}
     </div>
   );
 }

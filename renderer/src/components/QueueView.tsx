@@ -1,6 +1,6 @@
 import { useEffect, useMemo, useState } from 'react';
 import type { PeekSideEffect, QueueSummary } from '../../../shared/domain/queue';
-import { count } from '../lib/format';
+import { count, absoluteTime } from '../lib/format';
 import { useStore } from '../store';
 import { queueKey } from '../store/types';
 import { PEEK_LIMITS } from '../store/ui';
@@ -9,7 +9,7 @@ import { ExportDialog } from './ExportDialog';
 import { MessageList } from './MessageList';
 import { MessageView } from './MessageView';
 import { PeekConfirm } from './PeekConfirm';
-import { DeadLetterLine } from './QueueList';
+import { DeadLetterLine, snapshotInfo } from './QueueList';
 
 /** Short phrases for the side-effect kinds, for one-line summaries. */
 const SIDE_EFFECT_SHORT: Record<PeekSideEffect['kind'], string> = {
@@ -30,8 +30,10 @@ export function describeSideEffect(reported: string, declared: PeekSideEffect[])
 /** The state to peek first: the first state with messages, else the first state; undefined when the queue has one state. */
 export function defaultPeekState(q: QueueSummary | null | undefined): string | undefined {
   const states = q?.capabilities.peekStates ?? [];
-  if (states.length === 0) return undefined;
-  return states.find((s) => (q?.counts[s] ?? 0) > 0) ?? states[0];
+  if (states.length === 0 || q === null || q === undefined) return undefined;
+  // a snapshot can only show what the file holds
+  const counts = snapshotInfo(q)?.states ?? q.counts;
+  return states.find((s) => (counts[s] ?? 0) > 0) ?? states[0];
 }
 
 /** One queue: header with counts and configuration, peek controls (with the side-effect gate), messages and the open message. */
@@ -114,7 +116,9 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
     .map((i) => messages[Number(i)]?.id)
     .filter((x): x is string => x !== undefined);
   const refused = ours && peek.status === 'error' && peek.error?.code === 'PEEK_REFUSED';
-  const stateCount = state !== undefined ? summary.counts[state] : undefined;
+  const snap = snapshotInfo(summary);
+  const stateCounts = snap?.states ?? summary.counts;
+  const stateCount = state !== undefined ? stateCounts[state] : undefined;
 
   return (
     <section className="screen screen-queue" aria-labelledby="queue-title">
@@ -132,12 +136,19 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
           <Stat label="In flight" value={summary.inFlight} />
           <Stat label="Delayed" value={summary.delayed} />
           <Stat label="Consumers" value={summary.consumers} />
+          {snap !== null && <Stat label="In snapshot" value={snap.messages} />}
           <button type="button" className="btn btn-small" onClick={() => void loadQueue(connectionId, queueId)} disabled={detail.status === 'loading'} aria-label="Refresh queue">
             ↻
           </button>
         </div>
       </header>
       {detail.status === 'error' && detail.error !== null && <ErrorState error={detail.error} compact onRetry={() => void loadQueue(connectionId, queueId)} />}
+      {snap !== null && (
+        <div className={snap.partial ? 'notice notice-warn' : 'notice notice-info'} role="note" data-testid="snapshot-notice">
+          Snapshot{snap.exportedAt !== null ? ` exported ${absoluteTime(snap.exportedAt)}` : ''}: depth and counts are as recorded then; the file holds {count(snap.messages)} message{snap.messages === 1 ? '' : 's'} of this queue.
+          {snap.partial && <> <strong>Partial:</strong> {snap.partialReason ?? 'the snapshot does not hold the whole queue.'}</>}
+        </div>
+      )}
       <div className="queue-extra">
         {Object.keys(summary.counts).length > 0 && (
           <div className="count-chips" aria-label="Counts">
@@ -164,7 +175,7 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
                   {caps.peekStates.map((s) => (
                     <option key={s} value={s}>
                       {s}
-                      {summary.counts[s] !== undefined ? ` (${count(summary.counts[s])})` : ''}
+                      {stateCounts[s] !== undefined ? ` (${count(stateCounts[s])}${snap !== null ? ' in snapshot' : ''})` : ''}
                     </option>
                   ))}
                 </select>
@@ -235,7 +246,7 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
           )}
           {ours && peek.status === 'error' && !refused && peek.error !== null && <ErrorState error={peek.error} onRetry={onPeekClick} />}
           {ours && (peek.status === 'ready' || peek.status === 'loading-more') && messages.length === 0 && (
-            <Empty title={state !== undefined ? `No ${state} messages` : 'No messages'}>{summary.depth === 0 ? 'The queue is empty.' : 'Nothing to show at this position.'}</Empty>
+            <Empty title={state !== undefined ? `No ${state} messages` : 'No messages'}>{snap !== null ? (snap.messages === 0 ? 'The snapshot holds no messages of this queue.' : 'Nothing to show at this position.') : summary.depth === 0 ? 'The queue is empty.' : 'Nothing to show at this position.'}</Empty>
           )}
           {messages.length > 0 && (
             <>
