@@ -1,12 +1,13 @@
-import { copyFile, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { copyFile, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ApiHandlers } from '../../shared/api/contract';
 import { QueuescopeError, type OperationSnapshot } from '../../shared/domain';
 import { readSnapshotFile } from '../snapshot/reader';
-import { createApiHandlers, dispatchApi, suggestedSnapshotName } from './api';
+import { createApiHandlers, dispatchApi, suggestedSnapshotName, type ApiDeps } from './api';
 import { ConnectionManager, DEMO_CONNECTION_ID } from './connection-manager';
 import { OperationManager } from './operations';
 import { ProfileStore } from './profile-store';
@@ -78,7 +79,7 @@ describe('dispatchApi', () => {
 
   it('undefined input counts as {} for methods without parameters', async () => {
     const r = await call('app.info');
-    expect(r).toEqual({ ok: true, value: { version: '9.9.9', runtime: 'web', demoConnectionId: DEMO_CONNECTION_ID, warnings: [] } });
+    expect(r).toEqual({ ok: true, value: { version: '9.9.9', runtime: 'web', demoConnectionId: DEMO_CONNECTION_ID, warnings: [], pathInput: true, defaultExportDir: null } });
   });
 
   it('maps thrown QueuescopeErrors to their code, other throws to INTERNAL, without credentials', async () => {
@@ -181,6 +182,119 @@ describe('API handlers over snapshots', () => {
 
   it('operations.get of an unknown id is INVALID_INPUT', async () => {
     expect(await call('operations.get', { operationId: 'nope' })).toMatchObject({ ok: false, error: { code: 'INVALID_INPUT' } });
+  });
+});
+
+describe('typed snapshot paths', () => {
+  let exportDir: string;
+  let dialogCalls: string[];
+  const make = (runtime: ApiDeps['runtime']): ApiHandlers =>
+    createApiHandlers({
+      connections,
+      operations,
+      runtime,
+      version: '1.2.3',
+      defaultExportDir: () => exportDir,
+      dialogs: {
+        pickSnapshotSavePath: () => {
+          dialogCalls.push('save');
+          return Promise.resolve(join(exportDir, 'from-dialog.jsonl'));
+        },
+        pickSnapshotOpenPath: () => {
+          dialogCalls.push('open');
+          return Promise.resolve(fixture);
+        },
+      },
+    });
+  const web = (method: string, input?: unknown) => dispatchApi(make('web'), method, input);
+  const desktop = (method: string, input?: unknown) => dispatchApi(make('electron'), method, input);
+  const exportTo = async (path: string): Promise<string> => {
+    const r = await web('snapshots.export', { connectionId: 'demo', queueId: 'stream:orders-stream', path });
+    if (!r.ok) throw new Error(r.error.message);
+    const done = await operations.wait((r.value as OperationSnapshot).id);
+    expect(done.status).toBe('completed');
+    return (done.result as { path: string }).path;
+  };
+
+  beforeEach(async () => {
+    exportDir = join(dir, 'exports');
+    await mkdir(exportDir);
+    dialogCalls = [];
+  });
+
+  it('app.info tells the UI to ask for paths in the web runtime only, with the default export folder', async () => {
+    expect(await web('app.info')).toMatchObject({ ok: true, value: { runtime: 'web', pathInput: true, defaultExportDir: exportDir } });
+    expect(await desktop('app.info')).toMatchObject({ ok: true, value: { runtime: 'electron', pathInput: false, defaultExportDir: null } });
+  });
+
+  it('the desktop app refuses a path in export and open, without touching the file system', async () => {
+    const target = join(exportDir, 'x.jsonl');
+    const e = await desktop('snapshots.export', { connectionId: 'demo', queueId: 'stream:orders-stream', path: target });
+    expect(e).toMatchObject({ ok: false, error: { code: 'INVALID_INPUT' } });
+    expect(!e.ok && e.error.message).toMatch(/paths come from the file dialog in the desktop app/);
+    const o = await desktop('snapshots.open', { path: fixture });
+    expect(o).toMatchObject({ ok: false, error: { code: 'INVALID_INPUT' } });
+    expect(!o.ok && o.error.message).toMatch(/paths come from the file dialog in the desktop app/);
+    expect(existsSync(target)).toBe(false);
+    expect(operations.list()).toEqual([]);
+    expect(connections.list()).toHaveLength(1);
+    expect(dialogCalls).toEqual([]);
+    // without a path the desktop app still uses its dialogs
+    expect(await desktop('snapshots.open', {})).toMatchObject({ ok: true, value: { config: { path: fixture } } });
+    expect(dialogCalls).toEqual(['open']);
+  });
+
+  it('web export writes to an absolute path, and never overwrites: a second export gets a -1 name', async () => {
+    const target = join(exportDir, 'mine.jsonl');
+    expect(await exportTo(target)).toBe(target);
+    const first = await readFile(target, 'utf8');
+    expect(await exportTo(target)).toBe(join(exportDir, 'mine-1.jsonl'));
+    expect(await readFile(target, 'utf8')).toBe(first);
+    expect((await readSnapshotFile(join(exportDir, 'mine-1.jsonl')))[0]?.messages).toHaveLength(3);
+    expect(dialogCalls).toEqual([]);
+  });
+
+  it('web export resolves a relative path against the export folder, and a folder gets the suggested name', async () => {
+    await mkdir(join(exportDir, 'sub'));
+    expect(await exportTo('sub/rel.jsonl')).toBe(join(exportDir, 'sub', 'rel.jsonl'));
+    const inFolder = await exportTo(join(exportDir, 'sub'));
+    expect(dirname(inFolder)).toBe(join(exportDir, 'sub'));
+    expect(basename(inFolder)).toMatch(/^orders-stream-\d{4}-\d\d-\d\d\.jsonl$/);
+    expect((await readdir(join(exportDir, 'sub'))).sort()).toEqual(['rel.jsonl', basename(inFolder)].sort());
+  });
+
+  it('web export into a missing folder is INVALID_INPUT naming the folder, and starts nothing', async () => {
+    const r = await web('snapshots.export', { connectionId: 'demo', queueId: 'stream:orders-stream', path: join(exportDir, 'nope', 'x.jsonl') });
+    expect(r).toMatchObject({ ok: false, error: { code: 'INVALID_INPUT' } });
+    expect(!r.ok && r.error.message).toContain(`The folder ${join(exportDir, 'nope')} does not exist`);
+    await writeFile(join(exportDir, 'afile'), 'x');
+    const r2 = await web('snapshots.export', { connectionId: 'demo', queueId: 'stream:orders-stream', path: join(exportDir, 'afile', 'x.jsonl') });
+    expect(!r2.ok && r2.error.message).toContain('is not a folder');
+    expect(operations.list()).toEqual([]);
+    expect(await web('snapshots.export', { connectionId: 'demo', queueId: 'stream:orders-stream', path: '   ' })).toMatchObject({ ok: false, error: { code: 'INVALID_INPUT' } });
+  });
+
+  it('web export without a path still uses the runtime dialog', async () => {
+    const r = await web('snapshots.export', { connectionId: 'demo', queueId: 'stream:orders-stream' });
+    const done = await operations.wait((r as { value: OperationSnapshot }).value.id);
+    expect(done.result).toMatchObject({ path: join(exportDir, 'from-dialog.jsonl') });
+    expect(dialogCalls).toEqual(['save']);
+  });
+
+  it('web open takes a path (absolute or relative to the export folder); a missing file or a folder is INVALID_INPUT', async () => {
+    const abs = await web('snapshots.open', { path: fixture });
+    expect(abs).toMatchObject({ ok: true, value: { name: 'two-queues.jsonl', config: { kind: 'snapshot', path: fixture } } });
+    await copyFile(fixture, join(exportDir, 'copy.jsonl'));
+    expect(await web('snapshots.open', { path: 'copy.jsonl' })).toMatchObject({ ok: true, value: { config: { path: join(exportDir, 'copy.jsonl') } } });
+    const missing = await web('snapshots.open', { path: join(exportDir, 'missing.jsonl') });
+    expect(missing).toMatchObject({ ok: false, error: { code: 'INVALID_INPUT' } });
+    expect(!missing.ok && missing.error.message).toContain(`There is no file at ${join(exportDir, 'missing.jsonl')}`);
+    const folder = await web('snapshots.open', { path: exportDir });
+    expect(!folder.ok && folder.error.message).toContain('is a folder');
+    const bad = await web('snapshots.open', { path: invalidFixture });
+    expect(bad).toMatchObject({ ok: false, error: { code: 'SNAPSHOT_INVALID' } });
+    expect(connections.list()).toHaveLength(3);
+    expect(dialogCalls).toEqual([]);
   });
 });
 

@@ -1,5 +1,9 @@
+import { existsSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { basename, dirname, isAbsolute, join, parse, resolve } from 'node:path';
 import type { z } from 'zod';
-import { apiInputSchemas, type ApiHandlers, type ApiMethod, type ApiResult } from '../../shared/api/contract';
+import { apiInputSchemas, suggestedSnapshotName, type ApiHandlers, type ApiMethod, type ApiResult } from '../../shared/api/contract';
 import {
   QueuescopeError,
   describeConnection,
@@ -31,15 +35,69 @@ export interface ApiDeps {
   runtime: 'electron' | 'web';
   /** App version (package.json). */
   version: string;
+  /**
+   * Web runtime: the default export folder, read at each call (reported as `AppInfo.defaultExportDir`;
+   * relative typed paths resolve against it). Absent: null, and relative paths resolve against the
+   * process's current directory.
+   */
+  defaultExportDir?: () => string | null;
 }
 
-/** A file name for an export: `<queue>[-<state>]-<YYYY-MM-DD>.jsonl`, with unsafe characters replaced. */
-export function suggestedSnapshotName(queueName: string, state: string | undefined, now = new Date()): string {
-  const day = now.toISOString().slice(0, 10);
-  const base = [queueName, state].filter((x): x is string => x !== undefined && x !== '').join('-');
-  const safe = base.replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^[._]+/, '').slice(0, 120) || 'queue';
-  return `${safe}-${day}.jsonl`;
+export { suggestedSnapshotName };
+
+/**
+ * A file path in `dir` for `name` that does not exist yet: `name`, else `name-1`, `name-2`…
+ * (before the extension), so an export never overwrites an earlier one.
+ */
+export function freshPath(dir: string, name: string): string {
+  const { name: stem, ext } = parse(name);
+  let candidate = join(dir, name);
+  for (let i = 1; existsSync(candidate); i++) candidate = join(dir, `${stem}-${i}${ext}`);
+  return candidate;
 }
+
+/** `~` / `~/x` expanded to the home folder, then resolved against `base` (or the current directory) when relative. */
+function resolveTypedPath(typed: string, base: string | null): string {
+  const p = typed === '~' ? homedir() : typed.startsWith('~/') ? join(homedir(), typed.slice(2)) : typed;
+  return isAbsolute(p) ? resolve(p) : resolve(base ?? process.cwd(), p);
+}
+
+async function statOrNull(path: string): Promise<Awaited<ReturnType<typeof stat>> | null> {
+  try {
+    return await stat(path);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The file an export typed as `typed` writes: resolved as in {@link resolveTypedPath}; an existing
+ * folder gets `suggestedName`; an existing file gets a fresh `-1`, `-2`… name ({@link freshPath}).
+ * @throws QueuescopeError `INVALID_INPUT` when the parent folder does not exist or is not a folder.
+ */
+export async function resolveExportPath(typed: string, suggestedName: string, base: string | null): Promise<string> {
+  let target = resolveTypedPath(typed, base);
+  if ((await statOrNull(target))?.isDirectory() === true) target = join(target, suggestedName);
+  const parent = dirname(target);
+  const parentStat = await statOrNull(parent);
+  if (parentStat === null) throw new QueuescopeError('INVALID_INPUT', `The folder ${parent} does not exist; choose an existing folder to export to.`, { path: target });
+  if (!parentStat.isDirectory()) throw new QueuescopeError('INVALID_INPUT', `${parent} is not a folder; choose an existing folder to export to.`, { path: target });
+  return freshPath(parent, basename(target));
+}
+
+/**
+ * The snapshot file typed as `typed`, resolved as in {@link resolveTypedPath}.
+ * @throws QueuescopeError `INVALID_INPUT` when nothing is there or it is a folder.
+ */
+export async function resolveOpenPath(typed: string, base: string | null): Promise<string> {
+  const target = resolveTypedPath(typed, base);
+  const st = await statOrNull(target);
+  if (st === null) throw new QueuescopeError('INVALID_INPUT', `There is no file at ${target}; enter the full path of a .jsonl snapshot on the machine running Queuescope.`, { path: target });
+  if (st.isDirectory()) throw new QueuescopeError('INVALID_INPUT', `${target} is a folder; enter the path of a .jsonl snapshot file in it.`, { path: target });
+  return target;
+}
+
+const DESKTOP_PATH_REFUSED = 'A file path cannot be passed to the desktop app: paths come from the file dialog in the desktop app.';
 
 /**
  * The handlers for every method of `shared/api/contract.ts`, shared by Electron main and the
@@ -51,6 +109,9 @@ export function suggestedSnapshotName(queueName: string, state: string | undefin
  *   connection does not hide a problem.
  * - `snapshots.export` checks `PEEK_REFUSED` before showing the save dialog, then starts an
  *   `export` operation and returns its first snapshot (null when the dialog was cancelled).
+ * - A `path` in `snapshots.export` / `snapshots.open` is refused (`INVALID_INPUT`) in the
+ *   `electron` runtime (paths come from its native dialogs); in `web` it replaces the dialog
+ *   ({@link resolveExportPath}: parent must exist, never overwrites; {@link resolveOpenPath}: must exist).
  * - `snapshots.open` adds the file as a session connection and indexes it once, so a bad file
  *   is reported (`SNAPSHOT_INVALID` with line and field) at open and not kept.
  */
@@ -70,7 +131,14 @@ export function createApiHandlers(deps: ApiDeps): ApiHandlers {
 
   return {
     'app.info': () =>
-      Promise.resolve({ version: deps.version, runtime: deps.runtime, demoConnectionId: connections.demoConnectionId(), warnings: connections.problems.map((p) => p.message) }),
+      Promise.resolve({
+        version: deps.version,
+        runtime: deps.runtime,
+        demoConnectionId: connections.demoConnectionId(),
+        warnings: connections.problems.map((p) => p.message),
+        pathInput: deps.runtime === 'web',
+        defaultExportDir: deps.runtime === 'web' ? (deps.defaultExportDir?.() ?? null) : null,
+      }),
     'connections.list': () => Promise.resolve(connections.list()),
     'connections.save': (input) => connections.save(input.id === undefined ? { name: input.name, config: input.config } : { id: input.id, name: input.name, config: input.config }),
     'connections.remove': async (input) => ({ removed: await connections.remove(input.id) }),
@@ -93,10 +161,13 @@ export function createApiHandlers(deps: ApiDeps): ApiHandlers {
       return connections.adapter(input.connectionId).peek(input.queueId, cursor === undefined ? rest : { ...rest, cursor });
     },
     'snapshots.export': async (input) => {
+      if (input.path !== undefined && deps.runtime === 'electron') throw new QueuescopeError('INVALID_INPUT', DESKTOP_PATH_REFUSED);
       const adapter = connections.adapter(input.connectionId);
       const queue = await adapter.getQueue(input.queueId);
       assertPeekAllowed(queue, input.acceptSideEffects);
-      const path = await dialogs.pickSnapshotSavePath(suggestedSnapshotName(queue.name, input.state));
+      const suggested = suggestedSnapshotName(queue.name, input.state);
+      const typed = input.path !== undefined;
+      const path = input.path !== undefined ? await resolveExportPath(input.path, suggested, deps.defaultExportDir?.() ?? null) : await dialogs.pickSnapshotSavePath(suggested);
       if (path === null) return null;
       const connection = describeConnection(connections.get(input.connectionId).config);
       const what = input.messageIds !== undefined ? `${input.messageIds.length} message${input.messageIds.length === 1 ? '' : 's'}` : input.state !== undefined ? `${input.state} messages` : 'messages';
@@ -108,7 +179,7 @@ export function createApiHandlers(deps: ApiDeps): ApiHandlers {
           {
             path,
             connection,
-            overwrite: true, // the save dialog already asked
+            overwrite: !typed, // the save dialog already asked; a typed path never overwrites
             ...(input.state !== undefined ? { state: input.state } : {}),
             ...(input.messageIds !== undefined ? { messageIds: input.messageIds } : {}),
             ...(input.acceptSideEffects !== undefined ? { acceptSideEffects: input.acceptSideEffects } : {}),
@@ -118,8 +189,9 @@ export function createApiHandlers(deps: ApiDeps): ApiHandlers {
         return { ...result };
       });
     },
-    'snapshots.open': async () => {
-      const path = await dialogs.pickSnapshotOpenPath();
+    'snapshots.open': async (input) => {
+      if (input.path !== undefined && deps.runtime === 'electron') throw new QueuescopeError('INVALID_INPUT', DESKTOP_PATH_REFUSED);
+      const path = input.path !== undefined ? await resolveOpenPath(input.path, deps.defaultExportDir?.() ?? null) : await dialogs.pickSnapshotOpenPath();
       if (path === null) return null;
       const profile = connections.openSnapshot(path);
       try {

@@ -1,9 +1,9 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join, parse, resolve } from 'node:path';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ApiHandlers } from '../../shared/api/contract';
-import { createApiHandlers, type ApiDialogs } from '../services/api';
+import { createApiHandlers, freshPath, type ApiDialogs } from '../services/api';
 import { ConnectionManager } from '../services/connection-manager';
 import { OperationManager } from '../services/operations';
 import { ProfileStore, defaultConfigDir } from '../services/profile-store';
@@ -15,7 +15,7 @@ export interface WebServicesOptions {
   configDir?: string;
   /** The bundled demo snapshot; null = none. Default: `<project>/resources/demo-snapshot.jsonl`. */
   demoSnapshotPath?: string | null;
-  /** Where exports are written (the bridge has no save dialog). Default: `$QUEUESCOPE_EXPORT_DIR`, else the OS temp folder. */
+  /** Where exports go when the UI gives no path, and what it prefills. Default: {@link defaultExportDir}. */
   exportDir?: () => string;
   /** What File › Open snapshot opens (the bridge has no open dialog). Default: `$QUEUESCOPE_OPEN_PATH`, read at each call; unset = cancelled. */
   openPath?: () => string | null;
@@ -50,15 +50,22 @@ export function findProjectRoot(from: string = __dirname): string {
   }
 }
 
+export { freshPath };
+
 /**
- * A file path in `dir` for `name` that does not exist yet: `name`, else `name-1`, `name-2`…
- * (before the extension), so an export never overwrites an earlier one.
+ * The bridge's default export folder, read at each call: `$QUEUESCOPE_EXPORT_DIR` (resolved against
+ * the current directory), else `~/Downloads` when that folder exists, else the current directory.
  */
-export function freshPath(dir: string, name: string): string {
-  const { name: stem, ext } = parse(name);
-  let candidate = join(dir, name);
-  for (let i = 1; existsSync(candidate); i++) candidate = join(dir, `${stem}-${i}${ext}`);
-  return candidate;
+export function defaultExportDir(env: NodeJS.ProcessEnv = process.env, home: string = homedir(), cwd: string = process.cwd()): string {
+  const configured = env.QUEUESCOPE_EXPORT_DIR;
+  if (configured !== undefined && configured.trim() !== '') return resolve(cwd, configured);
+  const downloads = join(home, 'Downloads');
+  try {
+    if (statSync(downloads).isDirectory()) return downloads;
+  } catch {
+    /* no Downloads folder */
+  }
+  return cwd;
 }
 
 /**
@@ -72,14 +79,14 @@ export async function createWebServices(options: WebServicesOptions = {}): Promi
   const demo = options.demoSnapshotPath === undefined ? join(root, 'resources', 'demo-snapshot.jsonl') : options.demoSnapshotPath;
   const connections = new ConnectionManager({ store, demoSnapshotPath: demo });
   const operations = new OperationManager();
-  const exportDir = options.exportDir ?? (() => process.env.QUEUESCOPE_EXPORT_DIR ?? tmpdir());
+  const exportDir = options.exportDir ?? (() => defaultExportDir());
   const openPath = options.openPath ?? (() => process.env.QUEUESCOPE_OPEN_PATH ?? null);
   const dialogs: ApiDialogs = {
     pickSnapshotSavePath: (suggestedName) => Promise.resolve(freshPath(exportDir(), suggestedName)),
     pickSnapshotOpenPath: () => Promise.resolve(openPath()),
   };
   const version = options.version ?? readVersion(root);
-  const handlers = createApiHandlers({ connections, operations, dialogs, runtime: 'web', version });
+  const handlers = createApiHandlers({ connections, operations, dialogs, runtime: 'web', version, defaultExportDir: exportDir });
   return {
     handlers,
     connections,
@@ -118,8 +125,9 @@ Options:
 
 Environment:
   QUEUESCOPE_HOME        folder of saved connections (default: the desktop app's)
-  QUEUESCOPE_EXPORT_DIR  where exports are written (default: the OS temp folder)
-  QUEUESCOPE_OPEN_PATH   the snapshot File › Open snapshot opens
+  QUEUESCOPE_EXPORT_DIR  the default export folder (default: ~/Downloads if it exists, else the
+                         current directory); the Export dialog lets you type any path
+  QUEUESCOPE_OPEN_PATH   the snapshot File › Open snapshot opens when the UI sends no path
 
 Exit codes: 0 stopped by a signal, 1 could not start (no build, port taken, bad option).`;
 
@@ -155,8 +163,8 @@ export async function runFromCommandLine(argv: string[]): Promise<void> {
     process.exit(1);
   }
   for (const p of services.connections.problems) console.error(`Warning: ${p.message}`);
-  console.log(`Queuescope is running at ${server.url}`);
-  console.log('Press Ctrl+C to stop.');
+  console.log(`\nQueuescope is running. Open this address in your browser:\n\n    ${server.url}\n`);
+  console.log(`Exports go to ${defaultExportDir()} unless you type another path. Press Ctrl+C to stop.`);
   const running = services;
   const stop = (): void => {
     void Promise.all([server.close(), running.close()]).finally(() => process.exit(0));

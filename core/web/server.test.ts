@@ -16,7 +16,7 @@ function fakeHandlers(calls: { method: string; input: unknown }[]): ApiHandlers 
   return {
     'app.info': (input) => {
       calls.push({ method: 'app.info', input });
-      return Promise.resolve({ version: '9.9.9', runtime: 'web', demoConnectionId: null, warnings: [] });
+      return Promise.resolve({ version: '9.9.9', runtime: 'web', demoConnectionId: null, warnings: [], pathInput: true, defaultExportDir: null });
     },
     'connections.list': () => Promise.resolve([]),
     'connections.save': unused,
@@ -117,7 +117,7 @@ describe('browser bridge server', () => {
   it('answers API calls with the handler result', async () => {
     const r = await api(server, 'app.info', {});
     expect(r.status).toBe(200);
-    expect(JSON.parse(r.body)).toEqual({ ok: true, value: { version: '9.9.9', runtime: 'web', demoConnectionId: null, warnings: [] } });
+    expect(JSON.parse(r.body)).toEqual({ ok: true, value: { version: '9.9.9', runtime: 'web', demoConnectionId: null, warnings: [], pathInput: true, defaultExportDir: null } });
   });
 
   it('returns handler errors as data with their code, credentials redacted', async () => {

@@ -60,9 +60,21 @@ export const apiInputSchemas = {
       messageIds: z.array(z.string().max(1024)).max(100_000).optional(),
       /** Needed for brokers whose peek has side effects (see capabilities). */
       acceptSideEffects: z.boolean().optional(),
+      /**
+       * Where to write, typed by the user — only where the runtime has no save dialog
+       * (`AppInfo.pathInput`; the desktop app refuses it). Absolute, or relative to
+       * `AppInfo.defaultExportDir`; an existing folder gets the suggested file name; an existing
+       * file is never overwritten (a `-1`, `-2`… suffix is added; the written path is `result.path`).
+       */
+      path: z.string().trim().min(1).max(4096).optional(),
     })
     .strict(),
-  'snapshots.open': z.object({}).strict(),
+  'snapshots.open': z
+    .object({
+      /** The snapshot file on the machine running Queuescope — only where `AppInfo.pathInput` (the desktop app shows its open dialog and refuses this). */
+      path: z.string().trim().min(1).max(4096).optional(),
+    })
+    .strict(),
   'operations.get': z.object({ operationId: id }).strict(),
   'operations.cancel': z.object({ operationId: id }).strict(),
 } as const;
@@ -83,6 +95,25 @@ export interface AppInfo {
   demoConnectionId: string | null;
   /** Problems found at start-up that the user should see, one sentence each (e.g. a corrupt profiles file that was moved aside). */
   warnings: string[];
+  /**
+   * The runtime has no native file dialogs: the UI asks for a path on the machine running
+   * Queuescope (`snapshots.open` / `snapshots.export` `path`). True in the browser bridge.
+   */
+  pathInput: boolean;
+  /** Where exports go by default and relative export paths are resolved (browser bridge); null in the desktop app (its save dialog chooses). */
+  defaultExportDir: string | null;
+}
+
+/**
+ * A file name for an export: `<queue>[-<state>]-<YYYY-MM-DD>.jsonl` (UTC date), with characters
+ * other than `A-Z a-z 0-9 . _ -` replaced by `_`, leading dots/underscores dropped, at most 120
+ * characters before the date; `queue` when nothing is left.
+ */
+export function suggestedSnapshotName(queueName: string, state: string | undefined, now = new Date()): string {
+  const day = now.toISOString().slice(0, 10);
+  const base = [queueName, state].filter((x): x is string => x !== undefined && x !== '').join('-');
+  const safe = base.replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^[._]+/, '').slice(0, 120) || 'queue';
+  return `${safe}-${day}.jsonl`;
 }
 
 export interface ApiOutputs {

@@ -159,9 +159,20 @@ describe('Queuescope in the browser', () => {
     await page.getByRole('button', { name: 'Export…' }).click();
     const dialog = page.getByRole('dialog', { name: 'Export to a snapshot' });
     await dialog.getByRole('radio', { name: /All messages in the queue/ }).check();
-    await dialog.getByRole('button', { name: 'Export…' }).click();
+    // the browser bridge has no save dialog: the path field is prefilled with the export folder + suggested name
+    const saveTo = dialog.getByRole('textbox', { name: 'Save to' });
+    const prefilled = await saveTo.inputValue();
+    expect(prefilled.startsWith(`${h.exportDir}/`)).toBe(true);
+    expect(prefilled).toMatch(/-\d{4}-\d\d-\d\d\.jsonl$/);
+    const target = join(h.exportDir, 'whole-list.jsonl');
+    await saveTo.fill(target);
+    await dialog.getByRole('button', { name: 'Export', exact: true }).click();
+    const card = page.getByTestId('operation').first();
+    await card.and(page.locator('[data-status="completed"]')).waitFor({ timeout: 60_000 });
+    expect(await card.getByRole('button', { name: 'Copy path' }).isVisible()).toBe(true);
     const { status, path } = await finishedOperation();
     expect(status).toBe('completed');
+    expect(path).toBe(target);
     expect(exportedFiles()).toContain(path);
     const lines = snapshotLines(path);
     expect(lines.filter((l) => l.type === 'queue')).toHaveLength(1);
@@ -176,9 +187,13 @@ describe('Queuescope in the browser', () => {
     await page.getByRole('button', { name: 'Export…' }).click();
     const dialog = page.getByRole('dialog', { name: 'Export to a snapshot' });
     expect(await dialog.getByRole('radio', { name: 'Selected messages (2)' }).isChecked()).toBe(true);
-    await dialog.getByRole('button', { name: 'Export…' }).click();
+    // a relative path is written into the export folder; an existing name is never overwritten
+    await dialog.getByRole('textbox', { name: 'Save to' }).fill('whole-list.jsonl');
+    await dialog.getByRole('button', { name: 'Export', exact: true }).click();
     const { status, path } = await finishedOperation();
     expect(status).toBe('completed');
+    expect(path).toBe(join(h.exportDir, 'whole-list-1.jsonl'));
+    expect(snapshotLines(fullExport).filter((l) => l.type === 'message')).toHaveLength(3);
     const ids = snapshotLines(path)
       .filter((l) => l.type === 'message')
       .map((l) => l.id);
@@ -187,8 +202,12 @@ describe('Queuescope in the browser', () => {
 
   it('opens an exported snapshot with File › Open snapshot', async () => {
     expect(fullExport).not.toBe('');
-    h.setOpenPath(fullExport);
     await page.getByRole('button', { name: 'Open snapshot…' }).first().click();
+    const dialog = page.getByRole('dialog', { name: 'Open snapshot' });
+    expect(await dialog.innerText()).toContain(`Exports go to ${h.exportDir} by default`);
+    await dialog.getByRole('textbox', { name: 'Snapshot file' }).fill(fullExport);
+    await dialog.getByRole('button', { name: 'Open', exact: true }).click();
+    await dialog.waitFor({ state: 'detached' });
     const row = await queueRow(page, redis.list);
     expect((await row.locator('[data-col="depth"]').innerText()).trim()).toBe('3');
     await openQueue(page, redis.list);
@@ -197,17 +216,25 @@ describe('Queuescope in the browser', () => {
     expect(await page.getByTestId('body-text').innerText()).toBe(HTML_BODY);
   });
 
-  it('reports a file that is not a snapshot in the error banner, in words', async () => {
+  it('reports a missing file and a file that is not a snapshot in the Open dialog, in words', async () => {
     const bad = join(h.exportDir, 'not-a-snapshot.jsonl');
     writeFileSync(bad, 'this is not JSON\n');
-    h.setOpenPath(bad);
     await page.getByRole('button', { name: 'Open snapshot…' }).first().click();
-    const banner = page.getByTestId('error-banner');
-    await banner.waitFor();
-    const text = await banner.innerText();
-    expect(text).toMatch(/snapshot/i);
+    const dialog = page.getByRole('dialog', { name: 'Open snapshot' });
+    const field = dialog.getByRole('textbox', { name: 'Snapshot file' });
+    await field.fill('missing.jsonl'); // relative: looked up in the export folder
+    await field.press('Enter');
+    const alert = dialog.getByRole('alert');
+    await alert.waitFor();
+    expect(await alert.innerText()).toContain(`There is no file at ${join(h.exportDir, 'missing.jsonl')}`);
+    await field.fill(bad);
+    await dialog.getByRole('button', { name: 'Open', exact: true }).click();
+    await expect.poll(() => alert.innerText()).toMatch(/snapshot/i);
+    const text = await alert.innerText();
+    expect(text).not.toContain('There is no file');
     expect(text).not.toMatch(/\bat .*\(.*:\d+:\d+\)/); // no stack trace
-    await banner.getByRole('button', { name: 'Dismiss' }).click();
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    expect(await page.getByRole('dialog', { name: 'Open snapshot' }).count()).toBe(0);
     expect(await page.getByTestId('error-banner').count()).toBe(0);
   });
 

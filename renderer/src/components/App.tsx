@@ -2,6 +2,7 @@ import { useEffect } from 'react';
 import { useStore } from '../store';
 import { ErrorBanner } from './common';
 import { ConnectionForm } from './ConnectionForm';
+import { OpenSnapshotDialog } from './OpenSnapshotDialog';
 import { OperationsDock } from './OperationsDock';
 import { QueueList } from './QueueList';
 import { QueueView } from './QueueView';
@@ -14,6 +15,7 @@ export function App() {
   const banner = useStore((s) => s.banner);
   const dismissBanner = useStore((s) => s.dismissBanner);
   const init = useStore((s) => s.init);
+  const snapshotPromptOpen = useStore((s) => s.snapshotPromptOpen);
 
   useEffect(() => {
     void init();
@@ -30,6 +32,7 @@ export function App() {
         {view.screen === 'queue' && <QueueView key={`${view.connectionId}\u0000${view.queueId}`} connectionId={view.connectionId} queueId={view.queueId} />}
       </main>
       <OperationsDock />
+      {snapshotPromptOpen && <OpenSnapshotDialog />}
     </div>
   );
 }

@@ -1,10 +1,12 @@
 import { useEffect, useId, useState } from 'react';
+import { suggestedSnapshotName } from '../../../shared/api/contract';
 import type { ErrorInfo } from '../../../shared/domain/errors';
 import type { QueueSummary } from '../../../shared/domain/queue';
 import { errorInfoOf } from '../api';
 import { count } from '../lib/format';
 import { useStore } from '../store';
 import { ErrorState } from './common';
+import { withTrailingSeparator } from './OpenSnapshotDialog';
 
 /**
  * Export to a JSONL snapshot: the ticked messages or the whole queue/state. For queues whose
@@ -12,7 +14,12 @@ import { ErrorState } from './common';
  */
 export function ExportDialog({ summary, connectionId, state, selectedIds, onClose }: { summary: QueueSummary; connectionId: string; state: string | undefined; selectedIds: string[]; onClose: () => void }) {
   const titleId = useId();
+  const pathId = useId();
+  const pathHintId = useId();
   const startExport = useStore((s) => s.startExport);
+  const pathInput = useStore((s) => s.appInfo?.pathInput === true);
+  const exportDir = useStore((s) => s.appInfo?.defaultExportDir ?? null);
+  const [path, setPath] = useState(() => (exportDir === null ? '' : withTrailingSeparator(exportDir)) + suggestedSnapshotName(summary.name, state));
   const [scope, setScope] = useState<'selection' | 'all'>(selectedIds.length > 0 ? 'selection' : 'all');
   const [accepted, setAccepted] = useState(false);
   const [busy, setBusy] = useState(false);
@@ -40,6 +47,7 @@ export function ExportDialog({ summary, connectionId, state, selectedIds, onClos
         ...(state !== undefined ? { state } : {}),
         ...(scope === 'selection' ? { messageIds: selectedIds } : {}),
         ...(hasSideEffects ? { acceptSideEffects: true } : {}),
+        ...(pathInput ? { path: path.trim() } : {}),
       });
       onClose();
     } catch (e) {
@@ -54,6 +62,15 @@ export function ExportDialog({ summary, connectionId, state, selectedIds, onClos
       <div className="modal" role="dialog" aria-modal="true" aria-labelledby={titleId}>
         <h2 id={titleId}>Export to a snapshot</h2>
         <p className="muted">Writes one JSON line per message (body, headers, properties, metadata) to a .jsonl file you choose. Snapshots open read-only in Queuescope and the CLI.</p>
+        {pathInput && (
+          <div className="field">
+            <label htmlFor={pathId}>Save to</label>
+            <input id={pathId} type="text" className="mono" value={path} spellCheck={false} aria-describedby={pathHintId} onChange={(e) => setPath(e.target.value)} />
+            <div className="field-hint" id={pathHintId}>
+              A path on the machine running Queuescope; the folder must exist. An existing file is never overwritten: a -1, -2… suffix is added. The written path is shown when the export finishes.
+            </div>
+          </div>
+        )}
         <fieldset className="radio-group">
           <legend>Messages</legend>
           <label className="radio">
@@ -85,8 +102,8 @@ export function ExportDialog({ summary, connectionId, state, selectedIds, onClos
           <button type="button" className="btn" onClick={onClose}>
             Cancel
           </button>
-          <button type="button" className="btn btn-primary" disabled={busy || (needsAccept && !accepted)} onClick={() => void onExport()}>
-            {busy ? 'Starting…' : 'Export…'}
+          <button type="button" className="btn btn-primary" disabled={busy || (needsAccept && !accepted) || (pathInput && path.trim() === '')} onClick={() => void onExport()}>
+            {busy ? 'Starting…' : pathInput ? 'Export' : 'Export…'}
           </button>
         </div>
       </div>

@@ -1,3 +1,4 @@
+import { useEffect, useState } from 'react';
 import { TERMINAL_STATUSES } from '../../../shared/domain/operation';
 import { count, duration } from '../lib/format';
 import { useStore } from '../store';
@@ -35,8 +36,11 @@ export function OperationsDock() {
               {!done && op.etaMs !== null && ` · ${duration(op.etaMs)} left`}
             </div>
             {path !== null && (
-              <div className="op-path mono" title={path}>
-                {path}
+              <div className="op-path-row">
+                <span className="op-path mono" title={path} data-testid="operation-path">
+                  {path}
+                </span>
+                <CopyButton text={path} label="Copy path" />
               </div>
             )}
             {lastError !== undefined && <div className="op-error danger-text">{lastError.message}</div>}
@@ -55,5 +59,28 @@ export function OperationsDock() {
         );
       })}
     </aside>
+  );
+}
+
+/** A small button copying `text` to the clipboard; says "Copied" (or that copying failed) for a moment. */
+function CopyButton({ text, label }: { text: string; label: string }) {
+  const [state, setState] = useState<'idle' | 'copied' | 'failed'>('idle');
+  useEffect(() => {
+    if (state === 'idle') return;
+    const t = setTimeout(() => setState('idle'), 2000);
+    return () => clearTimeout(t);
+  }, [state]);
+  const onCopy = async (): Promise<void> => {
+    try {
+      await navigator.clipboard.writeText(text);
+      setState('copied');
+    } catch {
+      setState('failed');
+    }
+  };
+  return (
+    <button type="button" className="btn btn-small btn-ghost" aria-label={label} onClick={() => void onCopy()}>
+      {state === 'copied' ? 'Copied' : state === 'failed' ? 'Copy failed: select the path' : 'Copy'}
+    </button>
   );
 }

@@ -59,7 +59,22 @@ export const createConnectionsSlice: StateCreator<All, [], [], ConnectionsSlice>
     await get().loadConnections();
   },
 
+  snapshotPromptOpen: false,
+  closeSnapshotPrompt() {
+    set({ snapshotPromptOpen: false });
+  },
+  async openSnapshotPath(path) {
+    const profile = await call('snapshots.open', { path });
+    if (profile === null) return;
+    set((s) => ({ connections: upsert(s.connections, profile), snapshotPromptOpen: false }));
+    get().navigate({ screen: 'queues', connectionId: profile.id });
+  },
+
   async openSnapshot() {
+    if (get().appInfo?.pathInput === true) {
+      set({ snapshotPromptOpen: true });
+      return;
+    }
     try {
       const profile = await call('snapshots.open', {});
       if (profile === null) return;

@@ -152,14 +152,14 @@ describe('operations slice', () => {
 
 describe('connections slice', () => {
   it('opens the demo snapshot at start when the user has no connection', async () => {
-    handlers['app.info'] = () => ({ version: '1.0.0', runtime: 'web', demoConnectionId: 'demo', warnings: [] });
+    handlers['app.info'] = () => ({ version: '1.0.0', runtime: 'web', demoConnectionId: 'demo', warnings: [], pathInput: true, defaultExportDir: '/home/u/Downloads' });
     handlers['connections.list'] = () => [{ id: 'demo', name: 'Demo snapshot', config: { kind: 'snapshot', path: '/x.jsonl' }, hasSecret: false, builtIn: true }];
     await useStore.getState().init();
     expect(useStore.getState().view).toEqual({ screen: 'queues', connectionId: 'demo' });
   });
 
   it('stays on the welcome screen with several connections, and reports a failed list in words', async () => {
-    handlers['app.info'] = () => ({ version: '1.0.0', runtime: 'web', demoConnectionId: null, warnings: [] });
+    handlers['app.info'] = () => ({ version: '1.0.0', runtime: 'web', demoConnectionId: null, warnings: [], pathInput: true, defaultExportDir: '/home/u/Downloads' });
     handlers['connections.list'] = () => {
       throw new FakeError('INTERNAL', 'profiles.json could not be read.');
     };

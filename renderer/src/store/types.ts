@@ -23,8 +23,17 @@ export interface ConnectionsSlice {
   saveConnection: (input: ApiInput<'connections.save'>) => Promise<ConnectionProfile>;
   /** Removes a saved connection; navigates away when it was open. @throws ApiError */
   removeConnection: (id: string) => Promise<void>;
-  /** File › Open snapshot: shows the open dialog; adds and opens the snapshot as a connection. */
+  /**
+   * File › Open snapshot: in the desktop app shows the native open dialog, then adds and opens the
+   * snapshot as a connection (errors go to the banner). Where `appInfo.pathInput`, opens the
+   * in-app path prompt instead (`snapshotPromptOpen`).
+   */
   openSnapshot: () => Promise<void>;
+  /** True while the in-app "Open snapshot" path prompt is shown (runtimes without native dialogs). */
+  snapshotPromptOpen: boolean;
+  closeSnapshotPrompt: () => void;
+  /** Opens the snapshot at `path` (on the machine running Queuescope) and navigates to it; closes the prompt. @throws ApiError */
+  openSnapshotPath: (path: string) => Promise<void>;
 }
 
 export interface QueueListState {
