@@ -10,6 +10,7 @@ import {
   type MessageAttributeValue,
   type SendMessageBatchRequestEntry,
 } from '@aws-sdk/client-sqs';
+import { fullOrder, rng, sleep } from './common';
 
 /**
  * Seeds an SQS endpoint (fauxqs by default, see scripts/seed.ts) with demo queues, dead-lettering
@@ -47,19 +48,6 @@ export async function seedSqs(endpoint: string, region: string): Promise<string[
 
 const MAX_RECEIVE_COUNT = 3;
 const DAY_S = 86_400;
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** Deterministic pseudo-random numbers (mulberry32), so runs differ only in UUIDs and timestamps. */
-function rng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 async function recreateQueue(client: SQSClient, name: string, attributes: Record<string, string>): Promise<{ url: string; arn: string }> {
   try {
@@ -134,25 +122,12 @@ async function exceedMaxReceiveCount(client: SQSClient, sourceUrl: string, dlqUr
   throw new Error(`SQS did not move ${expected} messages to the DLQ after 400 receives: does this endpoint implement RedrivePolicy?`);
 }
 
-const CUSTOMERS = ['c-2001', 'c-2002', 'c-2003', 'c-2004', 'c-2005'];
 const ERRORS = [
   '503 Service Unavailable from payments-api (attempt 2)',
   'ETIMEDOUT calling inventory-service after 5000 ms',
   '429 Too Many Requests from payments-api, retry-after 2 s',
   '500 Internal Server Error from ledger: deadlock detected',
 ];
-
-function fullOrder(id: string, r: () => number): Record<string, unknown> {
-  const items = Array.from({ length: 1 + Math.floor(r() * 3) }, (_, i) => ({ sku: `SKU-${100 + Math.floor(r() * 900)}`, qty: 1 + i, unitPriceCents: 500 + Math.floor(r() * 5000) }));
-  return {
-    id,
-    status: 'paid',
-    customer: { id: CUSTOMERS[Math.floor(r() * CUSTOMERS.length)], email: 'buyer@example.com', shippingAddress: { line1: '1 Harbour St', city: 'Lisbon', country: 'PT' } },
-    items,
-    totalCents: items.reduce((s, it) => s + it.qty * it.unitPriceCents, 0),
-    updatedAt: new Date().toISOString(),
-  };
-}
 
 /** One order-related message in one of the five styles, cycling so every style appears. */
 function orderMessage(n: number, r: () => number, opts: { lastError?: string } = {}): Msg {
