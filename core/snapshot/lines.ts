@@ -21,10 +21,9 @@ export interface LineStart {
   lineNo: number;
 }
 
-/** Throws `CANCELLED` when the signal is aborted. */
-export function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted === true) throw new QueuescopeError('CANCELLED', 'The operation was cancelled.');
-}
+import { throwIfAborted } from '../lib/abort';
+
+export { throwIfAborted };
 
 /**
  * True when the file starts with the gzip magic bytes (1f 8b). Extension-independent, so a

@@ -35,6 +35,7 @@ import {
   type RawQueue,
   type Topology,
 } from './topology';
+import { abortable } from '../../lib/abort';
 
 /** Columns requested from `GET /api/queues/<vhost>` (keeps a 1,000-queue listing small and fast). */
 const LIST_COLUMNS = 'name,type,messages_ready,messages_unacknowledged,consumers,arguments,effective_policy_definition,policy,durable,auto_delete,exclusive,messages,state';
@@ -90,25 +91,6 @@ function validatePeekOptions(options: PeekOptions): { limit: number; maxBodyByte
   return { limit: Math.min(limit, MAX_PEEK_WINDOW), maxBodyBytes };
 }
 
-/** Resolves with `p`, or rejects with CANCELLED as soon as `signal` aborts (the work itself continues). */
-function abortable<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
-  if (!signal) return p;
-  if (signal.aborted) return Promise.reject(cancelledError());
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(cancelledError());
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e instanceof Error ? e : new Error(String(e)));
-      },
-    );
-  });
-}
 
 /** Opens a TCP connection and closes it at once. Rejects with the socket error (or a timeout error). */
 function tcpProbe(host: string, port: number, timeoutMs: number, signal?: AbortSignal): Promise<void> {

@@ -1,14 +1,6 @@
 import { QueuescopeError, type ErrorCode } from '../../../shared/domain';
 
-/** The error every cancelled call throws. */
-export function cancelledError(): QueuescopeError {
-  return new QueuescopeError('CANCELLED', 'The operation was cancelled.');
-}
-
-/** @throws QueuescopeError `CANCELLED` when `signal` is aborted. */
-export function throwIfAborted(signal?: AbortSignal): void {
-  if (signal?.aborted === true) throw cancelledError();
-}
+export { cancelledError, throwIfAborted } from '../../lib/abort';
 
 /** The Node / OpenSSL error code of an error or of its `cause` (fetch and undici nest it). */
 export function systemCode(e: unknown): string | undefined {

@@ -16,10 +16,7 @@ export interface RedisContext {
 /** Largest page a peek returns. */
 export const MAX_PEEK = 1000;
 
-/** @throws QueuescopeError `CANCELLED` when `signal` is aborted. */
-export function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw new QueuescopeError('CANCELLED', 'The operation was cancelled.');
-}
+export { throwIfAborted } from '../../lib/abort';
 
 /** The `QUEUE_NOT_FOUND` error for a queue id, with the reason in words. */
 export function notFound(queueId: string, why: string): QueuescopeError {

@@ -17,6 +17,7 @@ import { displayName, formatQueueId, parseQueueId, type RedisQueueRef } from './
 import { listSummary, peekList } from './list';
 import { peekStream, streamSummary } from './stream';
 import { bullmqSummary, peekBullmq } from './bullmq';
+import { abortable } from '../../lib/abort';
 
 export { resolveRedisOptions, mapRedisError } from './connection';
 export { parseQueueId, formatQueueId } from './ids';
@@ -447,25 +448,6 @@ function compare(a: string, b: string): number {
   return a.localeCompare(b);
 }
 
-/** Races `p` against `signal`: rejects with `CANCELLED` on abort (the underlying work is left to finish). */
-function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return p;
-  throwIfAborted(signal);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(new QueuescopeError('CANCELLED', 'The operation was cancelled.'));
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e instanceof Error ? e : new Error(String(e)));
-      },
-    );
-  });
-}
 
 function setDetail(checks: ConnectionCheck[], detail: string): void {
   const last = checks[checks.length - 1];

@@ -5,7 +5,6 @@ import {
   toErrorInfo,
   type ConnectionCheck,
   type ConnectionTestResult,
-  type MessageBody,
   type PeekOptions,
   type PeekPage,
   type QueueMessage,
@@ -24,6 +23,8 @@ import {
 import { fileError, isGzipFile, readRawLines, throwIfAborted, type LineStart } from '../../snapshot/lines';
 import { readFirstHeader } from '../../snapshot/reader';
 import type { BrokerAdapter, ListQueuesOptions } from '../types';
+import { abortable } from '../../lib/abort';
+import { truncateBody } from '../body';
 
 /** Every how many messages (per section, and per state within a section) the index keeps a byte offset. */
 export const SNAPSHOT_CHECKPOINT_EVERY = 256;
@@ -99,20 +100,8 @@ function globToRegExp(pattern: string): RegExp {
   return new RegExp(`^${body}$`);
 }
 
-/** Cuts a body to at most `max` bytes (on a UTF-8 character boundary for text), keeping `sizeBytes`. */
-export function truncateBody(body: MessageBody, max: number): MessageBody {
-  if (body.encoding === 'utf8') {
-    const buf = Buffer.from(body.data, 'utf8');
-    if (buf.length <= max) return body;
-    let end = max;
-    // step back over UTF-8 continuation bytes (10xxxxxx) so no character is split
-    while (end > 0 && ((buf[end] ?? 0) & 0xc0) === 0x80) end--;
-    return { ...body, data: buf.subarray(0, end).toString('utf8'), truncated: true };
-  }
-  const buf = Buffer.from(body.data, 'base64');
-  if (buf.length <= max) return body;
-  return { ...body, data: buf.subarray(0, max).toString('base64'), truncated: true };
-}
+/** Re-exported for callers that imported it from here; the one implementation is core/adapters/body.ts. */
+export { truncateBody };
 
 const CURSOR = /^p:(\d{1,12})$/;
 
@@ -347,7 +336,7 @@ class SnapshotAdapter implements BrokerAdapter {
     const building = (this.building ??= this.build(st.size, st.mtimeMs).finally(() => {
       this.building = null;
     }));
-    const idx = await raceAbort(building, signal);
+    const idx = await abortable(building, signal);
     this.cached = idx;
     return idx;
   }
@@ -398,22 +387,3 @@ function isState(obj: Record<string, unknown>, state: string): boolean {
   return meta !== null && typeof meta === 'object' && (meta as Record<string, unknown>).state === state;
 }
 
-/** Resolves like `p`, or rejects with `CANCELLED` as soon as `signal` aborts (leaving `p` running). */
-function raceAbort<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (signal === undefined) return p;
-  throwIfAborted(signal);
-  return new Promise<T>((res, rej) => {
-    const onAbort = (): void => rej(new QueuescopeError('CANCELLED', 'The operation was cancelled.'));
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        res(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        rej(e instanceof Error ? e : new Error(String(e)));
-      },
-    );
-  });
-}
