@@ -43,7 +43,7 @@ export function Sidebar() {
                 title={describeConnection(c.config)}
               >
                 <span className="conn-name">
-                  {c.name}
+                  <span className="conn-name-text">{c.name}</span>
                   {c.builtIn && <span className="conn-tag">demo</span>}
                 </span>
                 <BrokerBadge broker={c.config.kind} />
