@@ -222,6 +222,43 @@ describe('BullMQ paging', () => {
     expect(JSON.stringify(big).startsWith(bigMsg.body.data)).toBe(true);
   });
 
+  it('jobs that share options and failure reason come back as independent objects', async () => {
+    // The BullMQ read path reuses decoded values between consecutive jobs with identical bytes;
+    // each message must still own its objects, so changing one cannot change another.
+    const name = uniqueName('bullshare');
+    const queue = new Queue(name, { connection: native });
+    cleanups.push(async () => {
+      await queue.obliterate({ force: true });
+      await queue.close();
+    });
+    const worker = new Worker(
+      name,
+      async () => {
+        await Promise.resolve();
+        throw new Error('HTTP 503 Service Unavailable');
+      },
+      { connection: { url: REDIS_URL, maxRetriesPerRequest: null }, concurrency: 1 },
+    );
+    worker.on('error', () => undefined);
+    const opts = { attempts: 1, backoff: { type: 'exponential', delay: 10 } };
+    for (let i = 0; i < 3; i++) await queue.add('charge', { orderId: `A-${i}` }, opts);
+    await waitFor('3 failed jobs', async () => (await queue.getFailedCount()) === 3);
+    await worker.close();
+    const page = await adapter().peek(`bullmq:bull:${name}`, { state: 'failed', limit: 10 });
+    expect(page.messages).toHaveLength(3);
+    const [m0, m1, m2] = page.messages as [QueueMessage, QueueMessage, QueueMessage];
+    for (const m of page.messages) {
+      expect(m.meta.failedReason).toBe('HTTP 503 Service Unavailable');
+      expect(m.headers.backoff).toEqual({ type: 'exponential', delay: 10 });
+      expect(Array.isArray(m.meta.stacktrace)).toBe(true);
+    }
+    expect(m0.headers.backoff).not.toBe(m1.headers.backoff);
+    (m0.headers.backoff as Record<string, unknown>).delay = 999;
+    m0.meta.stacktrace?.push('changed');
+    expect(m1.headers.backoff).toEqual({ type: 'exponential', delay: 10 });
+    expect(m2.meta.stacktrace).not.toContain('changed');
+  });
+
   it('peeking needs only read permissions, and reads the same without SORT_RO', async () => {
     const name = uniqueName('bullacl');
     const queue = new Queue(name, { connection: native });
