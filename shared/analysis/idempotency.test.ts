@@ -1,0 +1,288 @@
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import type { HeaderValue, MessageMeta, QueueMessage } from '../domain';
+import { classifyKey, extractIdempotencyKey, readMessagePath, type KeyRule, type KeyVerdictKind } from './idempotency';
+
+interface MsgInit {
+  id?: string;
+  queueId?: string;
+  body?: unknown;
+  rawBody?: string;
+  headers?: Record<string, HeaderValue>;
+  properties?: Record<string, HeaderValue>;
+  meta?: MessageMeta;
+}
+
+function msg(init: MsgInit): QueueMessage {
+  const data = init.rawBody ?? (init.body === undefined ? '' : JSON.stringify(init.body));
+  return {
+    id: init.id ?? 'm-1',
+    queueId: init.queueId ?? 'rabbitmq:%2F/orders',
+    queueName: 'orders',
+    position: 0,
+    body: { encoding: 'utf8', data, sizeBytes: new TextEncoder().encode(data).length, truncated: false },
+    headers: init.headers ?? {},
+    properties: init.properties ?? {},
+    meta: init.meta ?? {},
+  };
+}
+
+interface Fixture {
+  label: string;
+  message: QueueMessage;
+  rules?: KeyRule[];
+  key: string | null;
+  source: string | null;
+  verdict: KeyVerdictKind;
+  /** Substrings the reason must contain (field paths and values). */
+  cites: string[];
+}
+
+const FIXTURES: Fixture[] = [
+  {
+    label: 'BullMQ job with a custom job id built from the order',
+    message: msg({ id: 'charge:A-1001', queueId: 'bullmq:payments', body: { orderId: 'A-1001', amountCents: 4200 }, headers: { attempts: 5 }, meta: { jobName: 'charge', state: 'waiting' } }),
+    key: 'charge:A-1001',
+    source: 'BullMQ custom job id',
+    verdict: 'business-derived',
+    cites: ['body.orderId (A-1001)', "'charge'"],
+  },
+  {
+    label: 'BullMQ job with an auto-increment id and the key inside its data envelope',
+    message: msg({ id: '17', queueId: 'bullmq:emails', body: { data: { userId: 'u-77', template: 'welcome', idempotencyKey: 'u-77:welcome' } }, meta: { jobName: 'send' } }),
+    key: 'u-77:welcome',
+    source: 'body.data.idempotencyKey',
+    verdict: 'business-derived',
+    cites: ['body.data.userId (u-77)', 'body.data.template (welcome)'],
+  },
+  {
+    label: 'BullMQ auto-increment id only: no key',
+    message: msg({ id: '42', queueId: 'bullmq:emails', body: { userId: 'u-77' }, meta: { jobName: 'send' } }),
+    key: null,
+    source: null,
+    verdict: 'missing',
+    cites: ['missing:'],
+  },
+  {
+    label: 'webhook-style event with an Idempotency-Key header derived from the event',
+    message: msg({ headers: { 'Idempotency-Key': 'evt_pay_9931:refund' }, body: { type: 'payment.refunded', payment: { id: 'evt_pay_9931', amount: 1200 }, action: 'refund' } }),
+    key: 'evt_pay_9931:refund',
+    source: 'header Idempotency-Key',
+    verdict: 'business-derived',
+    cites: ['body.payment.id (evt_pay_9931)', 'body.action (refund)'],
+  },
+  {
+    label: 'CloudEvents structured mode with a random id',
+    message: msg({ body: { specversion: '1.0', type: 'com.shop.order.created', source: '/shop/orders', id: '3f0c2a4e-8d1b-4c6f-9a2e-5b7d9e1f0a33', data: { orderId: 'A-1002' } } }),
+    key: '/shop/orders:3f0c2a4e-8d1b-4c6f-9a2e-5b7d9e1f0a33',
+    source: 'CloudEvents source+id',
+    verdict: 'opaque-random',
+    cites: ['a UUID', '3f0c2a4e-8d1b-4c6f-9a2e-5b7d9e1f0a33'.slice(0, 20)],
+  },
+  {
+    label: 'SQS FIFO with a dedup id from the order and operation',
+    message: msg({ queueId: 'sqs:http://127.0.0.1:4566/000000000000/orders.fifo', body: { orderId: 'A-1003', op: 'ship' }, meta: { messageGroupId: 'A-1003', messageDeduplicationId: 'A-1003-ship' } }),
+    key: 'A-1003-ship',
+    source: 'SQS MessageDeduplicationId',
+    verdict: 'business-derived',
+    cites: ['body.orderId (A-1003)', 'body.op (ship)'],
+  },
+  {
+    label: 'AMQP message_id with the operation and order id',
+    message: msg({ properties: { messageId: 'cancel/A-1004', contentType: 'application/json' }, body: { orderId: 'A-1004', command: 'cancel' } }),
+    key: 'cancel/A-1004',
+    source: 'AMQP message_id',
+    verdict: 'business-derived',
+    cites: ['body.orderId (A-1004)', 'body.command (cancel)'],
+  },
+  {
+    label: 'ID-only message with a user template rule producing A-1001:charge',
+    message: msg({ body: { orderId: 'A-1001', operation: 'charge' } }),
+    rules: [{ kind: 'template', template: '{body.orderId}:{body.operation}' }],
+    key: 'A-1001:charge',
+    source: 'template {body.orderId}:{body.operation}',
+    verdict: 'business-derived',
+    cites: ['body.orderId (A-1001)', 'body.operation (charge)'],
+  },
+  {
+    label: 'random UUIDv4 in X-Idempotency-Key',
+    message: msg({ headers: { 'X-Idempotency-Key': '9b2f6c1e-2d4a-4f7b-8c3e-1a5d7f9b3c2e' }, body: { orderId: 'A-1005' } }),
+    key: '9b2f6c1e-2d4a-4f7b-8c3e-1a5d7f9b3c2e',
+    source: 'header X-Idempotency-Key',
+    verdict: 'opaque-random',
+    cites: ['a UUID', 'retries are not deduplicated'],
+  },
+  {
+    label: 'ULID in the body dedup_key',
+    message: msg({ body: { dedup_key: '01JDQ3X7KZ8M4N6P2R5T9V0WXY', sku: 'SKU-1' } }),
+    key: '01JDQ3X7KZ8M4N6P2R5T9V0WXY',
+    source: 'body.dedup_key',
+    verdict: 'opaque-random',
+    cites: ['a ULID', 'body.dedup_key'],
+  },
+  {
+    label: 'epoch-ms key',
+    message: msg({ body: { idempotency_key: 'sync-1764450000123', account: 'acct-9' } }),
+    key: 'sync-1764450000123',
+    source: 'body.idempotency_key',
+    verdict: 'time-derived',
+    cites: ['epoch time in ms', '1764450000123'],
+  },
+  {
+    label: 'weekly report with an ISO-week period key',
+    message: msg({ headers: { 'idempotency-key': 'weekly-report:acct-9:2026-W36' }, body: { account: 'acct-9' } }),
+    key: 'weekly-report:acct-9:2026-W36',
+    source: 'header Idempotency-Key',
+    verdict: 'period-key',
+    cites: ['an ISO week (2026-W36)'],
+  },
+  {
+    label: 'daily job with a date from the payload',
+    message: msg({ body: { payload: { dedupKey: 'rollup:2026-11-29', day: '2026-11-29' } } }),
+    key: 'rollup:2026-11-29',
+    source: 'body.payload.dedupKey',
+    verdict: 'period-key',
+    cites: ['body.payload.day (2026-11-29)'],
+  },
+  {
+    label: 'missing key',
+    message: msg({ body: { orderId: 'A-1006', status: 'paid' } }),
+    key: null,
+    source: null,
+    verdict: 'missing',
+    cites: ['missing:'],
+  },
+  {
+    label: 'header in odd case (SQS attribute)',
+    message: msg({ queueId: 'sqs:http://127.0.0.1:4566/000000000000/orders', headers: { 'iDeMpOtEnCy-KeY': 'A-1007:capture' }, body: { order: { id: 'A-1007' }, action: 'capture' } }),
+    key: 'A-1007:capture',
+    source: 'header Idempotency-Key',
+    verdict: 'business-derived',
+    cites: ['body.order.id (A-1007)', 'body.action (capture)'],
+  },
+  {
+    label: 'user jsonPath rule wins over a built-in header',
+    message: msg({ headers: { 'Idempotency-Key': 'ffffffffffffffffffff0123' }, body: { order: { id: 'A-1008' } } }),
+    rules: [{ kind: 'jsonPath', path: 'body.order.id' }],
+    key: 'A-1008',
+    source: 'body.order.id',
+    verdict: 'opaque-random',
+    cites: ['matches no payload value'],
+  },
+];
+
+describe('idempotency fixture corpus', () => {
+  for (const f of FIXTURES) {
+    it(f.label, () => {
+      const ex = extractIdempotencyKey(f.message, f.rules);
+      expect(ex?.key ?? null).toBe(f.key);
+      expect(ex?.source ?? null).toBe(f.source);
+      const v = classifyKey(ex?.key ?? '', f.message, ex ?? undefined);
+      expect(v.verdict).toBe(f.verdict);
+      expect(v.reason.startsWith(`${f.verdict}:`)).toBe(true);
+      for (const c of f.cites) expect(v.reason).toContain(c);
+    });
+  }
+
+  it('a value read from a user jsonPath is not evidence for itself, but counts without the extraction', () => {
+    const m = msg({ body: { order: { id: 'A-1008' } } });
+    expect(classifyKey('A-1008', m).verdict).toBe('business-derived');
+    expect(classifyKey('A-1008', m).reason).toContain('body.order.id (A-1008)');
+  });
+
+  it('matches ids containing separators only on separator boundaries', () => {
+    const m = msg({ body: { qty: 100, orderId: 'A-1001' } });
+    expect(classifyKey('9b2f6c1e-2d4a-4f7b-8c3e-1a5d7f9b3100', m).verdict).toBe('opaque-random');
+    expect(classifyKey('A-1001:100', m).reason).toContain('body.qty (100)');
+  });
+
+  it('recognises BullMQ deduplication ids and headers.jobId', () => {
+    const a = msg({ id: '5', queueId: 'bullmq:q', properties: { deduplicationId: 'order-A-1' }, headers: { jobId: 'x' }, meta: { jobName: 'j' } });
+    expect(extractIdempotencyKey(a)?.source).toBe('BullMQ deduplication id');
+    const b = msg({ id: '5', queueId: 'bullmq:q', headers: { jobId: 'job-A-1' }, meta: { jobName: 'j' } });
+    expect(extractIdempotencyKey(b)).toMatchObject({ key: 'job-A-1', source: 'BullMQ custom job id' });
+    const notBull = msg({ id: 'abc', queueId: 'stream:orders' });
+    expect(extractIdempotencyKey(notBull)).toBeNull();
+  });
+
+  it('CloudEvents binary mode via ce- headers', () => {
+    const m = msg({ headers: { 'ce-source': '/billing', 'ce-id': 'inv-2026-0042' }, body: { invoice: 'inv-2026-0042' } });
+    const ex = extractIdempotencyKey(m);
+    expect(ex).toMatchObject({ key: '/billing:inv-2026-0042', source: 'CloudEvents source+id' });
+  });
+
+  it('ISO timestamps and epoch seconds are time-derived', () => {
+    const m = msg({ body: {} });
+    expect(classifyKey('import:2026-11-29T22:15:00Z', m).verdict).toBe('time-derived');
+    expect(classifyKey('tick-1764450000', m).verdict).toBe('time-derived');
+    expect(classifyKey('report-2026-11', m).verdict).toBe('period-key');
+    expect(classifyKey('   ', m).verdict).toBe('missing');
+  });
+
+  it('readMessagePath reads own properties only', () => {
+    const m = msg({ body: { a: [{ b: 'x' }] }, headers: { 'X-Key': 'k' } });
+    expect(readMessagePath(m, 'body.a[0].b')).toBe('x');
+    expect(readMessagePath(m, 'headers.x-key')).toBe('k');
+    expect(readMessagePath(m, 'body.constructor')).toBeUndefined();
+    expect(readMessagePath(m, 'body.__proto__')).toBeUndefined();
+    expect(readMessagePath(m, 'body..[')).toBeUndefined();
+  });
+});
+
+describe('idempotency properties', () => {
+  const headerValue: fc.Arbitrary<HeaderValue> = fc.oneof(fc.string(), fc.integer(), fc.boolean(), fc.constant(null), fc.dictionary(fc.string(), fc.string()));
+  const headerName = fc.oneof(fc.constantFrom('Idempotency-Key', 'x-idempotency-key', 'jobId', 'ce-id', 'ce-source', '__proto__', 'constructor'), fc.string());
+
+  it('never throws on arbitrary bodies, headers and rules, and returns bounded keys', () => {
+    const rule: fc.Arbitrary<KeyRule> = fc.oneof(
+      fc.record({ kind: fc.constant('header' as const), name: fc.string() }),
+      fc.record({ kind: fc.constant('jsonPath' as const), path: fc.oneof(fc.string(), fc.constantFrom('body.__proto__', 'body.a[0]', 'body', 'id')) }),
+      fc.record({ kind: fc.constant('template' as const), template: fc.oneof(fc.string(), fc.constant('{body.a}:{body.b}')) }),
+    );
+    const body = fc.oneof(
+      fc.json({ depthSize: 'large' }),
+      fc.string({ unit: 'binary' }),
+      fc.jsonValue().map((v) => JSON.stringify({ data: v, payload: v, specversion: '1.0', source: 's', id: v })),
+    );
+    fc.assert(
+      fc.property(body, fc.dictionary(headerName, headerValue), fc.dictionary(fc.string(), headerValue), fc.array(rule, { maxLength: 3 }), fc.string(), fc.string(), (b, headers, properties, rules, id, key) => {
+        const m = msg({ rawBody: b, headers, properties, id, queueId: id.length % 2 ? 'bullmq:q' : 'sqs:q' });
+        const ex = extractIdempotencyKey(m, rules);
+        const v = classifyKey(ex?.key ?? key, m, ex ?? undefined);
+        expect(typeof v.reason).toBe('string');
+        expect(v.reason.startsWith(`${v.verdict}:`)).toBe(true);
+        expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('stays fast on deep nesting and huge arrays', () => {
+    const deep = `${'{"x":'.repeat(5000)}"A-1"${'}'.repeat(5000)}`;
+    const huge = { items: Array.from({ length: 200_000 }, (_, i) => ({ sku: `S-${i}`, qty: i })) };
+    const started = Date.now();
+    for (const b of [deep, JSON.stringify(huge)]) {
+      const m = msg({ rawBody: b });
+      expect(() => classifyKey('A-1:x', m)).not.toThrow();
+      expect(() => extractIdempotencyKey(m)).not.toThrow();
+    }
+    expect(classifyKey('x'.repeat(100_000), msg({ body: { a: 'x' } })).verdict).toBe('opaque-random');
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it('a key built from body values is business-derived and cites them', () => {
+    const orderId = fc.integer({ min: 1, max: 999_999 }).map((n) => `A-${n}`);
+    const operation = fc.stringMatching(/^[a-z]{3,12}$/);
+    const sep = fc.constantFrom(':', '/', '|', '.');
+    fc.assert(
+      fc.property(orderId, operation, sep, fc.boolean(), fc.jsonValue({ maxDepth: 2 }), (oid, op, s, nested, noise) => {
+        const body = nested ? { data: { order: { id: oid }, operation: op }, noise } : { orderId: oid, operation: op, noise };
+        const m = msg({ body });
+        const v = classifyKey(`${oid}${s}${op}`, m);
+        expect(v.verdict).toBe('business-derived');
+        expect(v.reason).toContain(`(${oid})`);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});

@@ -1,0 +1,488 @@
+import type { HeaderValue, QueueMessage } from '../domain';
+import { decodeBody } from '../body/decode';
+
+/**
+ * Idempotency-key extraction and classification (issue 3, first step). Pure: no I/O, no Node
+ * built-ins, no DOM. Bodies, headers and keys are untrusted: nothing here throws, and all work is
+ * bounded by {@link MAX_KEY_LENGTH}, {@link MAX_BODY_FIELDS} and {@link MAX_BODY_DEPTH}.
+ *
+ * Broker documentation followed: AMQP 0-9-1 `message-id` basic property (RabbitMQ), SQS FIFO
+ * `MessageDeduplicationId`, BullMQ custom job ids (`opts.jobId`) and deduplication ids
+ * (`opts.deduplication.id`, stored as `deid`), the IETF draft `Idempotency-Key` HTTP header,
+ * CloudEvents 1.0 (`source` + `id` identify an event; structured mode in the body, binary mode as
+ * `ce-`/`ce_` prefixed headers).
+ */
+
+/** Keys longer than this many characters are analysed on their first {@link MAX_KEY_LENGTH} characters only. */
+export const MAX_KEY_LENGTH = 512;
+/** At most this many scalar body values are collected for matching. */
+export const MAX_BODY_FIELDS = 2000;
+/** Body JSON is walked at most this many levels deep. */
+export const MAX_BODY_DEPTH = 12;
+/** Body string values longer than this are not matched against keys. */
+const MAX_VALUE_LENGTH = 256;
+
+/**
+ * A user-defined extraction rule, tried before the built-in ones, in the order given.
+ * - `header`: a header / message attribute name (matched case-insensitively).
+ * - `jsonPath`: a dotted/indexed path from the message, e.g. `body.order.id`, `body.items[0].sku`,
+ *   `headers.x-key`, `properties.correlationId`, `meta.messageGroupId`, `id`. No evaluation.
+ * - `template`: `{path}` placeholders (same paths as `jsonPath`) joined by literal text, e.g.
+ *   `{body.orderId}:{body.operation}`; the rule yields nothing when any placeholder is missing.
+ */
+export type KeyRule = { kind: 'header'; name: string } | { kind: 'jsonPath'; path: string } | { kind: 'template'; template: string };
+
+/** What {@link extractIdempotencyKey} found. */
+export interface KeyExtraction {
+  /** The key as text (numbers are written in decimal). */
+  key: string;
+  /** Where it was found, in words: "header Idempotency-Key", "AMQP message_id", "body.idempotencyKey", "rule {body.orderId}:{body.operation}"… */
+  source: string;
+  /** `user` when a {@link KeyRule} matched, `builtin` otherwise. */
+  origin: 'user' | 'builtin';
+  /**
+   * Message paths the key was read from (e.g. `['body.data.idempotencyKey']`). When the key was
+   * read verbatim (every rule but `template`), these fields are not counted as evidence when
+   * classifying: a key is not business-derived just because it is stored in the body.
+   */
+  fields: string[];
+  /** True when a user `template` composed the key from these fields; they are then the evidence. */
+  composed?: boolean;
+}
+
+/** Verdict names, see {@link classifyKey}. */
+export type KeyVerdictKind = 'business-derived' | 'opaque-random' | 'time-derived' | 'period-key' | 'missing';
+
+/** A key verdict with one sentence that cites the fields. */
+export interface KeyVerdict {
+  verdict: KeyVerdictKind;
+  /** One sentence starting with the verdict name, e.g. "business-derived: built from body.orderId (A-1001) and body.operation (charge)." */
+  reason: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Body access
+
+const decodedCache = new WeakMap<object, unknown>();
+
+/** The body's parsed JSON, or undefined when the body is not JSON. Never throws. */
+function bodyJson(message: QueueMessage): unknown {
+  const body = message.body as unknown;
+  if (body === null || typeof body !== 'object') return undefined;
+  if (decodedCache.has(body)) return decodedCache.get(body);
+  let json: unknown;
+  try {
+    const d = decodeBody(message.body);
+    json = d.format === 'json' ? d.json : undefined;
+  } catch {
+    json = undefined;
+  }
+  decodedCache.set(body, json);
+  return json;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** An own property, never the prototype chain (`__proto__`, `constructor` are plain keys here). */
+function own(o: unknown, k: string): unknown {
+  if (o === null || typeof o !== 'object') return undefined;
+  return Object.prototype.hasOwnProperty.call(o, k) ? (o as Record<string, unknown>)[k] : undefined;
+}
+
+/** A scalar as key text; undefined for objects, arrays, null, empty strings and non-finite numbers. */
+function scalarText(v: unknown): string | undefined {
+  if (typeof v === 'string') return v.length > 0 ? v : undefined;
+  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : undefined;
+  if (typeof v === 'bigint') return String(v);
+  return undefined;
+}
+
+/** Finds a header case-insensitively; returns its actual name and text value. */
+function findHeader(headers: Record<string, HeaderValue> | undefined, name: string): { name: string; value: string } | undefined {
+  if (!isRecord(headers)) return undefined;
+  const wanted = name.toLowerCase();
+  let seen = 0;
+  for (const k of Object.keys(headers)) {
+    if (++seen > MAX_BODY_FIELDS) break;
+    if (k.toLowerCase() !== wanted) continue;
+    const raw = own(headers, k);
+    const text = scalarText(raw) ?? scalarText(own(raw, 'StringValue')) ?? scalarText(own(raw, 'stringValue'));
+    if (text !== undefined) return { name: k, value: text };
+  }
+  return undefined;
+}
+
+/** Splits `body.items[0].sku` into `['body', 'items', 0, 'sku']`; null when malformed. */
+function parsePath(path: string): (string | number)[] | null {
+  if (path.length === 0 || path.length > MAX_KEY_LENGTH) return null;
+  const out: (string | number)[] = [];
+  const re = /([^.[\]]+)|\[(\d{1,6})\]|(\.)/gy;
+  let m: RegExpExecArray | null;
+  let last = 0;
+  while ((m = re.exec(path)) !== null) {
+    if (m[1] !== undefined) out.push(m[1]);
+    else if (m[2] !== undefined) out.push(Number(m[2]));
+    last = re.lastIndex;
+    if (out.length > MAX_BODY_DEPTH + 2) return null;
+  }
+  return last === path.length && out.length > 0 ? out : null;
+}
+
+/**
+ * Reads a path such as `body.order.id` from a message (roots: `body`, `headers`, `properties`,
+ * `meta`, `id`). Own properties only. Header names match case-insensitively. Undefined when absent.
+ */
+export function readMessagePath(message: QueueMessage, path: string): unknown {
+  const parts = parsePath(path.trim());
+  if (parts === null) return undefined;
+  const [root, ...rest] = parts;
+  let cur: unknown;
+  if (root === 'body') cur = bodyJson(message);
+  else if (root === 'id') cur = message.id;
+  else if (root === 'headers' && typeof rest[0] === 'string' && rest.length === 1) return findHeader(message.headers, rest[0])?.value;
+  else if (root === 'headers' || root === 'properties' || root === 'meta') cur = own(message, root);
+  else return undefined;
+  for (const p of rest) {
+    if (typeof p === 'number') cur = Array.isArray(cur) ? (cur as unknown[])[p] : undefined;
+    else cur = own(cur, p);
+    if (cur === undefined) return undefined;
+  }
+  return cur;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Extraction
+
+const KEY_HEADERS = ['Idempotency-Key', 'X-Idempotency-Key'];
+const BODY_KEY_FIELDS = ['idempotencyKey', 'idempotency_key', 'dedupKey', 'dedup_key'];
+/** Envelope fields that wrap the real arguments in common job / event libraries. */
+const ENVELOPES = ['data', 'payload', 'detail', 'body', 'message', 'args'];
+
+function fromRule(message: QueueMessage, rule: KeyRule): KeyExtraction | null {
+  if (rule.kind === 'header') {
+    const h = findHeader(message.headers, rule.name);
+    return h ? { key: h.value, source: `header ${h.name}`, origin: 'user', fields: [`headers.${h.name}`] } : null;
+  }
+  if (rule.kind === 'jsonPath') {
+    const v = scalarText(readMessagePath(message, rule.path));
+    return v !== undefined ? { key: v, source: rule.path.trim(), origin: 'user', fields: [rule.path.trim()] } : null;
+  }
+  const template = rule.template;
+  if (typeof template !== 'string' || template.length > MAX_KEY_LENGTH) return null;
+  const fields: string[] = [];
+  const state = { missing: false };
+  const key = template.replace(/\{([^{}]*)\}/g, (_m, p: string) => {
+    const v = scalarText(readMessagePath(message, p));
+    if (v === undefined) state.missing = true;
+    fields.push(p.trim());
+    return v ?? '';
+  });
+  if (state.missing || fields.length === 0 || key.length === 0) return null;
+  return { key, source: `template ${template}`, origin: 'user', fields, composed: true };
+}
+
+function isBullmq(message: QueueMessage): boolean {
+  return message.queueId.startsWith('bullmq:') || typeof message.meta.jobName === 'string';
+}
+
+/**
+ * Finds a message's idempotency key. User rules are tried first, in order; then the built-in
+ * rules, in this documented order:
+ * 1. headers / message attributes `Idempotency-Key`, `X-Idempotency-Key` (any case);
+ * 2. AMQP `message_id` (`properties.messageId`);
+ * 3. SQS FIFO `MessageDeduplicationId` (`meta.messageDeduplicationId`);
+ * 4. BullMQ (messages from a `bullmq:` queue): the deduplication id (`properties.deduplicationId`),
+ *    then a custom job id (`headers.jobId`, or a job id that is not purely numeric — numeric ids
+ *    are BullMQ's auto-increment counter);
+ * 5. body fields `idempotencyKey`, `idempotency_key`, `dedupKey`, `dedup_key` at the top level of a
+ *    JSON body, then one level inside `data`, `payload`, `detail`, `body`, `message`, `args[0]`;
+ * 6. CloudEvents `source` + `id` (structured: body with `specversion`; binary: `ce-`/`ce_` headers),
+ *    joined as `source:id`.
+ *
+ * @returns the first match, or null when no rule finds a key. Never throws.
+ */
+export function extractIdempotencyKey(message: QueueMessage, rules: readonly KeyRule[] = []): KeyExtraction | null {
+  try {
+    for (const rule of rules) {
+      const r = fromRule(message, rule);
+      if (r) return clampKey(r);
+    }
+    return clampKeyOrNull(builtin(message));
+  } catch {
+    return null;
+  }
+}
+
+function clampKey(r: KeyExtraction): KeyExtraction {
+  return r.key.length > MAX_KEY_LENGTH * 4 ? { ...r, key: r.key.slice(0, MAX_KEY_LENGTH * 4) } : r;
+}
+
+function clampKeyOrNull(r: KeyExtraction | null): KeyExtraction | null {
+  return r ? clampKey(r) : null;
+}
+
+function builtin(message: QueueMessage): KeyExtraction | null {
+  const b = (key: string, source: string, fields: string[]): KeyExtraction => ({ key, source, origin: 'builtin', fields });
+  for (const name of KEY_HEADERS) {
+    const h = findHeader(message.headers, name);
+    if (h) return b(h.value, `header ${name}`, [`headers.${h.name}`]);
+  }
+  const props = message.properties as Record<string, unknown> | undefined;
+  const amqpId = scalarText(own(props, 'messageId')) ?? scalarText(own(props, 'message_id'));
+  if (amqpId !== undefined) return b(amqpId, 'AMQP message_id', ['properties.messageId']);
+  const dedup = scalarText(own(message.meta, 'messageDeduplicationId'));
+  if (dedup !== undefined) return b(dedup, 'SQS MessageDeduplicationId', ['meta.messageDeduplicationId']);
+  if (isBullmq(message)) {
+    const deid = scalarText(own(props, 'deduplicationId'));
+    if (deid !== undefined) return b(deid, 'BullMQ deduplication id', ['properties.deduplicationId']);
+    const jobId = scalarText(own(message.headers, 'jobId'));
+    if (jobId !== undefined) return b(jobId, 'BullMQ custom job id', ['headers.jobId']);
+    if (typeof message.id === 'string' && message.id.length > 0 && !/^\d+$/.test(message.id)) return b(message.id, 'BullMQ custom job id', ['id']);
+  }
+  const json = bodyJson(message);
+  if (isRecord(json)) {
+    for (const f of BODY_KEY_FIELDS) {
+      const v = scalarText(own(json, f));
+      if (v !== undefined) return b(v, `body.${f}`, [`body.${f}`]);
+    }
+    for (const env of ENVELOPES) {
+      let inner = own(json, env);
+      let path = `body.${env}`;
+      if (Array.isArray(inner)) {
+        inner = inner[0];
+        path += '[0]';
+      }
+      if (!isRecord(inner)) continue;
+      for (const f of BODY_KEY_FIELDS) {
+        const v = scalarText(own(inner, f));
+        if (v !== undefined) return b(v, `${path}.${f}`, [`${path}.${f}`]);
+      }
+    }
+    const source = scalarText(own(json, 'source'));
+    const id = scalarText(own(json, 'id'));
+    if (own(json, 'specversion') !== undefined && source !== undefined && id !== undefined) {
+      return b(`${source}:${id}`, 'CloudEvents source+id', ['body.source', 'body.id']);
+    }
+  }
+  for (const prefix of ['ce-', 'ce_']) {
+    const source = findHeader(message.headers, `${prefix}source`);
+    const id = findHeader(message.headers, `${prefix}id`);
+    if (source && id) return b(`${source.value}:${id.value}`, 'CloudEvents source+id', [`headers.${source.name}`, `headers.${id.name}`]);
+  }
+  return null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Classification
+
+interface Scalar {
+  path: string;
+  text: string;
+}
+
+/** Collects the body's scalar values (strings ≤ 256 chars, finite numbers), bounded in count and depth. */
+function collectScalars(json: unknown, exclude: ReadonlySet<string>): Scalar[] {
+  const out: Scalar[] = [];
+  let visited = 0;
+  const walk = (v: unknown, path: string, depth: number): void => {
+    if (visited++ > MAX_BODY_FIELDS * 4 || out.length >= MAX_BODY_FIELDS || exclude.has(path)) return;
+    const t = scalarText(v);
+    if (t !== undefined) {
+      if (t.length <= MAX_VALUE_LENGTH) out.push({ path, text: t });
+      return;
+    }
+    if (depth >= MAX_BODY_DEPTH || v === null || typeof v !== 'object') return;
+    if (Array.isArray(v)) {
+      const n = Math.min(v.length, MAX_BODY_FIELDS);
+      for (let i = 0; i < n && out.length < MAX_BODY_FIELDS; i++) walk(v[i], `${path}[${i}]`, depth + 1);
+      return;
+    }
+    let seen = 0;
+    for (const k of Object.keys(v)) {
+      if (++seen > MAX_BODY_FIELDS || out.length >= MAX_BODY_FIELDS) break;
+      walk((v as Record<string, unknown>)[k], `${path}.${k}`, depth + 1);
+    }
+  };
+  walk(json, 'body', 0);
+  return out;
+}
+
+const SEP = /[:\-_/.|#@\s]/;
+const isSep = (c: string | undefined): boolean => c === undefined || SEP.test(c);
+
+/** Non-overlapping occurrences of payload values in the key, aligned on separators, longest values first. */
+function matchValues(key: string, scalars: Scalar[]): { matches: (Scalar & { at: number })[]; covered: boolean[] } {
+  const covered = new Array<boolean>(key.length).fill(false);
+  const matches: (Scalar & { at: number })[] = [];
+  const candidates = scalars.filter((s) => s.text.length >= 2 || /^\d$/.test(s.text)).sort((a, b) => b.text.length - a.text.length);
+  const seenText = new Set<string>();
+  for (const s of candidates) {
+    if (seenText.has(s.text) || s.text.length > key.length) continue;
+    let from = 0;
+    while (from <= key.length - s.text.length) {
+      const at = key.indexOf(s.text, from);
+      if (at < 0) break;
+      const end = at + s.text.length;
+      let free = isSep(key[at - 1]) && isSep(key[end]);
+      for (let i = at; free && i < end; i++) if (covered[i]) free = false;
+      if (free) {
+        for (let i = at; i < end; i++) covered[i] = true;
+        matches.push({ ...s, at });
+        seenText.add(s.text);
+        break;
+      }
+      from = at + 1;
+    }
+    if (matches.length >= 16) break;
+  }
+  matches.sort((a, b) => a.at - b.at);
+  return { matches, covered };
+}
+
+const ISO_TIMESTAMP = /(?<![0-9])\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?/gi;
+const ISO_WEEK = /(?<![0-9])\d{4}-?W\d{2}(?:-?\d)?(?![0-9])/g;
+const ISO_DATE = /(?<![0-9])(?:\d{4}-\d{2}-\d{2}|(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01]))(?![0-9])/g;
+const ISO_MONTH = /(?<![0-9])\d{4}-(?:0[1-9]|1[0-2])(?![0-9-])/g;
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
+
+type Piece = { kind: 'timestamp' | 'epoch-ms' | 'epoch-s' | 'week' | 'date' | 'month' | 'uuid' | 'ulid' | 'nanoid' | 'hex' | 'random' | 'word'; text: string };
+
+/** Pulls typed pieces out of a key fragment: timestamps and periods first, then UUIDs, then tokens. */
+function pieces(fragment: string): Piece[] {
+  const out: Piece[] = [];
+  let rest = fragment;
+  const take = (re: RegExp, kind: Piece['kind']): void => {
+    rest = rest.replace(re, (m) => {
+      out.push({ kind, text: m });
+      return ' ';
+    });
+  };
+  take(ISO_TIMESTAMP, 'timestamp');
+  take(ISO_WEEK, 'week');
+  take(ISO_DATE, 'date');
+  take(ISO_MONTH, 'month');
+  take(UUID, 'uuid');
+  for (const chunk of rest.split(/[:/.|#@\s]+/)) {
+    if (chunk.length === 0) continue;
+    if (/^[A-Za-z0-9_-]{21}$/.test(chunk) && /[0-9]/.test(chunk) && /[a-z]/.test(chunk) && /[A-Z]/.test(chunk)) {
+      out.push({ kind: 'nanoid', text: chunk });
+      continue;
+    }
+    for (const tok of chunk.split(/[-_]+/)) if (tok.length > 0) out.push(tokenPiece(tok));
+  }
+  return out;
+}
+
+const MS_2001 = 978307200000;
+const MS_2100 = 4102444800000;
+
+function tokenPiece(tok: string): Piece {
+  if (/^\d{13}$/.test(tok) && Number(tok) >= MS_2001 && Number(tok) < MS_2100) return { kind: 'epoch-ms', text: tok };
+  if (/^\d{10}$/.test(tok) && Number(tok) * 1000 >= MS_2001 && Number(tok) * 1000 < MS_2100) return { kind: 'epoch-s', text: tok };
+  if (/^[0-9A-HJKMNP-TV-Z]{26}$/.test(tok) && /[A-Z]/.test(tok) && /^[0-7]/.test(tok)) return { kind: 'ulid', text: tok };
+  if (/^[0-9a-f]{12,}$/i.test(tok) && /[0-9]/.test(tok) && /[a-f]/i.test(tok)) return { kind: 'hex', text: tok };
+  if (tok.length >= 16 && /^[A-Za-z0-9]+$/.test(tok) && /[0-9]/.test(tok) && /[a-z]/.test(tok) && /[A-Z]/.test(tok)) return { kind: 'random', text: tok };
+  return { kind: 'word', text: tok };
+}
+
+const RANDOM_KINDS = new Set<Piece['kind']>(['uuid', 'ulid', 'nanoid', 'hex', 'random']);
+const TIME_KINDS = new Set<Piece['kind']>(['timestamp', 'epoch-ms', 'epoch-s']);
+const PERIOD_KINDS = new Set<Piece['kind']>(['week', 'date', 'month']);
+const KIND_NAMES: Record<Piece['kind'], string> = {
+  timestamp: 'an ISO timestamp',
+  'epoch-ms': 'an epoch time in ms',
+  'epoch-s': 'an epoch time in seconds',
+  week: 'an ISO week',
+  date: 'a date',
+  month: 'a month',
+  uuid: 'a UUID',
+  ulid: 'a ULID',
+  nanoid: 'a nanoid-style random id',
+  hex: 'random hex',
+  random: 'a random-looking token',
+  word: 'a literal',
+};
+
+const clip = (s: string, n = 40): string => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+const cite = (m: Scalar): string => `${m.path} (${clip(m.text)})`;
+const list = (xs: string[]): string => (xs.length <= 1 ? (xs[0] ?? '') : `${xs.slice(0, -1).join(', ')} and ${xs[xs.length - 1] ?? ''}`);
+
+/**
+ * Classifies an idempotency key against the message it came with, in one sentence citing fields.
+ *
+ * Evidence: the body's JSON scalar values (walked to {@link MAX_BODY_DEPTH} levels, at most
+ * {@link MAX_BODY_FIELDS} values), matched as whole separator-aligned substrings of the key (so
+ * ids that contain separators, like `A-1001`, match). The fields the key was read from
+ * (`extraction.fields`) are not evidence unless a template composed it (`extraction.composed`). What remains of the key is split into pieces (ISO
+ * timestamps, weeks, dates and months; UUIDs, ULIDs, nanoids, random hex; epoch s/ms; words).
+ * Verdicts, first that applies:
+ * - `missing`: empty key;
+ * - `time-derived`: an epoch (s or ms, years 2001–2099) or ISO timestamp;
+ * - `opaque-random`: a UUID / ULID / nanoid / random hex / random token not found in the payload;
+ * - `period-key`: an ISO week (`2026-W36`), date (`2026-11-29`) or month (`2026-11`);
+ * - `business-derived`: at least one payload value, remaining pieces are literal words;
+ * - otherwise `opaque-random` (no payload value explains the key).
+ *
+ * Never throws; keys longer than {@link MAX_KEY_LENGTH} are analysed on their prefix.
+ *
+ * @param key the key, usually {@link KeyExtraction.key}; `''` when none was found (→ `missing`).
+ * @param message the message the key came with; its body is the evidence.
+ * @param extraction where the key came from (from {@link extractIdempotencyKey}); its source is named
+ *   in the reason and its fields are excluded from the evidence (see {@link KeyExtraction.fields}).
+ */
+export function classifyKey(key: string, message: QueueMessage, extraction?: Pick<KeyExtraction, 'fields' | 'source' | 'composed'>): KeyVerdict {
+  try {
+    return classify(typeof key === 'string' ? key : '', message, extraction);
+  } catch {
+    return { verdict: 'opaque-random', reason: 'opaque-random: the key could not be analysed, so it cannot be shown to come from the payload.' };
+  }
+}
+
+function classify(rawKey: string, message: QueueMessage, extraction?: Pick<KeyExtraction, 'fields' | 'source' | 'composed'>): KeyVerdict {
+  const key = rawKey.trim().slice(0, MAX_KEY_LENGTH);
+  const from = extraction ? ` (from ${extraction.source})` : '';
+  if (key.length === 0) return { verdict: 'missing', reason: 'missing: no idempotency key was found in the headers, properties or body, so redelivered copies cannot be recognised.' };
+  const exclude = new Set(extraction?.composed === true ? [] : (extraction?.fields ?? []));
+  const { matches, covered } = matchValues(key, collectScalars(bodyJson(message), exclude));
+  const residual: Piece[] = [];
+  let frag = '';
+  for (let i = 0; i <= key.length; i++) {
+    if (i < key.length && !covered[i]) frag += key.charAt(i);
+    else if (frag.length > 0) {
+      residual.push(...pieces(frag));
+      frag = '';
+    }
+  }
+  const matchedPieces = matches.map((m) => ({ m, kinds: pieces(m.text).map((p) => p.kind) }));
+  const q = `'${clip(key, 60)}'`;
+  const time = residual.find((p) => TIME_KINDS.has(p.kind));
+  const timeField = matchedPieces.find((x) => x.kinds.length > 0 && x.kinds.every((k) => TIME_KINDS.has(k)));
+  if (time ?? timeField) {
+    const what = time ? `contains ${KIND_NAMES[time.kind]} (${clip(time.text)})` : `uses the timestamp ${cite(timeField?.m ?? { path: '', text: '' })}`;
+    return { verdict: 'time-derived', reason: `time-derived: the key ${q}${from} ${what}, so a copy sent at another time gets a different key and is not deduplicated.` };
+  }
+  const random = residual.find((p) => RANDOM_KINDS.has(p.kind));
+  if (random) {
+    const partly = matches.length > 0 ? ` (it also uses ${list(matches.map(cite))})` : '';
+    return {
+      verdict: 'opaque-random',
+      reason: `opaque-random: the key ${q}${from} contains ${KIND_NAMES[random.kind]} (${clip(random.text)}) found in no payload value${partly}; if the sender makes a new one per send, retries are not deduplicated.`,
+    };
+  }
+  const period = residual.find((p) => PERIOD_KINDS.has(p.kind)) ?? matchedPieces.find((x) => x.kinds.length > 0 && x.kinds.every((k) => PERIOD_KINDS.has(k)))?.m;
+  if (period) {
+    const what = 'kind' in period ? `${KIND_NAMES[period.kind]} (${period.text})` : `the period ${cite(period)}`;
+    return { verdict: 'period-key', reason: `period-key: the key ${q}${from} is built on ${what}, right for a scheduled job that must run once per period.` };
+  }
+  if (matches.length > 0) {
+    const words = residual.filter((p) => p.kind === 'word').map((p) => `'${clip(p.text)}'`);
+    const lit = words.length > 0 ? ` and the literal ${list(words)}` : '';
+    return { verdict: 'business-derived', reason: `business-derived: the key ${q}${from} is built from ${list(matches.map(cite))}${lit}, so every send of the same business operation gets the same key.` };
+  }
+  return {
+    verdict: 'opaque-random',
+    reason: `opaque-random: the key ${q}${from} matches no payload value, so it cannot be shown to be business-derived; if the sender makes a new one per send, retries are not deduplicated.`,
+  };
+}
