@@ -205,6 +205,14 @@ describe('idempotency fixture corpus', () => {
     expect(extractIdempotencyKey(notBull)).toBeNull();
   });
 
+  it('reads JSON behind base64 transport encoding', () => {
+    const data = btoa('{"orderId":"A-1009","idempotencyKey":"A-1009:void"}');
+    const b64: QueueMessage = { ...msg({}), body: { encoding: 'base64', data, sizeBytes: 48, truncated: false } };
+    const ex = extractIdempotencyKey(b64);
+    expect(ex).toMatchObject({ key: 'A-1009:void', source: 'body.idempotencyKey' });
+    expect(classifyKey(ex?.key ?? '', b64, ex ?? undefined).verdict).toBe('business-derived');
+  });
+
   it('CloudEvents binary mode via ce- headers', () => {
     const m = msg({ headers: { 'ce-source': '/billing', 'ce-id': 'inv-2026-0042' }, body: { invoice: 'inv-2026-0042' } });
     const ex = extractIdempotencyKey(m);
