@@ -65,7 +65,9 @@ async function finishedOperation(): Promise<{ status: string; path: string }> {
 describe('Queuescope in the browser', () => {
   it('opens the bundled demo snapshot when there is no connection', async () => {
     await page.getByRole('heading', { level: 1, name: 'Demo snapshot' }).waitFor();
-    await expect(page.locator('[role="row"][data-queue-name]').count()).resolves.toBeGreaterThan(0);
+    // The heading renders before the queue list has loaded: wait for the rows themselves.
+    await page.locator('[role="row"][data-queue-name="orders.dlq"]').waitFor();
+    await expect(page.locator('[role="row"][data-queue-name]').count()).resolves.toBe(12);
   });
 
   it('Test connection names the cause when the broker is unreachable', async () => {
