@@ -236,7 +236,7 @@ describe('Queuescope in the browser', () => {
     expect(text).not.toContain('There is no file');
     expect(text).not.toMatch(/\bat .*\(.*:\d+:\d+\)/); // no stack trace
     await dialog.getByRole('button', { name: 'Cancel' }).click();
-    expect(await page.getByRole('dialog', { name: 'Open snapshot' }).count()).toBe(0);
+    await page.getByRole('dialog', { name: 'Open snapshot' }).waitFor({ state: 'detached' });
     expect(await page.getByTestId('error-banner').count()).toBe(0);
   });
 
