@@ -1,57 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, type ChannelModel, type ConfirmChannel } from 'amqplib';
+import type { ConfirmChannel } from 'amqplib';
 import { createRabbitmqAdapter } from '../../core/adapters/rabbitmq';
 import type { BrokerAdapter } from '../../core/adapters/types';
 import { QueuescopeError, type QueueSummary } from '../../shared/domain';
 import { AMQP_URL, RABBITMQ_MANAGEMENT_URL, uniqueName } from './env';
 
-// ---- native fixtures (amqplib directly, so the adapter is never its own witness) ----
-let conn: Promise<ChannelModel> | null = null;
-
-function nativeConnection(): Promise<ChannelModel> {
-  // Reconnects after the broker closed the connection, so cleanup still works after a failure.
-  if (conn === null) {
-    const p = connect(AMQP_URL, { noDelay: true }).then((c) => {
-      c.on('error', () => undefined);
-      c.on('close', () => {
-        if (conn === p) conn = null;
-      });
-      return c;
-    });
-    conn = p;
-  }
-  return conn;
-}
-
-/** A fresh confirm channel (closed by the caller, or by a failing passive declare). */
-async function nativeChannel(): Promise<ConfirmChannel> {
-  const c = await nativeConnection();
-  const ch = await c.createConfirmChannel();
-  ch.on('error', () => undefined);
-  return ch;
-}
-
-async function closeNative(): Promise<void> {
-  const p = conn;
-  conn = null;
-  if (p) await (await p).close().catch(() => undefined);
-}
-
-/** Ready messages of a classic/quorum queue, via passive queue.declare (immediate). */
-async function nativeCount(name: string): Promise<number> {
-  const ch = await nativeChannel();
-  try {
-    return (await ch.checkQueue(name)).messageCount;
-  } finally {
-    await ch.close().catch(() => undefined);
-  }
-}
-
-async function nativeDeleteQueue(name: string): Promise<void> {
-  const ch = await nativeChannel();
-  await ch.deleteQueue(name).catch(() => undefined);
-  await ch.close().catch(() => undefined);
-}
+// ---- native fixtures: test/integration/rabbitmq-native.ts ----
+import { closeNative, nativeChannel, nativeCount, nativeDeleteQueue } from './rabbitmq-native';
 
 const auth = `Basic ${Buffer.from('guest:guest').toString('base64')}`;
 

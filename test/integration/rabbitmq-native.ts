@@ -1,0 +1,51 @@
+import { connect, type ChannelModel, type ConfirmChannel } from 'amqplib';
+import { AMQP_URL } from './env';
+
+// Native RabbitMQ fixtures for the integration tests: amqplib directly, so the adapter is never
+// its own witness. One shared connection per test file (each file imports its own module instance).
+let conn: Promise<ChannelModel> | null = null;
+
+export function nativeConnection(): Promise<ChannelModel> {
+  // Reconnects after the broker closed the connection, so cleanup still works after a failure.
+  if (conn === null) {
+    const p = connect(AMQP_URL, { noDelay: true }).then((c) => {
+      c.on('error', () => undefined);
+      c.on('close', () => {
+        if (conn === p) conn = null;
+      });
+      return c;
+    });
+    conn = p;
+  }
+  return conn;
+}
+
+/** A fresh confirm channel (closed by the caller, or by a failing passive declare). */
+export async function nativeChannel(): Promise<ConfirmChannel> {
+  const c = await nativeConnection();
+  const ch = await c.createConfirmChannel();
+  ch.on('error', () => undefined);
+  return ch;
+}
+
+export async function closeNative(): Promise<void> {
+  const p = conn;
+  conn = null;
+  if (p) await (await p).close().catch(() => undefined);
+}
+
+/** Ready messages of a classic/quorum queue, via passive queue.declare (immediate). */
+export async function nativeCount(name: string): Promise<number> {
+  const ch = await nativeChannel();
+  try {
+    return (await ch.checkQueue(name)).messageCount;
+  } finally {
+    await ch.close().catch(() => undefined);
+  }
+}
+
+export async function nativeDeleteQueue(name: string): Promise<void> {
+  const ch = await nativeChannel();
+  await ch.deleteQueue(name).catch(() => undefined);
+  await ch.close().catch(() => undefined);
+}
