@@ -53,7 +53,7 @@ export default defineConfig(
     rules: { 'no-restricted-imports': ['error', { patterns: [noElectron, noElectronDir, noRenderer, noReact] }] },
   },
   {
-    files: ['core/services/**/*.ts', 'core/cli/**/*.ts', 'core/web/**/*.ts'],
+    files: ['core/{services,cli,web,snapshot,redrive,audit,tuning,config,inspect}/**/*.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: [noElectron, noElectronDir, noRenderer, noReact, brokerClients] }] },
   },
   {

@@ -1,0 +1,69 @@
+import { resolve as resolvePath } from 'node:path';
+import type { Command } from 'commander';
+import { QueuescopeError } from '../../../shared/domain';
+import { assertPeekAllowed, exportQueue } from '../../services/export';
+import { OperationManager } from '../../services/operations';
+import { connectionOptions, flagsOf, resolveQueue, splitPositionals, throwOperationFailure, waitWithProgress, type CliContext, type CommonOpts } from '../context';
+import { cell, escapeForTerminal, toJson } from '../format';
+
+/** `queuescope export [connection] [queue] --out FILE`: a queue's messages to a JSONL snapshot. */
+export function register(program: Command, ctx: CliContext): void {
+  connectionOptions(
+    program
+      .command('export')
+      .description('write the messages of a queue to a snapshot file (JSON Lines, see the snapshot format)')
+      .argument('[connection]', 'URL, snapshot file or saved connection (default: from the environment)')
+      .argument('[queue]', 'queue name or id (optional for a snapshot with one queue)')
+      .requiredOption('--out <file>', 'snapshot file to write (.jsonl, or .jsonl.gz to compress)')
+      .option('--state <state>', 'message state to export (e.g. BullMQ failed)')
+      .option('--ids <ids>', 'export only these message ids (comma-separated)')
+      .option('--page-size <n>', 'messages per read, 1-1000', '500')
+      .option('--force', 'replace --out if it exists')
+      .option('--accept-side-effects', 'export even where reading can move messages to a dead-letter queue'),
+  ).action(
+    async (
+      a1: string | undefined,
+      a2: string | undefined,
+      opts: CommonOpts & { out: string; state?: string; ids?: string; pageSize: string; force?: boolean; acceptSideEffects?: boolean },
+    ) => {
+      const pageSize = Number(opts.pageSize);
+      if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 1000) throw new QueuescopeError('INVALID_INPUT', `--page-size must be a whole number from 1 to 1000, got "${cell(opts.pageSize, 40)}".`);
+      const ids = opts.ids?.split(',').map((s) => s.trim()).filter((s) => s !== '');
+      const { connection, queue } = splitPositionals(a1, a2, opts);
+      await ctx.withAdapter(flagsOf(connection, opts), async (adapter, resolved) => {
+        const q = await resolveQueue(adapter, queue, resolved, ctx.signal);
+        if (!q.capabilities.canPeekNonDestructively && q.capabilities.peekSideEffects.length > 0) {
+          ctx.err(`note: reading ${cell(q.name)} changes it:\n${q.capabilities.peekSideEffects.map((s) => `  - ${escapeForTerminal(s.description)}\n`).join('')}`);
+        }
+        assertPeekAllowed(q, opts.acceptSideEffects);
+        const path = resolvePath(ctx.cwd, opts.out);
+        const ops = new OperationManager();
+        const op = ops.start('export', `Export ${q.name} to ${path}`, async (opCtx) => ({
+          ...(await exportQueue(
+            adapter,
+            q.id,
+            {
+              path,
+              connection: resolved.label,
+              pageSize,
+              overwrite: opts.force === true,
+              ...(opts.state !== undefined ? { state: opts.state } : {}),
+              ...(ids !== undefined ? { messageIds: ids } : {}),
+              ...(opts.acceptSideEffects === true ? { acceptSideEffects: true } : {}),
+            },
+            opCtx,
+          )),
+        }));
+        const final = await waitWithProgress(ctx, ops, op.id, { label: 'export', ...(opts.json === true ? { json: true } : {}) });
+        if (final.status === 'cancelled') throw new QueuescopeError('CANCELLED', `Export cancelled; ${path} was not written.`);
+        if (final.status === 'failed') throwOperationFailure(final, 'The export failed.');
+        const r = final.result ?? {};
+        if (opts.json === true) ctx.out(toJson(r));
+        else {
+          ctx.out(`Exported ${String(r.messages)} message${r.messages === 1 ? '' : 's'} of ${cell(q.name)} to ${cell(path, 300)} (${String(r.bytes)} bytes).\n`);
+          if (r.partial === true) ctx.err(`warning: the export is partial: ${escapeForTerminal(typeof r.reason === 'string' ? r.reason : '')}\n`);
+        }
+      });
+    },
+  );
+}

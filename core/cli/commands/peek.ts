@@ -1,0 +1,45 @@
+import { Option, type Command } from 'commander';
+import { QueuescopeError, type PeekOptions } from '../../../shared/domain';
+import { assertPeekAllowed } from '../../services/export';
+import { connectionOptions, flagsOf, resolveQueue, splitPositionals, type CliContext, type CommonOpts } from '../context';
+import { cell, escapeForTerminal, peekTable, toJson } from '../format';
+
+/** `queuescope peek [connection] [queue]`: messages of a queue, stating what a peek changes where it changes something. */
+export function register(program: Command, ctx: CliContext): void {
+  connectionOptions(
+    program
+      .command('peek')
+      .description('show messages of a queue without consuming them (states what a peek changes where it changes something)')
+      .argument('[connection]', 'URL, snapshot file or saved connection (default: from the environment)')
+      .argument('[queue]', 'queue name or id (optional for a snapshot with one queue)')
+      .addOption(new Option('--state <state>', 'message state to read (e.g. BullMQ failed, stream pending)'))
+      .option('--limit <n>', 'messages to show, 1-1000', '20')
+      .option('--cursor <cursor>', 'continue from a cursor printed by a previous peek')
+      .option('--newest', 'start from the newest message (where the broker can)')
+      .option('--accept-side-effects', 'read even where a peek can move messages to a dead-letter queue'),
+  ).action(async (a1: string | undefined, a2: string | undefined, opts: CommonOpts & { state?: string; limit: string; cursor?: string; newest?: boolean; acceptSideEffects?: boolean }) => {
+    const limit = Number(opts.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new QueuescopeError('INVALID_INPUT', `--limit must be a whole number from 1 to 1000, got "${cell(opts.limit, 40)}".`);
+    const { connection, queue } = splitPositionals(a1, a2, opts);
+    await ctx.withAdapter(flagsOf(connection, opts), async (adapter, resolved) => {
+      const q = await resolveQueue(adapter, queue, resolved, ctx.signal);
+      if (!q.capabilities.canPeekNonDestructively && q.capabilities.peekSideEffects.length > 0) {
+        ctx.err(`note: peeking ${cell(q.name)} changes it:\n${q.capabilities.peekSideEffects.map((s) => `  - ${escapeForTerminal(s.description)}\n`).join('')}`);
+      }
+      assertPeekAllowed(q, opts.acceptSideEffects);
+      const options: PeekOptions = {
+        limit,
+        ...(opts.cursor !== undefined ? { cursor: opts.cursor } : {}),
+        ...(opts.newest === true ? { direction: 'newest' as const } : {}),
+        ...(opts.state !== undefined ? { state: opts.state } : {}),
+        ...(opts.acceptSideEffects === true ? { acceptSideEffects: true } : {}),
+      };
+      const page = await adapter.peek(q.id, options, ctx.signal);
+      if (opts.json === true) ctx.out(toJson(page));
+      else {
+        ctx.out(peekTable(page, ctx.width));
+        if (page.sideEffects.length > 0) ctx.err(`side effects of this peek:\n${page.sideEffects.map((e) => `  - ${escapeForTerminal(e)}\n`).join('')}`);
+      }
+    });
+  });
+}
