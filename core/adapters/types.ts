@@ -1,4 +1,5 @@
 import type { ConnectionTestResult, PeekOptions, PeekPage, QueueSummary, BrokerKind } from '../../shared/domain';
+import type { RedriveMover } from './redrive-types';
 
 /** Options for listing queues. */
 export interface ListQueuesOptions {
@@ -44,4 +45,7 @@ export interface BrokerAdapter {
 
   /** Releases connections. Idempotent. */
   close(): Promise<void>;
+
+  /** DLQ redrive operations (see `redrive-types.ts`); absent where the connection cannot move messages (snapshots). */
+  readonly redrive?: RedriveMover;
 }

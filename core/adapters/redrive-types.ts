@@ -1,0 +1,184 @@
+import type { ErrorInfo, QueueMessage, QueueSummary } from '../../shared/domain';
+
+/**
+ * The broker side of a DLQ redrive (issue 4). The engine in `core/redrive/` owns selection,
+ * filters, dry runs, backups, the audit log, rate limiting, pause/resume and progress; a
+ * {@link RedriveMover} (one per broker, in `core/adapters/<broker>/redrive.ts`, exposed as
+ * `BrokerAdapter.redrive`) owns only what must touch the broker:
+ *
+ * - reading the DLQ once, in batches, from the head, bounded by the messages present at the start
+ *   (so messages dead-lettered during the run are not swept in);
+ * - for each batch: asking the engine which messages move where ({@link MoveHooks.decide}),
+ *   letting it back them up ({@link MoveHooks.beforeMove}), then publishing each moved message to
+ *   its target and waiting for the broker's confirmation BEFORE removing it from the DLQ
+ *   (RabbitMQ publisher confirms; SQS per-entry success of SendMessageBatch; Redis inside one
+ *   MULTI/Lua script). A crash can leave a duplicate, never a loss;
+ * - leaving skipped messages in the DLQ;
+ * - native whole-queue moves where the broker has one (SQS StartMessageMoveTask, a RabbitMQ
+ *   dynamic shovel, BullMQ `retryJobs`);
+ * - publishing messages from a snapshot (re-inject).
+ *
+ * Moved messages keep their body, headers/attributes and properties; RabbitMQ `x-death` history
+ * is kept where the broker allows it; a redrive counter ({@link REDRIVE_COUNT_HEADER}) is added
+ * (+1 per redrive).
+ */
+
+/** Header / message attribute that counts how many times Queuescope redrove a message. */
+export const REDRIVE_COUNT_HEADER = 'x-queuescope-redrive-count';
+
+/** What the engine decided for one message. */
+export type RedriveDecision =
+  /** Publish to `targetQueueId` (a queue id of the same connection), then remove from the DLQ. */
+  | { action: 'move'; targetQueueId: string }
+  /** Leave it in the DLQ; `reason` is shown to the user ("non-retryable: HTTP 422 …", "not selected", "duplicate key A-1:charge"). */
+  | { action: 'skip'; reason: string };
+
+/** How a redrive run reads the DLQ. */
+export interface ClientMoveOptions {
+  /** The DLQ's queue id ({@link QueueSummary.id}). For BullMQ, the queue whose `failed` jobs are redriven. */
+  sourceQueueId: string;
+  /** Peek state to redrive where the broker has states (BullMQ `failed`); absent = the adapter's DLQ default. */
+  state?: string;
+  /** Messages per batch; the mover may use fewer (SQS: 10 per API call). 1–1000. */
+  batchSize: number;
+  /**
+   * Start-time cutoff, ms since epoch: messages that entered the DLQ after it are not examined
+   * (BullMQ `finishedOn`, stream id time). Brokers without a per-message DLQ entry time also stop
+   * after {@link maxMessages}.
+   */
+  cutoffMs: number;
+  /** Examine at most this many messages (the DLQ depth at the start, or the user's limit); null = until the DLQ is exhausted up to the cutoff. */
+  maxMessages: number | null;
+  /** Read and decide only: nothing is published or removed, and the DLQ is left as it was (messages read with side effects are put back). */
+  dryRun: boolean;
+  /** Body bytes read per message (default 1 MiB + 1 KiB); a body that would be cut is never moved (it is reported as failed). */
+  maxBodyBytes?: number;
+}
+
+/** Callbacks from the mover to the engine during {@link RedriveMover.moveClientSide}. */
+export interface MoveHooks {
+  /**
+   * Awaited before each batch is read, with the batch size about to be read: rate limiting and
+   * pause happen here. Rejects with `QueuescopeError('CANCELLED')` when the run is cancelled;
+   * the mover then stops without reading further, leaving the DLQ consistent.
+   */
+  gate(n: number): Promise<void>;
+  /** Decides one message. Synchronous and fast; called exactly once per examined message. */
+  decide(message: QueueMessage): RedriveDecision;
+  /**
+   * Awaited with the messages about to be moved, before any of them is published (the engine
+   * appends them to the backup snapshot and syncs it). If it rejects, none of them is moved and
+   * the run fails.
+   */
+  beforeMove(messages: readonly QueueMessage[]): Promise<void>;
+  /** Called after each batch has been committed on the broker. */
+  onBatch(result: MoveBatchResult): void;
+}
+
+/** The outcome of one batch. */
+export interface MoveBatchResult {
+  /** Messages examined in this batch (moved + skipped + failed). */
+  examined: number;
+  /** Published to the target (confirmed) and removed from the DLQ. */
+  moved: { id: string; targetQueueId: string }[];
+  /** Left in the DLQ by decision. */
+  skipped: { id: string; reason: string }[];
+  /** Left in the DLQ because publishing or removing failed (or the body was cut); the error says which. */
+  failed: { id: string; error: ErrorInfo }[];
+  /**
+   * Moved (published and confirmed) but the removal from the DLQ could not be confirmed: the
+   * message may now be in both queues. Reported as possible duplicates, never as lost.
+   */
+  possibleDuplicates: { id: string; targetQueueId: string }[];
+}
+
+/** Totals of a client-side run. */
+export interface MoveSummary {
+  examined: number;
+  moved: number;
+  skipped: number;
+  failed: number;
+  possibleDuplicates: number;
+  /** Why the run stopped reading: the DLQ was exhausted, the cutoff or `maxMessages` was reached. */
+  stoppedBecause: 'exhausted' | 'cutoff' | 'max-messages';
+}
+
+/** What a broker's native move can do for a DLQ (see {@link RedriveMover.nativeMove}). */
+export interface NativeMoveSupport {
+  /** True when {@link RedriveMover.startNativeMove} can move this DLQ's messages. */
+  available: boolean;
+  /** The mechanism in words: "SQS StartMessageMoveTask", "RabbitMQ dynamic shovel (Move messages)", "BullMQ queue.retryJobs". */
+  mechanism: string;
+  /** Why it is not available, or what it does differently (e.g. "moves to the original source queues only"; "no redrive counter is added"). */
+  note: string | null;
+  /** Whether it can be rate-limited in messages/s. */
+  supportsRate: boolean;
+  /** Whether it can move to a queue other than the original source. */
+  supportsTarget: boolean;
+}
+
+/** A native move in progress. */
+export interface NativeMoveHandle {
+  /** Broker's handle (SQS TaskHandle, shovel name, …), opaque to the engine. */
+  id: string;
+  sourceQueueId: string;
+  targetQueueId: string | null;
+  startedAt: number;
+  /** Messages in the DLQ when the move started, when known. */
+  total: number | null;
+}
+
+/** Progress of a native move, polled by the engine. */
+export interface NativeMoveStatus {
+  status: 'running' | 'completed' | 'failed' | 'cancelled';
+  /** Messages moved so far (SQS ApproximateNumberOfMessagesMoved, shovel transferred count, BullMQ jobs retried). */
+  moved: number;
+  total: number | null;
+  /** The broker's failure reason when `failed`. */
+  error: string | null;
+}
+
+/**
+ * Broker-specific redrive operations. All calls take an `AbortSignal` last and throw
+ * `QueuescopeError` only (`QUEUE_NOT_FOUND`, `PERMISSION_DENIED`, `CANCELLED`, connection codes…).
+ */
+export interface RedriveMover {
+  /**
+   * The queue the messages of `dlq` came from, per message: RabbitMQ `x-death[0].queue` (or
+   * `x-first-death-queue`), BullMQ the job's own queue, SQS the single RedrivePolicy source
+   * (`dlq.deadLetterSources`) when there is exactly one. Null when it cannot be told (streams,
+   * lists, SQS with several sources): the user must choose a target.
+   * Returns `via` in words ("x-death queue 'work'", "RedrivePolicy source").
+   */
+  resolveTarget(message: QueueMessage, dlq: QueueSummary): { queueId: string; via: string } | null;
+
+  /**
+   * Reads the DLQ once and moves what {@link MoveHooks.decide} selects, batch by batch, as
+   * described on this module. Returns the totals. On abort (signal or `gate` rejecting with
+   * `CANCELLED`) it finishes the batch in hand (so no message is half-moved), puts back what it
+   * holds, and throws `CANCELLED`.
+   */
+  moveClientSide(options: ClientMoveOptions, hooks: MoveHooks, signal?: AbortSignal): Promise<MoveSummary>;
+
+  /** Whether a native whole-queue move is possible from `dlq` (to `targetQueueId`, or the original source when null). */
+  nativeMove(dlq: QueueSummary, targetQueueId: string | null, signal?: AbortSignal): Promise<NativeMoveSupport>;
+
+  /**
+   * Starts a native move of the whole DLQ. `ratePerSecond` null = the broker's default.
+   * @throws QueuescopeError `UNSUPPORTED` when {@link nativeMove} says it is not available.
+   */
+  startNativeMove(dlq: QueueSummary, targetQueueId: string | null, ratePerSecond: number | null, signal?: AbortSignal): Promise<NativeMoveHandle>;
+
+  /** Polls a native move. */
+  nativeMoveStatus(handle: NativeMoveHandle, signal?: AbortSignal): Promise<NativeMoveStatus>;
+
+  /** Cancels a native move; messages already moved stay moved. Idempotent. */
+  cancelNativeMove(handle: NativeMoveHandle, signal?: AbortSignal): Promise<void>;
+
+  /**
+   * Publishes messages (e.g. from a snapshot) to `targetQueueId`, preserving body, headers and
+   * properties, adding the redrive counter; resolves when each is confirmed. Used to re-inject a
+   * backup. Returns which ids were confirmed and which failed (with why).
+   */
+  publish(targetQueueId: string, messages: readonly QueueMessage[], signal?: AbortSignal): Promise<{ published: string[]; failed: { id: string; error: ErrorInfo }[] }>;
+}
