@@ -15,6 +15,7 @@ import {
   type ConnectionSecrets,
   type ErrorInfo,
 } from '../../shared/domain';
+import { inspectConfigSchema, type ProjectConfig } from '../../shared/config/project-config';
 
 /**
  * Encrypts connection secrets at rest. Electron passes its asynchronous `safeStorage` API
@@ -66,6 +67,12 @@ const storedProfileSchema = z.object({
   id: z.string().min(1).max(128),
   name: z.string().min(1).max(200),
   config: connectionConfigSchema,
+  /**
+   * Per-queue inspect settings (idempotency-key rules, snapshot fields; same shape as the project
+   * file's `inspect` section). Optional: files without it are valid. Kept as stored and validated
+   * when read ({@link ProfileStore.inspectSettings}), so a bad value never hides the connection.
+   */
+  inspect: z.unknown().optional(),
 });
 type StoredProfile = z.infer<typeof storedProfileSchema>;
 
@@ -364,6 +371,48 @@ export class ProfileStore {
     }
   }
 
+  /**
+   * The inspect settings saved with a profile (`inspect` in profiles.json).
+   * @returns `settings` null when none are saved (or the profile is unknown); `problem` names what
+   *   is wrong with a stored value that does not validate (it is then ignored but kept in the file).
+   */
+  inspectSettings(id: string): { settings: ProjectConfig['inspect'] | null; problem: string | null } {
+    const raw = this.profiles.find((x) => x.id === id)?.inspect;
+    if (raw === undefined) return { settings: null, problem: null };
+    const r = inspectConfigSchema.safeParse(raw);
+    if (r.success) return { settings: r.data, problem: null };
+    const why = r.error.issues.map((i) => `${i.path.join('.') || '(inspect)'}: ${i.message}`).join('; ');
+    return { settings: null, problem: `${this.profilesPath}: the inspect settings of connection "${this.profiles.find((x) => x.id === id)?.name ?? id}" are invalid (${why}); they are ignored.` };
+  }
+
+  /**
+   * Saves (replaces) the inspect settings of a saved profile; `null` removes them.
+   * @throws QueuescopeError `INVALID_INPUT` (unknown id, invalid settings, read-only store), `PERMISSION_DENIED`.
+   */
+  async saveInspectSettings(id: string, settings: ProjectConfig['inspect'] | null): Promise<void> {
+    if (this.readOnlyReason !== null) throw new QueuescopeError('INVALID_INPUT', `Saved connections cannot be changed: ${this.readOnlyReason}`);
+    const parsed = settings === null ? null : inspectConfigSchema.safeParse(settings);
+    if (parsed !== null && !parsed.success) {
+      throw new QueuescopeError('INVALID_INPUT', `Invalid inspect settings: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(inspect)'}: ${i.message}`).join('; ')}.`);
+    }
+    await this.serialize(async () => {
+      const index = this.profiles.findIndex((p) => p.id === id);
+      const current = this.profiles[index];
+      if (current === undefined) throw new QueuescopeError('INVALID_INPUT', `No saved connection with id "${id.slice(0, 80)}".`, { id });
+      const { inspect: _old, ...rest } = current;
+      const next = [...this.profiles];
+      next[index] = parsed === null ? rest : { ...rest, inspect: parsed.data };
+      const old = this.profiles;
+      this.profiles = next;
+      try {
+        await this.persist();
+      } catch (e) {
+        this.profiles = old;
+        throw e;
+      }
+    });
+  }
+
   /** Saved profiles (configs without secrets), in file order. */
   list(): ConnectionProfile[] {
     return this.profiles.map((p) => this.toProfile(p));
@@ -448,7 +497,8 @@ export class ProfileStore {
         }
       }
       const merged = relevantSecrets(config, { ...previous, ...secrets });
-      const entry: StoredProfile = { id, name, config };
+      const previousInspect = index === -1 ? undefined : this.profiles[index]?.inspect;
+      const entry: StoredProfile = { id, name, config, ...(previousInspect !== undefined ? { inspect: previousInspect } : {}) };
       const nextProfiles = [...this.profiles];
       if (index === -1) nextProfiles.push(entry);
       else nextProfiles[index] = entry;
