@@ -1,0 +1,7 @@
+/** Visibility-timeout tuning (pure). Units: milliseconds everywhere. */
+export * from './stats';
+export * from './retry';
+export * from './brokers';
+export * from './types';
+export * from './recommend';
+export * from './import';
