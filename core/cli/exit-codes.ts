@@ -15,6 +15,8 @@ export const EXIT = {
   QUEUE_NOT_FOUND: 4,
   /** A peek could dead-letter messages and `--accept-side-effects` was not given. */
   PEEK_REFUSED: 5,
+  /** The command ran and found what `--fail-on` asks to fail on (e.g. `inspect --fail-on flag`: flagged payloads). For CI. */
+  FINDINGS: 6,
   /** Ctrl+C (SIGINT): 128 + 2, as shells report it. */
   INTERRUPTED: 130,
 } as const;
@@ -58,4 +60,6 @@ Exit codes:
   4    queue not found
   5    peek refused: reading the queue could move messages to a dead-letter queue;
        pass --accept-side-effects to read it anyway
+  6    findings: the command ran and found what --fail-on names (e.g. inspect
+       --fail-on flag: messages with flagged payloads)
   130  interrupted (Ctrl+C)`;
