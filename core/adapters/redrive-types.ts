@@ -101,6 +101,13 @@ export interface MoveSummary {
   possibleDuplicates: number;
   /** Why the run stopped reading: the DLQ was exhausted, the cutoff or `maxMessages` was reached. */
   stoppedBecause: 'exhausted' | 'cutoff' | 'max-messages';
+  /**
+   * Optional: side effects and warnings the user should see, one sentence each (e.g. SQS "each message
+   * read got ApproximateReceiveCount +1", "the DLQ has its own RedrivePolicy …"). Absent = none.
+   */
+  notes?: string[];
+  /** Optional: broker API calls the run made (SQS requests), for the API-calls-per-message bench. */
+  apiCalls?: number;
 }
 
 /** What a broker's native move can do for a DLQ (see {@link RedriveMover.nativeMove}). */
