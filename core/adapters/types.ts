@@ -1,4 +1,5 @@
 import type { ConnectionTestResult, PeekOptions, PeekPage, QueueSummary, BrokerKind } from '../../shared/domain';
+import type { BrokerTuning } from './tuning-types';
 import type { RedriveMover } from './redrive-types';
 
 /** Options for listing queues. */
@@ -48,4 +49,7 @@ export interface BrokerAdapter {
 
   /** DLQ redrive operations (see `redrive-types.ts`); absent where the connection cannot move messages (snapshots). */
   readonly redrive?: RedriveMover;
+
+  /** Visibility-timeout tuning: measurement, current settings, apply (see `tuning-types.ts`); absent where unsupported (snapshots). */
+  readonly tuning?: BrokerTuning;
 }

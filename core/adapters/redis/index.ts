@@ -18,6 +18,7 @@ import { listSummary, peekList } from './list';
 import { peekStream, streamSummary } from './stream';
 import { bullmqSummary, peekBullmq } from './bullmq';
 import { abortable } from '../../lib/abort';
+import { createRedisTuning } from './tuning';
 
 export { resolveRedisOptions, mapRedisError } from './connection';
 export { parseQueueId, formatQueueId } from './ids';
@@ -66,6 +67,7 @@ class RedisBrokerAdapter implements RedisAdapter, RedisContext {
   readonly broker = 'redis' as const;
   readonly endpoint: RedisEndpoint;
   lastDiscovery: RedisDiscoveryInfo | null = null;
+  readonly tuning = createRedisTuning(this);
   private readonly options: RedisOptions;
   private readonly hasPassword: boolean;
   private readonly scanLimit: number;
