@@ -1,0 +1,75 @@
+import type { QueueMessage } from '../domain';
+import { classifyKey, extractIdempotencyKey } from './idempotency';
+import { analyzePayload } from './payload';
+import { normalizeRules } from './rules';
+import { brokerOf, checkSize } from './size';
+import type { AnalyzeOptions, InspectRules, MessageAnalysis, PayloadVerdictKind } from './types';
+
+/**
+ * One message's redelivery safety: idempotency key and its verdict, payload field classes and
+ * verdict, size check, operation and business hash. Pure; never throws (a message that is not a
+ * {@link QueueMessage} at all yields a `review` verdict saying so).
+ *
+ * Rules are applied in the order listed in shared/analysis/README.md.
+ *
+ * @param message a message from any adapter or snapshot.
+ * @param options per-queue rules, broker (default: from the queue id), broker version, detail.
+ */
+export function analyzeMessage(message: QueueMessage, options: AnalyzeOptions = {}): MessageAnalysis {
+  const rules = resolvedRules(options);
+  try {
+    return analyze(message, rules, options);
+  } catch (e) {
+    const id = typeof (message as { id?: unknown } | null)?.id === 'string' ? message.id : '';
+    const why = e instanceof Error ? e.message.slice(0, 200) : 'unknown error';
+    return {
+      messageId: id,
+      key: null,
+      keyVerdict: { verdict: 'missing', reason: 'missing: the message could not be analysed, so no idempotency key was found.' },
+      payload: { verdict: 'review', label: 'review', reasons: [`the message could not be analysed (${why}); look at it by hand.`], findings: [{ rule: 'not-json', severity: 'review', text: `the message could not be analysed (${why}); look at it by hand.`, fields: [] }], fields: [], fieldsTruncated: false, envelope: null, argumentsPath: 'body', format: 'empty', intentionalSnapshot: [] },
+      size: { bytes: 0, limitBytes: null, limitSource: 'unknown', verdict: 'ok', reason: null },
+      verdict: 'review',
+      reasons: [`the message could not be analysed (${why}); look at it by hand.`],
+      operation: null,
+      operationSource: null,
+      businessHash: null,
+    };
+  }
+}
+
+const rulesCache = new WeakMap<object, InspectRules>();
+
+function resolvedRules(options: AnalyzeOptions): InspectRules {
+  const r = options.rules as unknown;
+  if (r === null || typeof r !== 'object') return normalizeRules(undefined);
+  const hit = rulesCache.get(r);
+  if (hit) return hit;
+  const n = normalizeRules(r);
+  rulesCache.set(r, n);
+  return n;
+}
+
+const SEVERITY: Record<PayloadVerdictKind, number> = { ok: 0, review: 1, flag: 2 };
+
+function analyze(message: QueueMessage, rules: InspectRules, options: AnalyzeOptions): MessageAnalysis {
+  const key = extractIdempotencyKey(message, rules.keyRules);
+  const keyVerdict = classifyKey(key?.key ?? '', message, key ?? undefined);
+  const p = analyzePayload(message, rules, key, options.detail ?? 'full');
+  const broker = options.broker ?? brokerOf(message.queueId);
+  const size = checkSize(message, broker, rules.maxMessageBytes, options.brokerVersion);
+  const sizeVerdict: PayloadVerdictKind = size.verdict === 'over-limit' ? 'flag' : size.verdict === 'large' ? 'review' : 'ok';
+  const verdict = SEVERITY[sizeVerdict] > SEVERITY[p.payload.verdict] ? sizeVerdict : p.payload.verdict;
+  const reasons = size.reason !== null ? [...p.payload.reasons, size.reason] : p.payload.reasons;
+  return {
+    messageId: typeof message.id === 'string' ? message.id : String(message.id),
+    key,
+    keyVerdict,
+    payload: p.payload,
+    size,
+    verdict,
+    reasons,
+    operation: p.operation,
+    operationSource: p.operationSource,
+    businessHash: p.businessHash,
+  };
+}

@@ -1,0 +1,1028 @@
+import type { HeaderValue, QueueMessage } from '../domain';
+import { bodyView, isRecord, own } from './json-body';
+import { ENTITY_STATE_ROLES, LOOSE_STATE_ROLES, MUTABLE_ROLES, ROLE_PRIORITY, SET_VERBS, nameInfo, normalizeName, operationWords, type NameInfo, type NameRole } from './field-names';
+import { fmix, hashHex, hashString, mixOrdered, type Hash2 } from './hash';
+import { compileSnapshotPattern, matchesPrefix, type SnapshotPattern } from './rules';
+import type { FieldAnnotation, FieldClass, Finding, InspectRules, KeyExtraction, PayloadAnalysis, PayloadVerdictKind } from './types';
+
+/**
+ * Payload field classification and the payload verdict (rules P1–P9 in README.md). Pure; never
+ * throws; bounded by {@link MAX_WALK_NODES}, {@link MAX_WALK_DEPTH}, {@link MAX_ARRAY_ITEMS} and
+ * {@link MAX_JSON_IN_STRING}. Object members are read with `Object.keys` + own-property access,
+ * so `__proto__` / `constructor` members are plain data and nothing is ever assigned into
+ * caller-visible objects keyed by body text.
+ */
+
+/** At most this many {@link FieldAnnotation}s per message (`fieldsTruncated` says when more existed). */
+export const MAX_FIELD_ANNOTATIONS = 500;
+/** At most this many reasons per payload verdict (the most severe first). */
+export const MAX_REASONS = 3;
+/** JSON is walked at most this many levels deep (deeper values are not classified; `fieldsTruncated`). */
+export const MAX_WALK_DEPTH = 24;
+/** At most this many JSON values are visited per message. */
+export const MAX_WALK_NODES = 5000;
+/** At most this many elements are visited per array. */
+export const MAX_ARRAY_ITEMS = 100;
+/** At most this many members are visited per object. */
+export const MAX_OBJECT_MEMBERS = 1000;
+/** At most this many string fields holding JSON are decoded per message. */
+export const MAX_JSON_IN_STRING = 8;
+/** String fields longer than this (characters) are not decoded as JSON. */
+export const MAX_JSON_STRING_CHARS = 1 << 20;
+
+/** Result of {@link analyzePayload}: the payload verdict plus facts the summary needs. */
+export interface PayloadResult {
+  payload: PayloadAnalysis;
+  /** See {@link MessageAnalysis.businessHash}. */
+  businessHash: string | null;
+  operation: string | null;
+  operationSource: string | null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Envelopes (rule P2)
+
+interface MetaField {
+  cls: FieldClass;
+  why: string;
+  /** Differs per send: left out of the business hash. */
+  perSend?: boolean;
+}
+
+interface Envelope {
+  name: string;
+  /** Paths (segments below the document root) of the argument containers. */
+  args: string[][];
+  /** Classification of the envelope's own root members. */
+  meta: Record<string, MetaField>;
+  /** A point-in-time marker that covers the arguments (event time / documented snapshot). */
+  snapshot: { label: string; why: string } | null;
+  operation: { value: string; source: string } | null;
+}
+
+const ID_META = (what: string, perSend = false): MetaField => ({ cls: 'identifier', why: `${what} (envelope metadata)`, perSend });
+const TIME_META = (what: string): MetaField => ({ cls: 'immutable-snapshot', why: `${what}: an event fact (envelope metadata)`, perSend: true });
+const FACT_META = (what: string, perSend = false): MetaField => ({ cls: 'immutable-snapshot', why: `${what} (envelope metadata)`, perSend });
+const OTHER_META = (what: string, perSend = true): MetaField => ({ cls: 'unknown', why: `${what} (envelope metadata)`, perSend });
+
+const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v.slice(0, 200) : null);
+
+function headerText(headers: Record<string, HeaderValue> | undefined, names: readonly string[]): { name: string; value: string } | null {
+  if (!isRecord(headers)) return null;
+  let seen = 0;
+  for (const k of Object.keys(headers)) {
+    if (++seen > 200) break;
+    const lower = k.toLowerCase();
+    if (!names.includes(lower)) continue;
+    const v = own(headers, k);
+    const text = typeof v === 'string' ? v : isRecord(v) ? (str(own(v, 'StringValue')) ?? str(own(v, 'stringValue'))) : null;
+    if (text !== null && text.length > 0) return { name: k, value: text.slice(0, 200) };
+  }
+  return null;
+}
+
+const GENERIC_WRAPPERS = ['payload', 'data', 'detail', 'body', 'message', 'args', 'arguments', 'params', 'job'];
+
+/** Recognises the job / event envelope of a document root; null when none. */
+function detectEnvelope(root: unknown, message: QueueMessage, nested: boolean): Envelope | null {
+  if (Array.isArray(root)) {
+    // Celery protocol 2 body: [args, kwargs, embed]; the task name is the `task` header.
+    if (root.length === 3 && Array.isArray(root[0]) && isRecord(root[1]) && isRecord(root[2]) && ['callbacks', 'errbacks', 'chain', 'chord'].some((k) => own(root[2], k) !== undefined)) {
+      const task = headerText(message.headers, ['task']);
+      return { name: 'Celery task (protocol 2)', args: [['[0]'], ['[1]']], meta: {}, snapshot: null, operation: task ? { value: task.value, source: `headers.${task.name}` } : null };
+    }
+    return null;
+  }
+  if (!isRecord(root)) return null;
+  // SNS notification delivered to SQS (raw message delivery off): the publisher's message is the `Message` string.
+  if (own(root, 'Type') === 'Notification' && typeof own(root, 'Message') === 'string' && (own(root, 'TopicArn') !== undefined || own(root, 'MessageId') !== undefined)) {
+    return {
+      name: 'SNS notification',
+      args: [['Message']],
+      meta: {
+        Type: FACT_META('SNS message type'),
+        MessageId: ID_META('SNS MessageId, new per publish', true),
+        TopicArn: ID_META('SNS topic'),
+        Subject: FACT_META('SNS subject'),
+        Timestamp: TIME_META('SNS publish time'),
+        SignatureVersion: OTHER_META('SNS signature version'),
+        Signature: OTHER_META('SNS signature'),
+        SigningCertURL: OTHER_META('SNS signing certificate'),
+        UnsubscribeURL: OTHER_META('SNS unsubscribe URL'),
+        MessageAttributes: OTHER_META('SNS message attributes', false),
+      },
+      snapshot: null,
+      operation: str(own(root, 'Subject')) !== null ? { value: str(own(root, 'Subject')) ?? '', source: 'body.Subject' } : null,
+    };
+  }
+  // Amazon EventBridge event: `detail` holds the event; `time` is when it occurred.
+  if (own(root, 'detail-type') !== undefined && own(root, 'detail') !== undefined && own(root, 'source') !== undefined) {
+    const time = str(own(root, 'time'));
+    const dt = str(own(root, 'detail-type'));
+    return {
+      name: 'EventBridge event',
+      args: [['detail']],
+      meta: { version: FACT_META('EventBridge schema version'), id: ID_META('EventBridge event id, new per event', true), 'detail-type': FACT_META('event type'), source: FACT_META('event source'), account: ID_META('AWS account'), time: TIME_META('event time'), region: FACT_META('AWS region'), resources: ID_META('affected resources') },
+      snapshot: time !== null ? { label: `EventBridge event time ${time}`, why: 'the event as it was at its `time`' } : null,
+      operation: dt !== null ? { value: dt, source: 'body.detail-type' } : null,
+    };
+  }
+  // CloudEvents 1.0, structured mode: `data` holds the event data; `time` is when the occurrence happened.
+  if (own(root, 'specversion') !== undefined && (own(root, 'data') !== undefined || own(root, 'data_base64') !== undefined || own(root, 'type') !== undefined)) {
+    const time = str(own(root, 'time'));
+    const type = str(own(root, 'type'));
+    return {
+      name: 'CloudEvents',
+      args: [['data']],
+      meta: {
+        specversion: FACT_META('CloudEvents spec version'),
+        id: ID_META('CloudEvents id (with source, identifies the event)'),
+        source: ID_META('CloudEvents source (with id, identifies the event)'),
+        type: FACT_META('event type'),
+        subject: ID_META('event subject'),
+        time: TIME_META('event time'),
+        datacontenttype: FACT_META('content type'),
+        dataschema: FACT_META('data schema'),
+        data_base64: OTHER_META('binary event data', false),
+      },
+      snapshot: time !== null ? { label: `CloudEvents time ${time}`, why: 'the event data as it was at the event `time`' } : null,
+      operation: type !== null ? { value: type, source: 'body.type' } : null,
+    };
+  }
+  // Stripe event: `data.object` is the object as it was when the event occurred (documented).
+  const stripeData = own(root, 'data');
+  if (own(root, 'object') === 'event' && isRecord(stripeData) && isRecord(own(stripeData, 'object'))) {
+    const type = str(own(root, 'type'));
+    const created = own(root, 'created');
+    return {
+      name: 'Stripe event',
+      args: [['data', 'object']],
+      meta: {
+        id: ID_META('Stripe event id'),
+        object: FACT_META('object kind'),
+        type: FACT_META('event type'),
+        created: TIME_META('event creation time'),
+        api_version: FACT_META('API version'),
+        livemode: FACT_META('live or test mode'),
+        pending_webhooks: OTHER_META('pending deliveries'),
+        request: OTHER_META('originating request'),
+      },
+      snapshot: { label: `Stripe event${typeof created === 'number' ? ` created ${created}` : ''}`, why: "Stripe's documented point-in-time copy of the object" },
+      operation: type !== null ? { value: type, source: 'body.type' } : null,
+    };
+  }
+  // GitHub webhook: the objects are copies taken when the event fired.
+  const ghEvent = headerText(message.headers, ['x-github-event']);
+  const sender = own(root, 'sender');
+  if (ghEvent !== null || (isRecord(sender) && own(sender, 'login') !== undefined && (own(root, 'repository') !== undefined || own(root, 'organization') !== undefined || own(root, 'installation') !== undefined))) {
+    const action = str(own(root, 'action'));
+    const op = [ghEvent?.value, action].filter((x): x is string => x !== null && x !== undefined).join('.');
+    return {
+      name: 'GitHub webhook',
+      args: [[]],
+      meta: {},
+      snapshot: { label: 'GitHub webhook payload', why: 'the webhook payload as it was when the event fired' },
+      operation: op.length > 0 ? { value: op, source: ghEvent !== null ? `headers.${ghEvent.name}` : 'body.action' } : null,
+    };
+  }
+  // Sidekiq job (and ActiveJob wrapped in it).
+  const sqArgs = own(root, 'args');
+  if (typeof own(root, 'class') === 'string' && Array.isArray(sqArgs)) {
+    const first: unknown = sqArgs[0];
+    const activeJob = isRecord(first) && typeof own(first, 'job_class') === 'string' && Array.isArray(own(first, 'arguments'));
+    const cls = activeJob ? (str(own(first, 'job_class')) ?? '') : (str(own(root, 'class')) ?? '');
+    return {
+      name: activeJob ? 'Sidekiq job (ActiveJob)' : 'Sidekiq job',
+      args: activeJob ? [['args', '[0]', 'arguments']] : [['args']],
+      meta: {
+        class: FACT_META('job class'),
+        wrapped: FACT_META('wrapped job class'),
+        jid: ID_META('Sidekiq job id, new per enqueue', true),
+        queue: FACT_META('queue name'),
+        retry: FACT_META('retry setting'),
+        created_at: TIME_META('enqueue time'),
+        enqueued_at: TIME_META('enqueue time'),
+        retry_count: OTHER_META('retry count'),
+        retried_at: OTHER_META('last retry time'),
+        failed_at: OTHER_META('failure time'),
+        error_message: OTHER_META('last error'),
+        error_class: OTHER_META('last error class'),
+        bid: ID_META('batch id'),
+        tags: FACT_META('job tags'),
+      },
+      snapshot: null,
+      operation: cls.length > 0 ? { value: cls, source: activeJob ? 'body.args[0].job_class' : 'body.class' } : null,
+    };
+  }
+  // Celery protocol 1 message.
+  if (typeof own(root, 'task') === 'string' && (Array.isArray(own(root, 'args')) || isRecord(own(root, 'kwargs')))) {
+    return {
+      name: 'Celery task',
+      args: [['args'], ['kwargs']],
+      meta: {
+        task: FACT_META('task name'),
+        id: ID_META('Celery task id, new per send', true),
+        eta: OTHER_META('scheduled time', false),
+        expires: OTHER_META('expiry', false),
+        retries: OTHER_META('retry count'),
+        utc: OTHER_META('UTC flag', false),
+        callbacks: OTHER_META('callbacks', false),
+        errbacks: OTHER_META('error callbacks', false),
+        timelimit: OTHER_META('time limit', false),
+        taskset: ID_META('group id'),
+        chord: OTHER_META('chord', false),
+      },
+      snapshot: null,
+      operation: { value: str(own(root, 'task')) ?? '', source: 'body.task' },
+    };
+  }
+  // A BullMQ job as exported (name, data, opts).
+  if (typeof own(root, 'name') === 'string' && isRecord(own(root, 'data')) && isRecord(own(root, 'opts'))) {
+    return {
+      name: 'BullMQ job',
+      args: [['data']],
+      meta: { name: FACT_META('job name'), opts: OTHER_META('job options', false), id: ID_META('job id'), timestamp: TIME_META('job creation time'), attemptsMade: OTHER_META('attempts made'), stacktrace: OTHER_META('stack traces'), returnvalue: OTHER_META('return value'), failedReason: OTHER_META('failure reason'), processedOn: OTHER_META('processing time'), finishedOn: OTHER_META('finish time'), progress: OTHER_META('progress') },
+      snapshot: null,
+      operation: { value: str(own(root, 'name')) ?? '', source: 'body.name' },
+    };
+  }
+  if (nested) return null;
+  // Generic wrapper: one argument container beside metadata only.
+  const keys = Object.keys(root);
+  if (keys.length > 12) return null;
+  let wrapper: string | null = null;
+  for (const w of GENERIC_WRAPPERS) {
+    const v = own(root, w);
+    if (isRecord(v) || (Array.isArray(v) && w.startsWith('arg')) || (typeof v === 'string' && looksLikeJson(v))) {
+      if (wrapper !== null) return null;
+      wrapper = w;
+    }
+  }
+  if (wrapper === null) return null;
+  for (const k of keys) {
+    if (k === wrapper) continue;
+    const role = nameInfo(k).role;
+    const metaLike = role === 'id' || role === 'time' || role === 'op' || role === 'version' || role === 'ref' || role === 'marker' || nameInfo(k).perSend || ['meta', 'metadata', 'headers', 'context', 'source', 'attributes', 'specversion', 'schema', 'tenant', 'tenantid', 'origin', 'producer', 'app', 'appid', 'env', 'environment'].includes(normalizeName(k));
+    if (!metaLike) return null;
+  }
+  const op = ['type', 'event', 'eventType', 'event_type', 'operation', 'command', 'action', 'name'].map((k) => ({ k, v: str(own(root, k)) })).find((x) => x.v !== null);
+  return { name: `"${wrapper}" wrapper`, args: [[wrapper]], meta: {}, snapshot: null, operation: op ? { value: op.v ?? '', source: `body.${op.k}` } : null };
+}
+
+function looksLikeJson(s: string): boolean {
+  if (s.length < 2 || s.length > MAX_JSON_STRING_CHARS) return false;
+  let i = 0;
+  while (i < s.length && i < 64 && (s.charCodeAt(i) === 32 || s.charCodeAt(i) === 10 || s.charCodeAt(i) === 13 || s.charCodeAt(i) === 9)) i++;
+  const c = s.charCodeAt(i);
+  if (c !== 123 && c !== 91) return false;
+  let j = s.length - 1;
+  while (j > i && (s.charCodeAt(j) === 32 || s.charCodeAt(j) === 10 || s.charCodeAt(j) === 13 || s.charCodeAt(j) === 9)) j--;
+  const e = s.charCodeAt(j);
+  return (c === 123 && e === 125) || (c === 91 && e === 93);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Walk state
+
+/** A point-in-time / intentional-value context covering a subtree (rules P5–P7). */
+interface Snap {
+  kind: 'marker' | 'envelope' | 'user' | 'command';
+  /** What established it: the marker path, envelope name, user pattern or command name. */
+  label: string;
+  /** Completes "…, but <why>" in field annotations. */
+  why: string;
+  /** Display paths of fields that would have been mutable state (first few). */
+  suppressed: string[];
+  count: number;
+}
+
+interface Cite {
+  display: string;
+  path: string;
+  prio: number;
+  order: number;
+}
+
+/** An embedded entity (rule P4). */
+interface Entity {
+  /** Display path of the entity object ('' for the arguments root). */
+  display: string;
+  /** Display path with indices replaced by `[]`, to merge the entities of one array. */
+  shape: string;
+  suggestion: string;
+  cites: Cite[];
+  count: number;
+}
+
+interface Scope {
+  snap: Snap | null;
+  /** Inside an entity (`entity` set) or inside loose state such as an address / line items outside entities. */
+  stateful: { entity: Entity | null } | null;
+  /** A container (address, items…) is already cited: do not cite its members. */
+  citeDone: boolean;
+  /** Member name of the containing object, normalised and singular (for `orderId` ↔ `order`). */
+  parentNorm: string;
+}
+
+interface Ctx {
+  message: QueueMessage;
+  detail: boolean;
+  fields: FieldAnnotation[];
+  truncated: boolean;
+  hashExact: boolean;
+  nodes: number;
+  jsonParses: number;
+  segs: string[];
+  /** Index in `segs` where display paths start (the arguments root). */
+  argsStart: number;
+  jsonIn: string | undefined;
+  patterns: SnapshotPattern[];
+  userSnaps: Map<string, Snap>;
+  snaps: Snap[];
+  entities: Entity[];
+  loose: Cite[];
+  ids: string[];
+  fixed: string[];
+  order: number;
+  hashExclude: string[][];
+  setCommand: string | null;
+  /** Envelope nesting (SNS → CloudEvents…), at most 2. */
+  envelopeDepth: number;
+  /** Depth of the current envelope's root object; -1 when none. */
+  envDepth0: number;
+  envMeta: Record<string, MetaField> | null;
+  argsRoots: string[][];
+  envelope: { name: string; argsPath: string; snapshot: Envelope['snapshot']; operation: Envelope['operation'] } | null;
+  /** Second hash lane of the last walk() call (avoids an allocation per node). */
+  h2: number;
+}
+
+const LEAF_H: Hash2 = { a: 0, b: 0 };
+
+function pathOf(segs: readonly string[], from: number, prefix: string): string {
+  let p = prefix;
+  for (let i = from; i < segs.length; i++) {
+    const s = segs[i] ?? '';
+    if (s.startsWith('[')) p += s;
+    else if (SIMPLE_KEY.test(s)) p += p.length === 0 ? s : `.${s}`;
+    else p += `[${JSON.stringify(s.slice(0, 100))}]`;
+  }
+  return p;
+}
+const SIMPLE_KEY = /^[A-Za-z_$][\w$-]*$/;
+
+const fullPath = (ctx: Ctx): string => pathOf(ctx.segs, 0, 'body');
+const displayPath = (ctx: Ctx): string => {
+  const p = pathOf(ctx.segs, ctx.argsStart, '');
+  return p.length > 0 ? p : 'body';
+};
+
+function annotate(ctx: Ctx, cls: FieldClass, why: string): void {
+  if (!ctx.detail) return;
+  if (ctx.fields.length >= MAX_FIELD_ANNOTATIONS) {
+    ctx.truncated = true;
+    return;
+  }
+  const a: FieldAnnotation = { path: fullPath(ctx), class: cls, why };
+  if (ctx.jsonIn !== undefined) a.jsonIn = ctx.jsonIn;
+  ctx.fields.push(a);
+}
+
+function userSnapFor(ctx: Ctx, scope: Scope): Snap | null {
+  if (ctx.patterns.length === 0 || scope.snap?.kind === 'user') return null;
+  for (const p of ctx.patterns) {
+    if (matchesPrefix(p.segs, ctx.segs, 0) || (ctx.argsStart > 0 && matchesPrefix(p.segs, ctx.segs, ctx.argsStart))) {
+      let s = ctx.userSnaps.get(p.source);
+      if (s === undefined) {
+        s = { kind: 'user', label: p.source, why: `marked as an intentional snapshot (\`${p.source}\`)`, suppressed: [], count: 0 };
+        ctx.userSnaps.set(p.source, s);
+        ctx.snaps.push(s);
+      }
+      return s;
+    }
+  }
+  return null;
+}
+
+function sameSegs(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+const isArgsRoot = (ctx: Ctx): boolean => ctx.argsRoots.some((a) => sameSegs(a, ctx.segs));
+
+const ROLE_WORDS: Partial<Record<NameRole, string>> = {
+  state: 'status/state',
+  address: 'address',
+  contact: 'contact detail',
+  items: 'line items',
+  quantity: 'quantity',
+  balance: 'balance',
+  updated: 'modification stamp',
+  name: 'name/label',
+  amount: "the entity's current amount",
+  currency: "the entity's currency",
+  version: 'entity version',
+};
+
+/**
+ * A value that would be mutable state here: inside a snapshot it is immutable (and remembered for
+ * the snapshot's reason); otherwise it is cited for the entity / loose-state reason.
+ */
+function mutable(ctx: Ctx, scope: Scope, role: NameRole, cite: boolean): void {
+  if (scope.snap !== null) {
+    const s = scope.snap;
+    s.count++;
+    if (s.suppressed.length < 4 && cite && !scope.citeDone) s.suppressed.push(displayPath(ctx));
+    annotate(ctx, 'immutable-snapshot', `${ROLE_WORDS[role] ?? 'state'}, but ${s.why}`);
+    return;
+  }
+  const entity = scope.stateful?.entity ?? null;
+  if (ctx.detail) {
+    const where = entity !== null ? `of the embedded entity${entity.display.length > 0 ? ` \`${entity.display}\`` : ''}` : 'outside any entity';
+    annotate(ctx, 'mutable-state', `${ROLE_WORDS[role] ?? 'state'} ${where}: can change before a retry`);
+  }
+  if (!cite || scope.citeDone) return;
+  const c: Cite = { display: displayPath(ctx), path: fullPath(ctx), prio: ROLE_PRIORITY[role] ?? 20, order: ctx.order++ };
+  if (entity !== null) {
+    if (entity.cites.length < 64) entity.cites.push(c);
+  } else if (ctx.loose.length < 64) ctx.loose.push(c);
+}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const ULID_RE = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
+
+/** Classifies a scalar member by its name's role in context (rules F1–F14 of README.md). */
+function classifyLeaf(ctx: Ctx, scope: Scope, info: NameInfo, value: unknown, name: string): void {
+  const role = info.role;
+  const inState = scope.stateful !== null;
+  switch (role) {
+    case 'id':
+    case 'ref':
+      annotate(ctx, 'identifier', role === 'id' ? `\`${clip(name)}\` identifies an entity or operation` : `\`${clip(name)}\` is a reference`);
+      if (ctx.ids.length < 2 && !inState) ctx.ids.push(displayPath(ctx));
+      return;
+    case 'marker':
+      annotate(ctx, 'immutable-snapshot', 'event/snapshot time: marks its object as a point-in-time record');
+      return;
+    case 'time':
+      annotate(ctx, 'immutable-snapshot', 'when something happened: an event fact that does not change');
+      return;
+    case 'op':
+      annotate(ctx, 'immutable-snapshot', 'names the operation or event: a fact of the message');
+      return;
+    case 'new-value':
+      annotate(ctx, 'immutable-snapshot', 'a new value the message sets on purpose');
+      noteNewValue(ctx, scope, name);
+      return;
+    case 'snapshot':
+      annotate(ctx, 'immutable-snapshot', 'a snapshot value');
+      return;
+    default:
+      break;
+  }
+  if (inState && MUTABLE_ROLES.has(role)) {
+    mutable(ctx, scope, role, true);
+    return;
+  }
+  if (!inState && LOOSE_STATE_ROLES.has(role) && value !== null && value !== '' && typeof value !== 'boolean') {
+    mutable(ctx, scope, role, true);
+    return;
+  }
+  if (!inState && role === 'updated') {
+    mutable(ctx, scope, role, false);
+    return;
+  }
+  if (role === 'amount' || role === 'currency') {
+    annotate(ctx, 'immutable-snapshot', role === 'amount' ? 'an amount the sender fixed for this operation (a confirmed amount)' : 'the currency of a fixed amount');
+    if (ctx.fixed.length < 2) ctx.fixed.push(displayPath(ctx));
+    return;
+  }
+  if (typeof value === 'string' && (UUID_RE.test(value) || ULID_RE.test(value))) {
+    annotate(ctx, 'identifier', 'the value is a UUID/ULID');
+    return;
+  }
+  if (role !== 'other') {
+    annotate(ctx, 'unknown', `${ROLE_WORDS[role] ?? role} outside an entity: an argument of the operation`);
+    return;
+  }
+  annotate(ctx, 'unknown', 'no rule applies');
+}
+
+const clip = (s: string, n = 60): string => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+
+function noteNewValue(ctx: Ctx, scope: Scope, name: string): void {
+  if (scope.snap !== null) return;
+  const d = displayPath(ctx);
+  ctx.snaps.push({ kind: 'command', label: clip(name), why: `a new value sent on purpose (\`${d}\`)`, suppressed: [d], count: 1 });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The walk
+
+function walk(ctx: Ctx, v: unknown, scope: Scope, depth: number, info: NameInfo | null, name: string): number {
+  if (++ctx.nodes > MAX_WALK_NODES || depth > MAX_WALK_DEPTH) {
+    ctx.truncated = true;
+    ctx.hashExact = false;
+    ctx.h2 = 0;
+    return 0;
+  }
+  if (v === null || typeof v !== 'object') {
+    if (typeof v === 'string' && ctx.jsonParses < MAX_JSON_IN_STRING && looksLikeJson(v)) {
+      const parsed = tryParse(ctx, v);
+      if (parsed !== undefined) {
+        annotate(ctx, 'unknown', 'JSON carried in a string field: its members are classified below');
+        return walkJsonString(ctx, parsed, scope, depth, info, name);
+      }
+    }
+    if (info !== null) classifyLeaf(ctx, scope, info, v, name);
+    if (typeof v === 'string') hashString(v, 1, LEAF_H);
+    else if (typeof v === 'number') hashString(String(v), 2, LEAF_H);
+    else {
+      LEAF_H.a = v === true ? 0x1b873593 : v === false ? 0x2f3a8c11 : 0x5c2d8e17;
+      LEAF_H.b = LEAF_H.a ^ 0x68e31da4;
+    }
+    ctx.h2 = LEAF_H.b;
+    return LEAF_H.a;
+  }
+  if (Array.isArray(v)) return walkArray(ctx, v, scope, depth, info, name);
+  return walkObject(ctx, v as Record<string, unknown>, scope, depth, info);
+}
+
+function tryParse(ctx: Ctx, s: string): unknown {
+  ctx.jsonParses++;
+  try {
+    const p = JSON.parse(s) as unknown;
+    return p !== null && typeof p === 'object' ? p : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function walkJsonString(ctx: Ctx, parsed: unknown, scope: Scope, depth: number, info: NameInfo | null, name: string): number {
+  const prevJsonIn = ctx.jsonIn;
+  ctx.jsonIn ??= fullPath(ctx);
+  let h: number;
+  if (ctx.envelopeDepth < 2 && scope.stateful === null && isArgsRoot(ctx)) h = walkDocument(ctx, parsed, scope, depth + 1, undefined);
+  else h = walk(ctx, parsed, scope, depth + 1, info, name);
+  ctx.jsonIn = prevJsonIn;
+  return h;
+}
+
+function walkArray(ctx: Ctx, arr: unknown[], scope: Scope, depth: number, info: NameInfo | null, name: string): number {
+  const role = info?.role ?? 'other';
+  let childScope = scope;
+  const n = Math.min(arr.length, MAX_ARRAY_ITEMS);
+  if (arr.length > MAX_ARRAY_ITEMS) {
+    ctx.truncated = true;
+    ctx.hashExact = false;
+  }
+  let scalars = n > 0;
+  for (let i = 0; i < n && scalars; i++) {
+    const x: unknown = arr[i];
+    if (x !== null && typeof x === 'object') scalars = false;
+  }
+  if (info !== null) {
+    if (role === 'items' || role === 'address' || role === 'contact') {
+      if (n > 0 || scope.stateful !== null) mutable(ctx, scope, role, true);
+      childScope = { ...scope, stateful: scope.stateful ?? { entity: null }, citeDone: true };
+    } else if (role === 'snapshot' && scope.snap === null) {
+      annotate(ctx, 'immutable-snapshot', 'a snapshot container');
+      childScope = { ...scope, snap: containerSnap(ctx, 'marker') };
+    } else if (role === 'new-value' && scope.snap === null) {
+      annotate(ctx, 'immutable-snapshot', 'new values the message sets on purpose');
+      childScope = { ...scope, snap: containerSnap(ctx, 'command') };
+    } else if (scalars) {
+      // An array of scalars is annotated once, by its name.
+      classifyLeaf(ctx, scope, info, arr[0], name);
+    }
+  }
+  const parentNorm = info !== null ? singularNorm(info.norm) : scope.parentNorm;
+  const prevStart = ctx.argsStart;
+  if (isArgsRoot(ctx)) ctx.argsStart = Math.max(0, ctx.segs.length - 1);
+  let h = 0x3c6ef372;
+  let h2 = 0x1f83d9ab;
+  const elScope: Scope = { ...childScope, parentNorm };
+  const detail = ctx.detail;
+  if (scalars) ctx.detail = false; // elements of a scalar array are not annotated one by one
+  for (let i = 0; i < n; i++) {
+    ctx.segs.push(`[${i}]`);
+    const el: unknown = arr[i];
+    const x = walk(ctx, el, elScope, depth + 1, scalars ? null : info, name);
+    h = mixOrdered(h, x);
+    h2 = mixOrdered(h2, ctx.h2);
+    ctx.segs.pop();
+    if (ctx.nodes > MAX_WALK_NODES) break;
+  }
+  ctx.detail = detail;
+  ctx.argsStart = prevStart;
+  ctx.h2 = fmix(h2 ^ arr.length);
+  return fmix(h ^ arr.length);
+}
+
+function singularNorm(norm: string): string {
+  if (norm.endsWith('ies')) return `${norm.slice(0, -3)}y`;
+  if (norm.endsWith('s') && !norm.endsWith('ss')) return norm.slice(0, -1);
+  return norm;
+}
+
+/** A snapshot / command context opened by a container name (`snapshot`, `before`, `newAddress`…). */
+function containerSnap(ctx: Ctx, kind: 'marker' | 'command'): Snap {
+  const d = displayPath(ctx);
+  const s: Snap =
+    kind === 'marker'
+      ? { kind, label: d, why: `a point-in-time snapshot (\`${d}\`)`, suppressed: [], count: 0 }
+      : { kind, label: d, why: `a new value sent on purpose (\`${d}\`)`, suppressed: [d], count: 1 };
+  ctx.snaps.push(s);
+  return s;
+}
+
+function walkObject(ctx: Ctx, o: Record<string, unknown>, scope: Scope, depth: number, info: NameInfo | null): number {
+  const keys = Object.keys(o);
+  const m = Math.min(keys.length, MAX_OBJECT_MEMBERS);
+  if (keys.length > MAX_OBJECT_MEMBERS) {
+    ctx.truncated = true;
+    ctx.hashExact = false;
+  }
+  const argsHere = isArgsRoot(ctx);
+  const prevStart = ctx.argsStart;
+  if (argsHere) ctx.argsStart = ctx.segs.length;
+  const isEnvRoot = depth === ctx.envDepth0 && ctx.envMeta !== null;
+  let childScope = scope;
+  const role = info?.role ?? 'other';
+
+  // Containers named as snapshots or new values (rules P5, P6).
+  if (info !== null && scope.snap === null && role === 'snapshot') {
+    annotate(ctx, 'immutable-snapshot', 'a snapshot container');
+    childScope = { ...childScope, snap: containerSnap(ctx, 'marker') };
+  } else if (info !== null && scope.snap === null && role === 'new-value') {
+    annotate(ctx, 'immutable-snapshot', 'new values the message sets on purpose');
+    childScope = { ...childScope, snap: containerSnap(ctx, 'command') };
+  }
+
+  // Pass 1: markers, the command test and the entity test.
+  let idKey: string | null = null;
+  let hasState = false;
+  let marker: string | null = null;
+  let cmd: string | null = null;
+  const infos = new Array<NameInfo>(m);
+  const ownNorm = info !== null ? singularNorm(info.norm) : scope.parentNorm;
+  for (let i = 0; i < m; i++) {
+    const k = keys[i] ?? '';
+    const ki = nameInfo(k);
+    infos[i] = ki;
+    if (isEnvRoot) continue;
+    const r = ki.role;
+    if (r === 'marker') marker ??= k;
+    else if (r === 'id') {
+      if (ki.entity === null || (ki.entity.length > 0 && ki.entity === ownNorm)) idKey ??= k;
+    } else if (ENTITY_STATE_ROLES.has(r)) {
+      const v = o[k];
+      if (v !== null && v !== '' && v !== undefined && !(Array.isArray(v) && v.length === 0)) hasState = true;
+    } else if (argsHere && r === 'op') {
+      const v = o[k];
+      if (typeof v === 'string' && operationWords(v).some((w) => SET_VERBS.has(w))) cmd ??= clip(v, 80);
+    }
+  }
+
+  if (childScope.snap === null && marker !== null) {
+    ctx.segs.push(marker);
+    const d = displayPath(ctx);
+    ctx.segs.pop();
+    const s: Snap = { kind: 'marker', label: d, why: `a point-in-time record (marked by \`${d}\`)`, suppressed: [], count: 0 };
+    ctx.snaps.push(s);
+    childScope = { ...childScope, snap: s };
+  }
+  if (argsHere && childScope.snap === null && (cmd !== null || ctx.setCommand !== null)) {
+    const label = cmd ?? ctx.setCommand ?? '';
+    const s: Snap = { kind: 'command', label, why: `a value the command \`${label}\` sets on purpose`, suppressed: [], count: 0 };
+    ctx.snaps.push(s);
+    childScope = { ...childScope, snap: s };
+  }
+
+  // Rule P4: an object with its own id plus state that can change is an embedded entity.
+  if (childScope.stateful === null && idKey !== null && hasState) {
+    const display = argsHere ? '' : displayPath(ctx);
+    const shape = display.replace(/\[\d+\]/g, '[]');
+    let entity = ctx.entities.find((e) => e.shape === shape) ?? null;
+    if (entity === null) {
+      entity = { display, shape, suggestion: suggestion(ctx, idKey, argsHere), cites: [], count: 0 };
+      if (ctx.entities.length < 16) ctx.entities.push(entity);
+    }
+    entity.count++;
+    if (!argsHere) annotate(ctx, childScope.snap ? 'immutable-snapshot' : 'mutable-state', childScope.snap ? `embedded entity, but ${childScope.snap.why}` : 'embedded entity: an object with an id plus fields that can change');
+    childScope = { ...childScope, stateful: { entity } };
+  } else if (info !== null && (role === 'address' || role === 'contact')) {
+    mutable(ctx, childScope, role, true);
+    childScope = { ...childScope, stateful: childScope.stateful ?? { entity: null }, citeDone: true };
+  }
+
+  // Pass 2: members.
+  let ha = 0x6a09e667;
+  let hb = 0xbb67ae85;
+  const memberScope: Scope = { ...childScope, parentNorm: ownNorm };
+  const envMeta = isEnvRoot ? ctx.envMeta : null;
+  for (let i = 0; i < m; i++) {
+    const k = keys[i] ?? '';
+    const ki = infos[i] as NameInfo;
+    const v = o[k];
+    ctx.segs.push(k);
+    let x: number;
+    let perSend = ki.perSend && ctx.segs.length - ctx.argsStart <= 1;
+    const meta = envMeta !== null && Object.prototype.hasOwnProperty.call(envMeta, k) ? envMeta[k] : undefined;
+    if (meta !== undefined && !isArgsRoot(ctx)) {
+      annotate(ctx, meta.cls, meta.why);
+      x = hashOnly(ctx, v, depth + 1);
+      perSend = meta.perSend === true;
+    } else {
+      const user = userSnapFor(ctx, memberScope);
+      x = walk(ctx, v, user !== null ? { ...memberScope, snap: user } : memberScope, depth + 1, ki, k);
+    }
+    const x2 = ctx.h2;
+    const excluded = perSend || (ctx.hashExclude.length > 0 && ctx.hashExclude.some((e) => sameSegs(e, ctx.segs)));
+    ctx.segs.pop();
+    if (!excluded) {
+      hashString(k, 3, LEAF_H);
+      ha = (ha + mixOrdered(LEAF_H.a, x)) >>> 0;
+      hb = (hb + mixOrdered(LEAF_H.b, x2)) >>> 0;
+    }
+    if (ctx.nodes > MAX_WALK_NODES) break;
+  }
+  ctx.argsStart = prevStart;
+  ctx.h2 = fmix(hb ^ 0x510e527f);
+  return fmix(ha ^ 0x9b05688c);
+}
+
+/** Hashes an envelope metadata value without classifying it. */
+function hashOnly(ctx: Ctx, v: unknown, depth: number): number {
+  const detail = ctx.detail;
+  ctx.detail = false;
+  const h = walk(ctx, v, { snap: null, stateful: null, citeDone: true, parentNorm: '' }, depth, null, '');
+  ctx.detail = detail;
+  return h;
+}
+
+function suggestion(ctx: Ctx, idKey: string, argsHere: boolean): string {
+  if (argsHere) return `its \`${clip(idKey)}\``;
+  const idInfo = nameInfo(idKey);
+  if (idInfo.entity !== null && idInfo.entity.length > 0) return `\`${clip(idKey)}\``;
+  let key = ctx.segs[ctx.segs.length - 1] ?? '';
+  let plural = false;
+  if (key.startsWith('[')) {
+    key = ctx.segs[ctx.segs.length - 2] ?? '';
+    plural = true;
+  }
+  if (key.length === 0 || key.startsWith('[') || key.length > 60) return `its \`${clip(idKey)}\``;
+  const base = plural ? singularWord(key) : key;
+  const name = base.includes('_') ? `${base}_id${plural ? 's' : ''}` : `${base}${plural ? 'Ids' : 'Id'}`;
+  return `\`${name}\``;
+}
+
+function singularWord(word: string): string {
+  if (word.endsWith('ies')) return `${word.slice(0, -3)}y`;
+  if (word.endsWith('s') && !word.endsWith('ss')) return word.slice(0, -1);
+  return word;
+}
+
+/** Walks one document (the body, or JSON inside an SNS `Message`), recognising its envelope (rule P2). */
+function walkDocument(ctx: Ctx, root: unknown, scope: Scope, depth: number, known: Envelope | null | undefined): number {
+  const env = known !== undefined ? known : detectEnvelope(root, ctx.message, ctx.envelopeDepth > 0);
+  const prevArgs = ctx.argsRoots;
+  const prevMeta = ctx.envMeta;
+  const prevDepth0 = ctx.envDepth0;
+  const base = ctx.segs.slice();
+  ctx.envelopeDepth++;
+  let docScope = scope;
+  if (env !== null) {
+    ctx.argsRoots = env.args.map((a) => [...base, ...a]);
+    ctx.envMeta = env.meta;
+    ctx.envDepth0 = depth;
+    const argsPath = pathOf(ctx.argsRoots[0] ?? base, 0, 'body');
+    const prev = ctx.envelope;
+    ctx.envelope = prev === null ? { name: env.name, argsPath, snapshot: env.snapshot, operation: env.operation } : { name: `${prev.name} → ${env.name}`, argsPath, snapshot: env.snapshot ?? prev.snapshot, operation: env.operation ?? prev.operation };
+    if (env.snapshot !== null && docScope.snap === null) {
+      const s: Snap = { kind: 'envelope', label: env.snapshot.label, why: env.snapshot.why, suppressed: [], count: 0 };
+      ctx.snaps.push(s);
+      docScope = { ...docScope, snap: s };
+    }
+  } else {
+    ctx.argsRoots = [base];
+    ctx.envMeta = null;
+    ctx.envDepth0 = -1;
+  }
+  const h = walk(ctx, root, docScope, depth, null, '');
+  ctx.argsRoots = prevArgs;
+  ctx.envMeta = prevMeta;
+  ctx.envDepth0 = prevDepth0;
+  ctx.envelopeDepth--;
+  return h;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Operation (rule O1)
+
+const OP_HEADERS = ['type', 'event', 'event-type', 'eventtype', 'x-event-type', 'task', 'ce-type', 'ce_type', 'operation', 'command', 'x-github-event'];
+const OP_BODY_KEYS = ['command', 'cmd', 'operation', 'op', 'type', 'eventType', 'event_type', 'event', 'eventName', 'action', 'task'];
+
+/** The message-level operation: BullMQ job name, AMQP `type`, a type/event/task header. */
+function messageOperation(message: QueueMessage): { value: string; source: string } | null {
+  const job = message.meta.jobName;
+  if (typeof job === 'string' && job.length > 0) return { value: job.slice(0, 200), source: 'meta.jobName' };
+  const t = own(message.properties, 'type');
+  if (typeof t === 'string' && t.length > 0) return { value: t.slice(0, 200), source: 'properties.type' };
+  const h = headerText(message.headers, OP_HEADERS);
+  return h !== null ? { value: h.value, source: `headers.${h.name}` } : null;
+}
+
+function bodyOperation(args: unknown, argsPath: string): { value: string; source: string } | null {
+  if (!isRecord(args)) return null;
+  for (const k of OP_BODY_KEYS) {
+    const v = str(own(args, k));
+    if (v !== null) return { value: v, source: `${argsPath}.${k}` };
+  }
+  return null;
+}
+
+function argsValue(root: unknown, env: Envelope | null): { value: unknown; path: string } {
+  if (env === null) return { value: root, path: 'body' };
+  const first = env.args[0] ?? [];
+  let cur: unknown = root;
+  for (const seg of first) {
+    if (seg.startsWith('[')) cur = Array.isArray(cur) ? (cur as unknown[])[Number(seg.slice(1, -1))] : undefined;
+    else cur = own(cur, seg);
+  }
+  return { value: cur, path: pathOf(first, 0, 'body') };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entry point
+
+/** `body.data.idempotencyKey` → `['data', 'idempotencyKey']`; null for paths outside the body. */
+function bodySegs(path: string): string[] | null {
+  if (!path.startsWith('body')) return null;
+  const out: string[] = [];
+  const re = /\.([^.[\]]+)|\[(\d{1,6})\]/gy;
+  re.lastIndex = 4;
+  let m: RegExpExecArray | null;
+  while ((m = re.exec(path)) !== null) out.push(m[1] !== undefined ? m[1] : `[${m[2] ?? ''}]`);
+  return out;
+}
+
+const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
+const code = (s: string): string => `\`${s}\``;
+function list(xs: string[], more = 0): string {
+  const all = more > 0 ? [...xs, plural(more, 'more field')] : xs;
+  if (all.length <= 1) return all[0] ?? '';
+  return `${all.slice(0, -1).join(', ')} and ${all[all.length - 1] ?? ''}`;
+}
+
+/**
+ * Classifies the body's fields and gives the payload verdict (rules P1–P9, README.md).
+ *
+ * @param message the message; its body is decoded with the shared JSON cache.
+ * @param rules the queue's resolved rules (snapshot fields, queue-is-snapshot).
+ * @param key the extracted idempotency key: its body fields (unless composed by a template) are
+ *   left out of the business hash.
+ * @param detail `full` builds field annotations; `verdict` only the verdict and reasons.
+ * Never throws.
+ */
+export function analyzePayload(message: QueueMessage, rules: InspectRules, key: KeyExtraction | null, detail: 'full' | 'verdict' = 'full'): PayloadResult {
+  const view = bodyView(message);
+  const msgOp = messageOperation(message);
+  const empty = (format: PayloadAnalysis['format'], finding: Finding | null, hash: string | null): PayloadResult => {
+    const findings = finding ? [finding] : [];
+    const verdict = finding?.severity ?? 'ok';
+    return {
+      payload: { verdict, label: verdict, reasons: findings.map((f) => f.text), findings, fields: [], fieldsTruncated: false, envelope: null, argumentsPath: 'body', format, intentionalSnapshot: [] },
+      businessHash: hash,
+      operation: msgOp?.value ?? null,
+      operationSource: msgOp?.source ?? null,
+    };
+  };
+  const body = (message as { body?: QueueMessage['body'] }).body;
+  const data = typeof body?.data === 'string' ? body.data : '';
+  if (view.format !== 'json') {
+    if (view.format === 'empty') return empty('empty', { rule: 'not-json', severity: 'ok', text: 'the body is empty: nothing in the payload can go stale.', fields: [] }, null);
+    const h = hashHex(hashString(data, view.format === 'text' ? 11 : 12, { a: 0, b: 0 }));
+    if (body?.truncated === true) return empty(view.format, { rule: 'truncated', severity: 'review', text: 'the body was cut at the read limit, so its fields could not be classified; read the full message.', fields: [] }, `r${h}`);
+    const text = view.format === 'binary' ? `the body is binary (${plural(typeof body?.sizeBytes === 'number' ? body.sizeBytes : 0, 'byte')}): its fields were not classified.` : 'the body is text, not JSON: its fields were not classified.';
+    return empty(view.format, { rule: 'not-json', severity: 'ok', text, fields: [] }, `${view.format === 'text' ? 't' : 'b'}${h}`);
+  }
+
+  const patterns: SnapshotPattern[] = [];
+  if (rules.queueIsSnapshot) patterns.push({ source: 'whole queue', segs: ['**'] });
+  for (const p of rules.snapshotFields) {
+    const c = compileSnapshotPattern(p);
+    if (c !== null) patterns.push(c);
+  }
+  const hashExclude: string[][] = [];
+  if (key !== null && key.composed !== true) for (const f of key.fields) {
+    const s = bodySegs(f);
+    if (s !== null && s.length > 0) hashExclude.push(s);
+  }
+  const root = view.json;
+  const env = detectEnvelope(root, message, false);
+  const args = argsValue(root, env);
+  const op = msgOp ?? env?.operation ?? bodyOperation(args.value, args.path);
+  const setCommand = [msgOp?.value, env?.operation?.value].find((o): o is string => typeof o === 'string' && operationWords(o).some((w) => SET_VERBS.has(w))) ?? null;
+
+  const ctx: Ctx = {
+    message,
+    detail: detail === 'full',
+    fields: [],
+    truncated: false,
+    hashExact: true,
+    nodes: 0,
+    jsonParses: 0,
+    segs: [],
+    argsStart: 0,
+    jsonIn: undefined,
+    patterns,
+    userSnaps: new Map(),
+    snaps: [],
+    entities: [],
+    loose: [],
+    ids: [],
+    fixed: [],
+    order: 0,
+    hashExclude,
+    setCommand,
+    envelopeDepth: 0,
+    envDepth0: -1,
+    envMeta: null,
+    argsRoots: [],
+    envelope: null,
+    h2: 0,
+  };
+  const h1 = walkDocument(ctx, root, { snap: null, stateful: null, citeDone: false, parentNorm: '' }, 0, env);
+  const businessHash = ctx.hashExact ? `j${hashHex({ a: h1, b: ctx.h2 })}` : `r${hashHex(hashString(data, 13, { a: 0, b: 0 }))}`;
+
+  // Findings (rules P4–P9), most severe first.
+  const findings: Finding[] = [];
+  for (const e of ctx.entities) {
+    if (e.cites.length === 0) continue;
+    const cites = [...e.cites].sort((a, b) => a.prio - b.prio || a.order - b.order);
+    const shown = cites.slice(0, 2).map((c) => code(c.display));
+    const more = cites.length - shown.length;
+    const verb = shown.length === 1 && more === 0 ? 'embeds' : 'embed';
+    const self = e.display.length === 0 ? ' (the message is the entity itself)' : e.count > 1 ? ` (in ${plural(e.count, 'entity', 'entities')})` : '';
+    findings.push({
+      rule: 'embedded-entity',
+      severity: 'flag',
+      text: `${list(shown, more)} ${verb} state that can change before a retry${self}; send ${e.suggestion} and read current state.`,
+      fields: cites.slice(0, 8).map((c) => c.path),
+    });
+  }
+  if (ctx.loose.length > 0) {
+    const cites = [...ctx.loose].sort((a, b) => a.prio - b.prio || a.order - b.order);
+    const shown = cites.slice(0, 2).map((c) => code(c.display));
+    const more = cites.length - shown.length;
+    findings.push({
+      rule: 'loose-state',
+      severity: 'review',
+      text: `${list(shown, more)} ${shown.length === 1 && more === 0 ? 'carries' : 'carry'} state that can change before a retry; read it when processing, or mark it as an intentional snapshot if the copy is meant.`,
+      fields: cites.slice(0, 8).map((c) => c.path),
+    });
+  }
+  const intentional: string[] = [];
+  for (const s of ctx.snaps) {
+    if (s.count === 0) continue;
+    const fields = s.suppressed.length > 0 ? s.suppressed : [];
+    const what = fields.length > 0 ? list(fields.slice(0, 2).map(code), Math.max(0, s.count - Math.min(2, fields.length))) : plural(s.count, 'field');
+    if (s.kind === 'user') {
+      intentional.push(s.label);
+      findings.push({ rule: 'user-snapshot', severity: 'ok', text: `${what} ${s.count === 1 ? 'is' : 'are'} marked as an intentional snapshot (${code(s.label)}): sent as they were on purpose.`, fields: [] });
+    } else if (s.kind === 'command') {
+      findings.push({ rule: 'command-values', severity: 'ok', text: `${what} ${s.count === 1 ? 'is a value' : 'are values'} ${s.why.startsWith('a value the command') ? `the command ${code(s.label)} sets` : 'sent'} on purpose, not stale state.`, fields: [] });
+    } else {
+      const by = s.kind === 'envelope' ? `the ${s.label}` : `marked by ${code(s.label)}`;
+      findings.push({ rule: 'event-snapshot', severity: 'ok', text: `${what} ${s.count === 1 ? 'is' : 'are'} a point-in-time snapshot (${by}): fine as a record of what happened; read current state before acting on ${s.count === 1 ? 'it' : 'them'}.`, fields: [] });
+    }
+  }
+  if (!findings.some((f) => f.severity !== 'ok') && !findings.some((f) => f.rule !== 'no-mutable-state' && f.severity === 'ok')) {
+    const cited = [...ctx.ids, ...ctx.fixed].slice(0, 3).map(code);
+    findings.push({ rule: 'no-mutable-state', severity: 'ok', text: cited.length > 0 ? `only identifiers and fixed values (${cited.join(', ')}): nothing in the payload can go stale before a retry.` : 'no entity state found in the payload: nothing can go stale before a retry.', fields: [] });
+  }
+  const rank: Record<PayloadVerdictKind, number> = { flag: 0, review: 1, ok: 2 };
+  findings.sort((a, b) => rank[a.severity] - rank[b.severity]);
+  const verdict: PayloadVerdictKind = findings[0]?.severity ?? 'ok';
+  const label = verdict === 'ok' && intentional.length > 0 ? `ok (intentional snapshot: ${intentional.slice(0, 3).join(', ')})` : verdict;
+  return {
+    payload: {
+      verdict,
+      label,
+      reasons: findings.slice(0, MAX_REASONS).map((f) => f.text),
+      findings,
+      fields: ctx.fields,
+      fieldsTruncated: ctx.truncated,
+      envelope: ctx.envelope?.name ?? null,
+      argumentsPath: ctx.envelope?.argsPath ?? 'body',
+      format: 'json',
+      intentionalSnapshot: intentional,
+    },
+    businessHash,
+    operation: op?.value ?? null,
+    operationSource: op?.source ?? null,
+  };
+}

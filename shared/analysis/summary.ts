@@ -1,0 +1,330 @@
+import type { QueueMessage } from '../domain';
+import { analyzeMessage } from './analyze';
+import type {
+  AnalyzeOptions,
+  CompareSide,
+  DuplicateComparison,
+  DuplicateGroup,
+  KeyCollision,
+  KeyVerdictKind,
+  MessageAnalysis,
+  PayloadRuleId,
+  PayloadVerdictKind,
+  QueueSummaryAccumulator,
+  ReasonCount,
+  RedeliverySummary,
+  SamePayloadGroup,
+  SharedGroup,
+  SummaryOptions,
+} from './types';
+
+/**
+ * Per-queue "redelivery safety" summaries and duplicate comparisons (rules D1–D4 in README.md).
+ * Pure and streaming: messages are added one at a time and only bounded per-key state is kept.
+ */
+
+/** Default number of distinct keys (and of payload hashes) tracked for grouping. */
+export const DEFAULT_MAX_TRACKED = 100_000;
+const DEFAULT_MAX_GROUPS = 50;
+const DEFAULT_EXAMPLES = 5;
+/** Distinct keys remembered per payload hash. */
+const KEYS_PER_PAYLOAD = 32;
+
+interface KeyEntry {
+  count: number;
+  examples: string[];
+  /** First operation seen; `ops` is created when a second one appears. */
+  op: string | null;
+  ops: Map<string, { count: number; examples: string[] }> | null;
+}
+
+interface PayloadEntry {
+  count: number;
+  keys: string[];
+  examples: string[];
+}
+
+function isAnalysis(x: QueueMessage | MessageAnalysis): x is MessageAnalysis {
+  return typeof (x as MessageAnalysis).keyVerdict === 'object' && typeof (x as MessageAnalysis).payload === 'object';
+}
+
+const code = (s: string): string => `\`${s.length > 80 ? `${s.slice(0, 79)}…` : s}\``;
+const plural = (n: number, one: string, many = `${one}s`): string => `${n.toLocaleString('en')} ${n === 1 ? one : many}`;
+
+/**
+ * A streaming accumulator for one queue's {@link RedeliverySummary}: `add()` each message (or an
+ * analysis made earlier), `result()` at any time. Memory is bounded by `maxTracked` distinct keys
+ * and payload hashes (plus `examplesPerGroup` ids each); beyond it, messages are still counted but
+ * new keys are not grouped, and `bounds.capped` / `bounds.note` say so.
+ *
+ * @param options analysis options for raw messages (default `detail: 'verdict'`, which skips field
+ *   annotations) and the bounds.
+ */
+export function createQueueSummary(options: SummaryOptions = {}): QueueSummaryAccumulator {
+  const maxTracked = clampInt(options.maxTracked, DEFAULT_MAX_TRACKED, 1, 10_000_000);
+  const maxGroups = clampInt(options.maxGroups, DEFAULT_MAX_GROUPS, 1, 10_000);
+  const examples = clampInt(options.examplesPerGroup, DEFAULT_EXAMPLES, 1, 100);
+  const analyzeOptions: AnalyzeOptions = { ...options, detail: options.detail ?? 'verdict' };
+  const keyVerdicts: Record<KeyVerdictKind, number> = { 'business-derived': 0, 'opaque-random': 0, 'time-derived': 0, 'period-key': 0, missing: 0 };
+  const verdicts: Record<PayloadVerdictKind, number> = { ok: 0, review: 0, flag: 0 };
+  const reasons = new Map<PayloadRuleId, ReasonCount>();
+  const keys = new Map<string, KeyEntry>();
+  const payloads = new Map<string, PayloadEntry>();
+  let total = 0;
+  let large = 0;
+  let cappedKeys = 0;
+  let cappedPayloads = 0;
+
+  const addReason = (rule: PayloadRuleId, severity: PayloadVerdictKind, text: string, id: string): void => {
+    const r = reasons.get(rule);
+    if (r === undefined) reasons.set(rule, { rule, severity, count: 1, example: text, exampleIds: [id] });
+    else {
+      r.count++;
+      if (r.exampleIds.length < examples) r.exampleIds.push(id);
+    }
+  };
+
+  return {
+    add(item) {
+      const a = isAnalysis(item) ? item : analyzeMessage(item, analyzeOptions);
+      total++;
+      keyVerdicts[a.keyVerdict.verdict]++;
+      verdicts[a.verdict]++;
+      const id = a.messageId;
+      for (const f of a.payload.findings) if (f.severity !== 'ok') addReason(f.rule, f.severity, f.text, id);
+      if (a.size.verdict !== 'ok') {
+        large++;
+        addReason(a.size.verdict === 'over-limit' ? 'over-limit' : 'large-payload', a.size.verdict === 'over-limit' ? 'flag' : 'review', a.size.reason ?? 'large payload', id);
+      }
+      const key = a.key?.key;
+      if (key !== undefined && key.length > 0) {
+        let e = keys.get(key);
+        if (e === undefined) {
+          if (keys.size >= maxTracked) cappedKeys++;
+          else keys.set(key, (e = { count: 0, examples: [], op: a.operation, ops: null }));
+        }
+        if (e !== undefined) {
+          e.count++;
+          if (e.examples.length < examples) e.examples.push(id);
+          const op = a.operation;
+          if (op !== null) {
+            if (e.op === null) e.op = op;
+            if (e.ops === null && op !== e.op) {
+              e.ops = new Map([[e.op, { count: e.count - 1, examples: e.examples.slice(0, Math.min(examples, e.count - 1)) }]]);
+            }
+            if (e.ops !== null) {
+              const o = e.ops.get(op);
+              if (o === undefined) {
+                if (e.ops.size < 16) e.ops.set(op, { count: 1, examples: [id] });
+              } else {
+                o.count++;
+                if (o.examples.length < examples) o.examples.push(id);
+              }
+            }
+          }
+        }
+        const h = a.businessHash;
+        if (h !== null) {
+          let p = payloads.get(h);
+          if (p === undefined) {
+            if (payloads.size >= maxTracked) cappedPayloads++;
+            else payloads.set(h, (p = { count: 0, keys: [], examples: [] }));
+          }
+          if (p !== undefined) {
+            p.count++;
+            if (p.examples.length < examples) p.examples.push(id);
+            if (p.keys.length < KEYS_PER_PAYLOAD && !p.keys.includes(key)) p.keys.push(key);
+          }
+        }
+      }
+      return a;
+    },
+
+    result(): RedeliverySummary {
+      const dup: DuplicateGroup[] = [];
+      const collisions: KeyCollision[] = [];
+      let duplicateMessages = 0;
+      for (const [key, e] of keys) {
+        if (e.count > 1) {
+          dup.push({ key, count: e.count, exampleIds: e.examples.slice() });
+          duplicateMessages += e.count - 1;
+        }
+        if (e.ops !== null && e.ops.size > 1) {
+          const operations = [...e.ops].map(([operation, o]) => ({ operation, count: o.count, exampleIds: o.examples.slice() })).sort((x, y) => y.count - x.count);
+          const named = operations.slice(0, 3).map((o) => `${code(o.operation)} (${o.count})`);
+          const more = operations.length > 3 ? ` and ${operations.length - 3} more` : '';
+          collisions.push({
+            key,
+            operations,
+            reason: `key ${code(key)} is used for ${named.slice(0, -1).join(', ')}${named.length > 1 ? ' and ' : ''}${named[named.length - 1] ?? ''}${more}: a consumer that deduplicates on it skips all but the first as duplicates; put the operation into the key.`,
+          });
+        }
+      }
+      const same: SamePayloadGroup[] = [];
+      for (const [hash, p] of payloads) {
+        if (p.keys.length < 2) continue;
+        const distinct = p.keys.length;
+        same.push({
+          hash,
+          count: p.count,
+          keys: p.keys.slice(0, examples),
+          distinctKeys: distinct,
+          exampleIds: p.examples.slice(),
+          reason: `${plural(p.count, 'message')} carry the same payload under ${distinct >= KEYS_PER_PAYLOAD ? `${KEYS_PER_PAYLOAD}+` : distinct} different keys: the key is not derived from the business data, so a re-send of the same operation is not recognised as a duplicate.`,
+        });
+      }
+      dup.sort((x, y) => y.count - x.count || (x.key < y.key ? -1 : 1));
+      collisions.sort((x, y) => sumCounts(y) - sumCounts(x) || (x.key < y.key ? -1 : 1));
+      same.sort((x, y) => y.count - x.count || (x.hash < y.hash ? -1 : 1));
+      const capped = cappedKeys > 0 || cappedPayloads > 0;
+      return {
+        total,
+        keyVerdicts: { ...keyVerdicts },
+        businessDerivedShare: total === 0 ? 0 : keyVerdicts['business-derived'] / total,
+        verdicts: { ...verdicts },
+        flagged: verdicts.flag,
+        review: verdicts.review,
+        largePayloads: large,
+        reasons: [...reasons.values()].map((r) => ({ ...r, exampleIds: r.exampleIds.slice() })).sort((x, y) => sevRank(y.severity) - sevRank(x.severity) || y.count - x.count),
+        duplicateGroups: dup.slice(0, maxGroups),
+        duplicateGroupCount: dup.length,
+        duplicateMessages,
+        keyCollisions: collisions.slice(0, maxGroups),
+        keyCollisionCount: collisions.length,
+        samePayloadDifferentKeys: same.slice(0, maxGroups),
+        samePayloadDifferentKeysCount: same.length,
+        bounds: {
+          maxTracked,
+          trackedKeys: keys.size,
+          trackedPayloads: payloads.size,
+          capped,
+          note: capped
+            ? `Only the first ${maxTracked.toLocaleString('en')} distinct keys and payloads were grouped; ${plural(cappedKeys, 'message')} with new keys and ${plural(cappedPayloads, 'message')} with new payloads after that were counted but not grouped, so duplicate counts are lower bounds.`
+            : null,
+        },
+      };
+    },
+  };
+}
+
+const sevRank = (s: PayloadVerdictKind): number => (s === 'flag' ? 2 : s === 'review' ? 1 : 0);
+const sumCounts = (c: KeyCollision): number => c.operations.reduce((s, o) => s + o.count, 0);
+
+function clampInt(v: number | undefined, dflt: number, min: number, max: number): number {
+  if (typeof v !== 'number' || !Number.isFinite(v)) return dflt;
+  return Math.min(max, Math.max(min, Math.floor(v)));
+}
+
+/**
+ * Summarises a whole set of messages (see {@link createQueueSummary}).
+ *
+ * @param messages any iterable: an array, or a generator reading a snapshot line by line.
+ */
+export function summarizeQueue(messages: Iterable<QueueMessage | MessageAnalysis>, options: SummaryOptions = {}): RedeliverySummary {
+  const acc = createQueueSummary(options);
+  for (const m of messages) acc.add(m);
+  return acc.result();
+}
+
+/**
+ * Duplicates between two message sets: a DLQ and its source queue, or two snapshots of one queue
+ * (rule D4). Side A is indexed (bounded by `maxTracked` keys and payload hashes), side B streamed.
+ *
+ * - shared keys: a key on both sides. For DLQ → source this is what redrive would replay into a
+ *   queue that already holds (or held) the same operation;
+ * - same payload, different keys: the same business payload on both sides under keys that differ,
+ *   so the consumer cannot recognise the copy.
+ *
+ * @returns counts, the largest groups (at most `maxGroups`) with example ids, and sentences. Never throws.
+ */
+export function compareDuplicates(a: CompareSide, b: CompareSide, options: Pick<SummaryOptions, 'maxTracked' | 'maxGroups' | 'examplesPerGroup'> = {}): DuplicateComparison {
+  const maxTracked = clampInt(options.maxTracked, DEFAULT_MAX_TRACKED, 1, 10_000_000);
+  const maxGroups = clampInt(options.maxGroups, DEFAULT_MAX_GROUPS, 1, 10_000);
+  const examples = clampInt(options.examplesPerGroup, DEFAULT_EXAMPLES, 1, 100);
+  const optsA: AnalyzeOptions = { ...(a.options ?? {}), detail: 'verdict' };
+  const optsB: AnalyzeOptions = { ...(b.options ?? {}), detail: 'verdict' };
+  const keysA = new Map<string, { count: number; examples: string[] }>();
+  const payA = new Map<string, { count: number; keys: string[]; examples: string[] }>();
+  let capped = false;
+  let totalA = 0;
+  let withKeyA = 0;
+  for (const item of a.messages) {
+    const x = isAnalysis(item) ? item : analyzeMessage(item, optsA);
+    totalA++;
+    const key = x.key?.key;
+    if (key === undefined || key.length === 0) continue;
+    withKeyA++;
+    const e = keysA.get(key);
+    if (e !== undefined) {
+      e.count++;
+      if (e.examples.length < examples) e.examples.push(x.messageId);
+    } else if (keysA.size < maxTracked) keysA.set(key, { count: 1, examples: [x.messageId] });
+    else capped = true;
+    if (x.businessHash !== null) {
+      const p = payA.get(x.businessHash);
+      if (p !== undefined) {
+        p.count++;
+        if (p.examples.length < examples) p.examples.push(x.messageId);
+        if (p.keys.length < KEYS_PER_PAYLOAD && !p.keys.includes(key)) p.keys.push(key);
+      } else if (payA.size < maxTracked) payA.set(x.businessHash, { count: 1, keys: [key], examples: [x.messageId] });
+      else capped = true;
+    }
+  }
+  const shared = new Map<string, SharedGroup>();
+  const samePayload = new Map<string, SharedGroup & { keysA: string[]; keysB: string[] }>();
+  let totalB = 0;
+  let withKeyB = 0;
+  let bInA = 0;
+  for (const item of b.messages) {
+    const x = isAnalysis(item) ? item : analyzeMessage(item, optsB);
+    totalB++;
+    const key = x.key?.key;
+    if (key === undefined || key.length === 0) continue;
+    withKeyB++;
+    const inA = keysA.get(key);
+    if (inA !== undefined) {
+      bInA++;
+      const g = shared.get(key);
+      if (g !== undefined) {
+        g.countB++;
+        if (g.exampleIdsB.length < examples) g.exampleIdsB.push(x.messageId);
+      } else if (shared.size < maxTracked) shared.set(key, { key, countA: inA.count, countB: 1, exampleIdsA: inA.examples.slice(), exampleIdsB: [x.messageId] });
+      else capped = true;
+    }
+    const h = x.businessHash;
+    const p = h !== null ? payA.get(h) : undefined;
+    if (h !== null && p !== undefined && !p.keys.includes(key)) {
+      const g = samePayload.get(h);
+      if (g !== undefined) {
+        g.countB++;
+        if (g.exampleIdsB.length < examples) g.exampleIdsB.push(x.messageId);
+        if (g.keysB.length < examples && !g.keysB.includes(key)) g.keysB.push(key);
+      } else if (samePayload.size < maxTracked) samePayload.set(h, { key: h, countA: p.count, countB: 1, exampleIdsA: p.examples.slice(), exampleIdsB: [x.messageId], keysA: p.keys.slice(0, examples), keysB: [key] });
+      else capped = true;
+    }
+  }
+  const sharedList = [...shared.values()].sort((x, y) => y.countA + y.countB - (x.countA + x.countB) || (x.key < y.key ? -1 : 1));
+  const sameList = [...samePayload.values()].sort((x, y) => y.countB - x.countB || (x.key < y.key ? -1 : 1));
+  const reasons: string[] = [];
+  if (bInA > 0) {
+    reasons.push(
+      `${plural(bInA, 'message')} in ${code(b.label)} share${bInA === 1 ? 's' : ''} a key with ${code(a.label)} (${plural(shared.size, 'key')}): replaying them (redrive, re-send) repeats operations the other side already carries; safe only if the consumer checks the key.`,
+    );
+  }
+  const sameCount = sameList.reduce((s, g) => s + g.countB, 0);
+  if (sameCount > 0) {
+    reasons.push(`${plural(sameCount, 'message')} in ${code(b.label)} carry the same payload as messages in ${code(a.label)} under different keys: the keys are not derived from the business data, so these copies are not recognised as duplicates.`);
+  }
+  if (reasons.length === 0) reasons.push(`No message in ${code(b.label)} shares a key or a business payload with ${code(a.label)}.`);
+  return {
+    a: { label: a.label, total: totalA, withKey: withKeyA },
+    b: { label: b.label, total: totalB, withKey: withKeyB },
+    sharedKeys: sharedList.slice(0, maxGroups),
+    sharedKeyCount: sharedList.length,
+    messagesBWithKeyInA: bInA,
+    samePayloadDifferentKeys: sameList.slice(0, maxGroups),
+    samePayloadDifferentKeysCount: sameList.length,
+    reasons,
+    bounds: { maxTracked, capped, note: capped ? `More than ${maxTracked.toLocaleString('en')} distinct keys or payloads: only the first were compared, so the counts are lower bounds.` : null },
+  };
+}
