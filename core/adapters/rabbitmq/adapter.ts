@@ -36,6 +36,7 @@ import {
   type Topology,
 } from './topology';
 import { abortable } from '../../lib/abort';
+import { createRabbitmqTuning } from './tuning';
 
 /** Columns requested from `GET /api/queues/<vhost>` (keeps a 1,000-queue listing small and fast). */
 const LIST_COLUMNS = 'name,type,messages_ready,messages_unacknowledged,consumers,arguments,effective_policy_definition,policy,durable,auto_delete,exclusive,messages,state';
@@ -116,6 +117,7 @@ export class RabbitmqAdapter implements BrokerAdapter {
   readonly broker = 'rabbitmq' as const;
   private readonly s: RabbitmqSettings;
   private readonly mgmt: ManagementClient;
+  readonly tuning = createRabbitmqTuning(() => this.mgmt);
   private conn: Promise<ChannelModel> | null = null;
 
   constructor(config: RabbitmqConnectionConfig) {
