@@ -1,0 +1,287 @@
+/**
+ * RabbitMQ audit rules. Facts come from the management API: queue arguments and the effective
+ * policy definition (queue arguments win for the dead-letter exchange and routing key; the lower
+ * value wins for TTL, max length and delivery limit — https://www.rabbitmq.com/docs/dlx,
+ * https://www.rabbitmq.com/docs/parameters#policies), exchanges and bindings.
+ */
+import { fmtMs, notApplicable, notChecked, pass, type QueueRule } from './rule-kit';
+import type { AuditFix, RabbitQueueFacts, SourcedValue } from './types';
+
+type RabbitRule = QueueRule<RabbitQueueFacts>;
+const DLX_DOC = 'https://www.rabbitmq.com/docs/dlx';
+
+function src<T>(s: SourcedValue<T> | null): string {
+  if (!s) return 'unset';
+  return `${String(s.value)} (${s.source === 'argument' ? 'queue argument' : s.source === 'policy' ? 'policy' : s.source === 'node' ? 'node setting' : 'default'})`;
+}
+
+/** Queues that are transient by design (exclusive, auto-delete, server-named reply queues) or streams: no dead-lettering expected. */
+function transient(q: RabbitQueueFacts): boolean {
+  return q.exclusive === true || q.autoDelete === true || q.name.startsWith('amq.');
+}
+
+/** Messages can be dropped by expiry or by the default overflow behaviour (drop-head) of a max length. */
+function dropsByTtlOrLength(q: RabbitQueueFacts): boolean {
+  return q.messageTtlMs !== null || ((q.maxLength !== null || q.maxLengthBytes !== null) && q.overflow === null);
+}
+
+function dlxFix(q: RabbitQueueFacts): { fix?: AuditFix } {
+  if (!q.dlqCandidate) return {};
+  return {
+    fix: {
+      kind: 'rabbitmq.add-dlx-policy',
+      queueId: q.id,
+      vhost: q.vhost,
+      queueName: q.name,
+      policyName: `qs-dlx-${q.name}`.slice(0, 255),
+      deadLetterExchange: q.dlqCandidate.exchange,
+      deadLetterRoutingKey: q.dlqCandidate.routingKey,
+      deadLetterQueue: q.dlqCandidate.queue,
+    },
+  };
+}
+
+export const rabbitNoDlx: RabbitRule = {
+  kind: 'rabbitmq',
+  meta: {
+    id: 'rabbitmq.no-dead-letter-exchange',
+    broker: 'rabbitmq',
+    scope: 'queue',
+    severity: 'warning',
+    title: 'No dead-letter exchange',
+    why: 'Without a dead-letter exchange (queue argument or policy), a message a consumer rejects without requeue — or one that hits the delivery limit — is discarded instead of kept for inspection and redrive.',
+    fix: 'Add a policy with "dead-letter-exchange" (and "dead-letter-routing-key") matching the queue, pointing at an exchange bound to a DLQ; policies can be changed later without redeclaring the queue.',
+    docUrl: DLX_DOC,
+    thresholds: {},
+  },
+  check(q) {
+    if (q.type === 'stream' || transient(q) || q.isDeadLetterQueue) return notApplicable;
+    if (q.deadLetterExchange) return pass();
+    if (dropsByTtlOrLength(q) || q.overflow?.value === 'drop-head') return notApplicable; // the more specific rules report it
+    return {
+      status: 'fail',
+      message: `${q.name} has no dead-letter exchange (no x-dead-letter-exchange argument, no policy key): rejected messages are discarded.${q.dlqCandidate ? ` ${q.dlqCandidate.queue} exists and could receive them.` : ''}`,
+      evidence: { arguments: q.arguments, policy: q.policy, effectivePolicyDefinition: q.policyDefinition },
+      ...dlxFix(q),
+    };
+  },
+};
+
+export const rabbitDlxMissing: RabbitRule = {
+  kind: 'rabbitmq',
+  meta: {
+    id: 'rabbitmq.dead-letter-exchange-missing',
+    broker: 'rabbitmq',
+    scope: 'queue',
+    severity: 'error',
+    title: 'Dead-letter exchange does not exist',
+    why: 'RabbitMQ does not check that the dead-letter exchange exists: when it does not, dead letters are silently dropped.',
+    fix: 'Declare the exchange the queue names (x-dead-letter-exchange / policy dead-letter-exchange) and bind a DLQ to it.',
+    docUrl: DLX_DOC,
+    thresholds: {},
+  },
+  check(q) {
+    if (!q.deadLetterExchange) return notApplicable;
+    if (!q.deadLetterRouting) return notChecked('exchanges and bindings could not be read');
+    if (q.deadLetterRouting.exchangeExists) return pass();
+    return {
+      status: 'fail',
+      message: `${q.name} dead-letters to exchange '${q.deadLetterExchange.value}' (${src(q.deadLetterExchange)}), which does not exist in vhost '${q.vhost}': dead letters are dropped.`,
+      evidence: { deadLetterExchange: q.deadLetterExchange, vhost: q.vhost },
+    };
+  },
+};
+
+export const rabbitDlxUnroutable: RabbitRule = {
+  kind: 'rabbitmq',
+  meta: {
+    id: 'rabbitmq.dead-letters-unroutable',
+    broker: 'rabbitmq',
+    scope: 'queue',
+    severity: 'error',
+    title: 'No binding routes the dead letters',
+    why: 'When no binding of the dead-letter exchange matches the dead-letter routing key (or, without one, the keys messages arrive with), dead letters are silently dropped.',
+    fix: 'Bind the DLQ to the dead-letter exchange with the dead-letter routing key (or set x-dead-letter-routing-key to a key that is bound).',
+    docUrl: DLX_DOC,
+    thresholds: {},
+  },
+  check(q) {
+    if (!q.deadLetterExchange) return notApplicable;
+    if (!q.deadLetterRouting) return notChecked('exchanges and bindings could not be read');
+    const r = q.deadLetterRouting;
+    if (!r.exchangeExists) return notApplicable; // rabbitmq.dead-letter-exchange-missing
+    if (r.reachedQueues.length > 0) return pass(`dead letters reach ${r.reachedQueues.join(', ')}`);
+    if (r.unresolved.length > 0 && r.problem === null) return notChecked(r.unresolved.join('; '));
+    return {
+      status: 'fail',
+      message: `${r.problem ?? `no binding of '${r.exchange}' matches ${r.routingKeys.map((k) => `'${k}'`).join(', ')}: dead letters are dropped`}.`,
+      evidence: { deadLetterExchange: q.deadLetterExchange, deadLetterRoutingKey: q.deadLetterRoutingKey, routingKeys: r.routingKeys },
+    };
+  },
+};
+
+export const rabbitQuorumNoDeliveryLimit: RabbitRule = {
+  kind: 'rabbitmq',
+  meta: {
+    id: 'rabbitmq.quorum-no-delivery-limit',
+    broker: 'rabbitmq',
+    scope: 'queue',
+    severity: 'warning',
+    title: 'Quorum queue without a delivery limit',
+    why: 'A quorum queue without a delivery limit (before RabbitMQ 4.0, which defaults to 20) redelivers a poison message that crashes its consumer forever.',
+    fix: 'Set "delivery-limit" in a policy (or x-delivery-limit) to a small number such as 5, with a dead-letter exchange.',
+    docUrl: 'https://www.rabbitmq.com/docs/quorum-queues#poison-message-handling',
+    thresholds: {},
+  },
+  check(q, ctx) {
+    if (q.type !== 'quorum' || q.isDeadLetterQueue) return notApplicable;
+    if (q.deliveryLimit) return pass();
+    const major = Number((ctx.rabbitServer?.version ?? '').split('.')[0]);
+    if (Number.isFinite(major) && major >= 4) return pass('RabbitMQ 4.x applies a default delivery limit of 20');
+    return { status: 'fail', message: `${q.name} is a quorum queue with no delivery limit${ctx.rabbitServer?.version ? ` on RabbitMQ ${ctx.rabbitServer.version}` : ''}: a poison message is redelivered forever.`, evidence: { deliveryLimit: null, version: ctx.rabbitServer?.version ?? null } };
+  },
+};
+
+export const rabbitTtlOrLengthWithoutDlx: RabbitRule = {
+  kind: 'rabbitmq',
+  meta: {
+    id: 'rabbitmq.ttl-or-max-length-without-dlx',
+    broker: 'rabbitmq',
+    scope: 'queue',
+    severity: 'error',
+    title: 'Message TTL or max length without a dead-letter exchange',
+    why: 'Messages that expire (message TTL) or are pushed out by a max length (default overflow drop-head) are discarded silently when the queue has no dead-letter exchange.',
+    fix: 'Add a dead-letter exchange (policy "dead-letter-exchange") bound to a DLQ, or set overflow "reject-publish" so publishers are told, or remove the TTL/limit.',
+    docUrl: 'https://www.rabbitmq.com/docs/ttl',
+    thresholds: {},
+  },
+  check(q) {
+    if (q.type === 'stream' || transient(q)) return notApplicable;
+    if (!dropsByTtlOrLength(q)) return notApplicable;
+    if (q.deadLetterExchange) return pass();
+    const parts: string[] = [];
+    if (q.messageTtlMs) parts.push(`message TTL ${fmtMs(q.messageTtlMs.value)} (${q.messageTtlMs.source})`);
+    if (q.maxLength) parts.push(`max length ${q.maxLength.value} (${q.maxLength.source})`);
+    if (q.maxLengthBytes) parts.push(`max length ${q.maxLengthBytes.value} bytes (${q.maxLengthBytes.source})`);
+    return {
+      status: 'fail',
+      message: `${q.name} has ${parts.join(' and ')} but no dead-letter exchange: ${q.messageTtlMs ? 'expired' : 'overflowing'} messages are dropped silently.`,
+      evidence: { messageTtlMs: q.messageTtlMs, maxLength: q.maxLength, maxLengthBytes: q.maxLengthBytes, overflow: q.overflow },
+      ...dlxFix(q),
+    };
+  },
+};
+
+export const rabbitDropHeadWithoutDlx: RabbitRule = {
+  kind: 'rabbitmq',
+  meta: {
+    id: 'rabbitmq.drop-head-without-dlx',
+    broker: 'rabbitmq',
+    scope: 'queue',
+    severity: 'error',
+    title: 'overflow drop-head without a dead-letter exchange',
+    why: 'With overflow drop-head the oldest messages are removed when the queue is full; without a dead-letter exchange they are lost silently.',
+    fix: 'Add a dead-letter exchange bound to a DLQ, or use overflow "reject-publish" (publishers with confirms then see a nack).',
+    docUrl: 'https://www.rabbitmq.com/docs/maxlength',
+    thresholds: {},
+  },
+  check(q) {
+    if (q.overflow?.value !== 'drop-head' || transient(q)) return notApplicable;
+    if (q.deadLetterExchange) return pass();
+    return {
+      status: 'fail',
+      message: `${q.name} has overflow drop-head (${q.overflow.source})${q.maxLength ? ` with max length ${q.maxLength.value}` : q.maxLengthBytes ? ` with max length ${q.maxLengthBytes.value} bytes` : ''} and no dead-letter exchange: the oldest messages are dropped silently when it is full.`,
+      evidence: { overflow: q.overflow, maxLength: q.maxLength, maxLengthBytes: q.maxLengthBytes },
+      ...dlxFix(q),
+    };
+  },
+};
+
+export const rabbitConsumerTimeout: RabbitRule = {
+  kind: 'rabbitmq',
+  meta: {
+    id: 'rabbitmq.consumer-timeout-below-processing-time',
+    broker: 'rabbitmq',
+    scope: 'queue',
+    severity: 'error',
+    title: 'consumer_timeout below measured processing time',
+    why: 'When a delivery stays unacknowledged longer than the consumer timeout, RabbitMQ closes the channel and requeues the message while the consumer may still be processing it: a duplicate, and a crash loop for slow jobs.',
+    fix: 'Raise consumer_timeout (rabbitmq.conf, ms; per queue with x-consumer-timeout / a consumer-timeout policy on RabbitMQ ≥ 3.12) above several times the measured p99, or make processing faster.',
+    docUrl: 'https://www.rabbitmq.com/docs/consumers#acknowledgement-timeout',
+    thresholds: { safetyFactor: { default: 1, min: 1, max: 100, description: 'the timeout must be at least this many times the measured p99' } },
+    needsMeasurement: true,
+  },
+  check(q, ctx) {
+    if (q.type === 'stream') return notApplicable;
+    const m = ctx.measurement(q);
+    if (!m || m.p99Ms === null) return notChecked('no measurement');
+    const t = q.consumerTimeoutMs;
+    if (!t) return notChecked('the consumer timeout could not be read');
+    const need = m.p99Ms * ctx.threshold('safetyFactor');
+    if (t.value >= need) return pass();
+    return { status: 'fail', message: `Consumer timeout ${fmtMs(t.value)} (${t.source}) is below the measured p99 processing time ${fmtMs(m.p99Ms)}${ctx.threshold('safetyFactor') > 1 ? ` × ${ctx.threshold('safetyFactor')}` : ''}.`, evidence: { consumerTimeoutMs: t, p99Ms: m.p99Ms, measurementSource: m.source } };
+  },
+};
+
+export const rabbitNonDurable: RabbitRule = {
+  kind: 'rabbitmq',
+  meta: {
+    id: 'rabbitmq.non-durable-queue',
+    broker: 'rabbitmq',
+    scope: 'queue',
+    severity: 'warning',
+    title: 'Non-durable work queue',
+    why: 'A non-durable queue and all its messages disappear when the broker restarts.',
+    fix: 'Declare work queues durable (and publish persistent messages); quorum queues are always durable. A queue cannot be made durable in place: declare a new one and move the messages.',
+    docUrl: 'https://www.rabbitmq.com/docs/queues#durability',
+    thresholds: {},
+  },
+  check(q) {
+    if (transient(q)) return notApplicable;
+    if (q.durable === null) return notChecked('durability could not be read');
+    if (q.durable) return pass();
+    return { status: 'fail', message: `${q.name} is not durable: it and its ${q.messages ?? 'unknown number of'} messages are lost on a broker restart.`, evidence: { durable: false, exclusive: q.exclusive, autoDelete: q.autoDelete } };
+  },
+};
+
+export const rabbitDlqNoConsumers: RabbitRule = {
+  kind: 'rabbitmq',
+  meta: {
+    id: 'rabbitmq.dlq-growing-without-consumers',
+    broker: 'rabbitmq',
+    scope: 'queue',
+    severity: 'warning',
+    title: 'DLQ with no consumers keeps growing',
+    why: 'A dead-letter queue nobody consumes or watches grows until memory or disk alarms block publishers, and the failures it holds go unnoticed.',
+    fix: 'Alert on the first dead letter, inspect and redrive or discard them; cap the DLQ (max-length with overflow reject-publish) or give it a consumer that parks failures elsewhere.',
+    docUrl: DLX_DOC,
+    thresholds: { maxMessages: { default: 1000, min: 0, description: 'messages in a consumer-less DLQ at which it is reported even without growth' } },
+  },
+  check(q, ctx) {
+    if (!q.isDeadLetterQueue) return notApplicable;
+    if (q.consumers === null || q.messages === null) return notChecked('queue statistics are not available yet (management API stats lag a few seconds)');
+    if (q.consumers > 0 || q.messages === 0) return pass();
+    const max = ctx.threshold('maxMessages');
+    const growing = q.messagesGrowthPerS !== null && q.messagesGrowthPerS > 0;
+    if (!growing && q.messages < max) return pass(`${q.messages} messages, not growing`);
+    return {
+      status: 'fail',
+      message: `${q.name} has no consumers and holds ${q.messages} messages${growing ? `, growing by ${q.messagesGrowthPerS?.toFixed(2) ?? '?'} per second` : ` (at least ${max})`}.`,
+      evidence: { consumers: q.consumers, messages: q.messages, growthPerS: q.messagesGrowthPerS, threshold: max },
+    };
+  },
+};
+
+/** Every RabbitMQ rule, in report order. */
+export const RABBITMQ_RULES: RabbitRule[] = [
+  rabbitNoDlx,
+  rabbitDlxMissing,
+  rabbitDlxUnroutable,
+  rabbitQuorumNoDeliveryLimit,
+  rabbitTtlOrLengthWithoutDlx,
+  rabbitDropHeadWithoutDlx,
+  rabbitConsumerTimeout,
+  rabbitNonDurable,
+  rabbitDlqNoConsumers,
+];
+
