@@ -107,6 +107,11 @@ export interface MeasureOptions {
   maxSamples?: number;
   /** Redis Streams: the consumer group whose PEL is sampled (default: the first group). */
   group?: string;
+  /**
+   * Allow reads that count as a delivery (SQS: receiving up to 10 messages with VisibilityTimeout 0
+   * to read their ApproximateReceiveCount — with a RedrivePolicy this can move a message to the DLQ).
+   */
+  acceptSideEffects?: boolean;
   /** Called after each poll with the fraction done (0–1) and what was seen so far. */
   onProgress?: (p: { fraction: number; polls: number; samples: number }) => void;
 }
