@@ -18,6 +18,7 @@ import type { BrokerAdapter } from '../adapters/types';
 import type { ConnectionManager } from './connection-manager';
 import { assertPeekAllowed, exportQueue } from './export';
 import type { OperationManager } from './operations';
+import { createInspectHandlers } from '../inspect/api-handlers';
 
 /** File dialogs, provided by the runtime (Electron `dialog`, or the browser bridge's own). */
 export interface ApiDialogs {
@@ -209,6 +210,7 @@ export function createApiHandlers(deps: ApiDeps): ApiHandlers {
     },
     'operations.get': (input) => Promise.resolve(operations.get(input.operationId)),
     'operations.cancel': (input) => Promise.resolve(operations.cancel(input.operationId)),
+    ...createInspectHandlers({ connections, operations }),
   };
 }
 

@@ -39,6 +39,11 @@ export class ConnectionManager {
     this.factory = options.createAdapter ?? defaultCreateAdapter;
   }
 
+  /** The saved-connection store, for settings kept with a profile (e.g. inspect rules). */
+  get profileStore(): ProfileStore {
+    return this.store;
+  }
+
   /** Problems found loading the profile files (see `ProfileStore.problems`). */
   get problems(): ErrorInfo[] {
     return [...this.store.problems];

@@ -32,6 +32,9 @@ function fakeHandlers(calls: { method: string; input: unknown }[]): ApiHandlers 
     'snapshots.open': unused,
     'operations.get': unused,
     'operations.cancel': unused,
+    'inspect.queue': unused,
+    'inspect.rules.get': unused,
+    'inspect.rules.set': unused,
   };
 }
 

@@ -9,6 +9,7 @@ import {
   type QueueSummary,
 } from '../domain';
 import { API_METHOD_NAMES, type ApiMethodName } from './methods';
+import { inspectQueueInputSchema, inspectRulesSetInputSchema, type InspectRulesState } from './inspect';
 
 /**
  * The one API between the renderer and the main process (and, in the browser
@@ -77,6 +78,10 @@ export const apiInputSchemas = {
     .strict(),
   'operations.get': z.object({ operationId: id }).strict(),
   'operations.cancel': z.object({ operationId: id }).strict(),
+  /** Redelivery safety of a queue (issue 3): starts an `inspect` operation; see shared/api/inspect.ts. */
+  'inspect.queue': inspectQueueInputSchema,
+  'inspect.rules.get': z.object({ connectionId: id }).strict(),
+  'inspect.rules.set': inspectRulesSetInputSchema,
 } as const;
 
 export type ApiMethod = keyof typeof apiInputSchemas;
@@ -131,6 +136,10 @@ export interface ApiOutputs {
   'snapshots.open': ConnectionProfile | null;
   'operations.get': OperationSnapshot;
   'operations.cancel': OperationSnapshot;
+  /** The `inspect` operation; when completed, `result.report` is an `InspectReport` (shared/api/inspect.ts). */
+  'inspect.queue': OperationSnapshot;
+  'inspect.rules.get': InspectRulesState;
+  'inspect.rules.set': InspectRulesState;
 }
 
 export type ApiInput<M extends ApiMethod> = z.input<(typeof apiInputSchemas)[M]>;

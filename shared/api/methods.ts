@@ -16,6 +16,9 @@ export const API_METHOD_NAMES = [
   'snapshots.open',
   'operations.get',
   'operations.cancel',
+  'inspect.queue',
+  'inspect.rules.get',
+  'inspect.rules.set',
 ] as const;
 
 export type ApiMethodName = (typeof API_METHOD_NAMES)[number];

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { CliContext } from '../context';
 import * as connections from './connections';
 import * as exportCommand from './export';
+import * as inspect from './inspect';
 import * as peek from './peek';
 import * as queues from './queues';
 
@@ -14,4 +15,4 @@ export interface CliCommandModule {
  * The CLI's commands, in the order `--help` lists them. One file per command; add a command by
  * adding its module here.
  */
-export const COMMANDS: readonly CliCommandModule[] = [connections, queues, peek, exportCommand];
+export const COMMANDS: readonly CliCommandModule[] = [connections, queues, peek, exportCommand, inspect];

@@ -1,0 +1,83 @@
+import type { ApiHandlers } from '../../shared/api/contract';
+import type { InspectRulesState } from '../../shared/api/inspect';
+import type { ProjectConfig } from '../../shared/config/project-config';
+import type { ConnectionManager } from '../services/connection-manager';
+import type { OperationManager } from '../services/operations';
+import { assertPeekAllowed } from '../services/export';
+import { inspectQueue } from './inspect';
+import { resolveInspectSettings } from './settings';
+
+type InspectSettings = ProjectConfig['inspect'];
+
+/** What the inspect handlers need (a subset of `ApiDeps`). */
+export interface InspectHandlerDeps {
+  connections: ConnectionManager;
+  operations: OperationManager;
+}
+
+/**
+ * Handlers of the `inspect.*` API methods, spread into `createApiHandlers`:
+ * - `inspect.rules.get` / `inspect.rules.set`: a connection's per-queue inspect settings. Saved
+ *   connections keep them in profiles.json (`ProfileStore.saveInspectSettings`); the built-in
+ *   demo and opened snapshot files are not saved connections, so their settings live for this
+ *   session only (`persisted: false` says so).
+ * - `inspect.queue`: starts an `inspect` operation (progress: messages analysed) that reads the
+ *   queue with the same side-effect gate as peek/export (`PEEK_REFUSED` before anything is read
+ *   unless `acceptSideEffects`), with the connection's rules for that queue; the finished
+ *   operation's `result.report` is an `InspectReport`.
+ */
+export function createInspectHandlers(deps: InspectHandlerDeps): Pick<ApiHandlers, 'inspect.rules.get' | 'inspect.rules.set' | 'inspect.queue'> {
+  const { connections, operations } = deps;
+  const session = new Map<string, InspectSettings>();
+  const store = connections.profileStore;
+
+  const stateOf = (connectionId: string): InspectRulesState => {
+    const profile = connections.get(connectionId); // throws INVALID_INPUT for unknown ids
+    const saved = store.get(connectionId) !== undefined;
+    if (!saved) {
+      return {
+        connectionId,
+        settings: session.get(connectionId) ?? { queues: [] },
+        persisted: false,
+        note: `${profile.builtIn ? 'The demo snapshot' : 'This snapshot file'} is not a saved connection: rules are kept for this session only.`,
+        problem: null,
+      };
+    }
+    const r = store.inspectSettings(connectionId);
+    return { connectionId, settings: r.settings ?? { queues: [] }, persisted: true, note: null, problem: r.problem };
+  };
+
+  return {
+    'inspect.rules.get': (input) => Promise.resolve(stateOf(input.connectionId)),
+    'inspect.rules.set': async (input) => {
+      connections.get(input.connectionId);
+      if (store.get(input.connectionId) !== undefined) await store.saveInspectSettings(input.connectionId, input.settings);
+      else session.set(input.connectionId, input.settings);
+      return stateOf(input.connectionId);
+    },
+    'inspect.queue': async (input) => {
+      const adapter = connections.adapter(input.connectionId);
+      const queue = await adapter.getQueue(input.queueId);
+      assertPeekAllowed(queue, input.acceptSideEffects); // refuse before starting, like export
+      const profile = connections.get(input.connectionId);
+      const settings = resolveInspectSettings([{ label: `connection "${profile.name}"`, inspect: stateOf(input.connectionId).settings }], queue, profile.name);
+      const label = `Inspect ${input.state !== undefined ? `${input.state} messages of ` : ''}${queue.name}`;
+      return operations.start('inspect', label, async (ctx) => {
+        const report = await inspectQueue(
+          adapter,
+          queue.id,
+          {
+            rules: settings.rules,
+            rulesSource: settings.source,
+            ...(input.state !== undefined ? { state: input.state } : {}),
+            ...(input.limit !== undefined ? { limit: input.limit } : {}),
+            ...(input.acceptSideEffects !== undefined ? { acceptSideEffects: input.acceptSideEffects } : {}),
+            ...(input.rowLimit !== undefined ? { rowLimit: input.rowLimit } : {}),
+          },
+          ctx,
+        );
+        return { report };
+      });
+    },
+  };
+}

@@ -1,0 +1,254 @@
+import { QueuescopeError, type QueueMessage, type QueueSummary } from '../../shared/domain';
+import type { BrokerAdapter } from '../adapters/types';
+import type { InspectComparison, InspectReport, InspectedMessage } from '../../shared/api/inspect';
+import { compareDuplicates, createQueueSummary, type AnalyzeOptions, type MessageAnalysis, type PayloadVerdictKind, type RedeliverySummary } from './analysis';
+import { readQueue, type ReadQueueResult } from './read';
+
+export type { InspectComparison, InspectReport, InspectedMessage };
+
+/** Per-message rows kept in a report by default (the summary always covers every message read). */
+export const DEFAULT_ROW_LIMIT = 1000;
+/** Analyses kept in memory for duplicate comparisons (DLQ vs source, snapshot vs snapshot); beyond it the comparison covers the first ones only and says so. */
+export const MAX_COMPARED_MESSAGES = 200_000;
+
+/** A queue to compare against (see {@link InspectQueueOptions.compareWith}). */
+export interface CompareTarget {
+  relation: InspectComparison['relation'];
+  adapter: BrokerAdapter;
+  /** Queue id on that adapter. */
+  queueId: string;
+  /** Shown in reasons; default the queue's name. */
+  label?: string;
+  /** Rules to analyse that side with (default: the inspected queue's). */
+  rules?: AnalyzeOptions['rules'];
+}
+
+/** Options of {@link inspectQueue}. */
+export interface InspectQueueOptions {
+  state?: string;
+  /** Most messages to analyse (default: the whole queue/state where it can be paged). */
+  limit?: number;
+  /** Needed where a peek may dead-letter messages (RabbitMQ quorum with a delivery limit, SQS with a redrive policy). Also applies to compared queues. */
+  acceptSideEffects?: boolean;
+  /** Rules for this queue (from `resolveInspectSettings`). */
+  rules?: AnalyzeOptions['rules'];
+  /** Shown as {@link InspectReport.rulesSource}. */
+  rulesSource?: string;
+  /** Per-message rows kept (default {@link DEFAULT_ROW_LIMIT}; 0 = only summary examples). */
+  rowLimit?: number;
+  /**
+   * Compare duplicate keys with the queue's dead-letter partners (its DLQ, or the queues that
+   * dead-letter into it), found through `deadLetterTargets` / `deadLetterSources` (default true).
+   */
+  compareDeadLetter?: boolean;
+  /** More queues to compare with (e.g. the same queue in another snapshot). */
+  compareWith?: CompareTarget[];
+  /** Messages per peek. */
+  pageSize?: number;
+  /** Broker version when known (size limits). */
+  brokerVersion?: string | null;
+}
+
+/** The part of an operation context an inspection uses (all optional outside the OperationManager). */
+export interface InspectContext {
+  signal?: AbortSignal;
+  report?: (p: { processed: number }) => void;
+  setTotal?: (total: number | null) => void;
+  checkpoint?: () => Promise<void>;
+}
+
+const SEVERITY: Record<PayloadVerdictKind, number> = { ok: 0, review: 1, flag: 2 };
+
+/** True when `verdict` is at least as severe as `threshold` (`ok` < `review` < `flag`). */
+export function atLeast(verdict: PayloadVerdictKind, threshold: PayloadVerdictKind): boolean {
+  return SEVERITY[verdict] >= SEVERITY[threshold];
+}
+
+/** The row the CLI and the app show for one analysis. */
+export function toInspectedMessage(m: QueueMessage, a: MessageAnalysis): InspectedMessage {
+  return {
+    id: m.id,
+    position: m.position,
+    state: m.meta.state ?? null,
+    key: a.key?.key ?? null,
+    keySource: a.key?.source ?? null,
+    keyOrigin: a.key?.origin ?? null,
+    keyVerdict: a.keyVerdict.verdict,
+    keyReason: a.keyVerdict.reason,
+    verdict: a.verdict,
+    payloadLabel: a.payload.label,
+    topReason: a.reasons[0] ?? null,
+    reasons: a.reasons,
+    operation: a.operation,
+    bytes: m.body.sizeBytes,
+  };
+}
+
+/** Every message id a summary names as an example (so the drill-down can show those rows). */
+function exampleIds(s: RedeliverySummary): Set<string> {
+  const ids = new Set<string>();
+  for (const g of s.duplicateGroups) for (const id of g.exampleIds) ids.add(id);
+  for (const c of s.keyCollisions) for (const o of c.operations) for (const id of o.exampleIds) ids.add(id);
+  for (const g of s.samePayloadDifferentKeys) for (const id of g.exampleIds) ids.add(id);
+  for (const r of s.reasons) for (const id of r.exampleIds) ids.add(id);
+  return ids;
+}
+
+/**
+ * Inspects a queue for redelivery safety: reads it page by page through the adapter (the same
+ * side-effect gate and paging as export: see `readQueue`), analyses each message
+ * (`shared/analysis`: idempotency key + verdict, payload verdict, size) into a streaming
+ * per-queue summary, and compares duplicate keys with its dead-letter partners and any
+ * `compareWith` targets.
+ *
+ * Memory: the summary is bounded by the analysis (`maxTracked`); per-message rows by `rowLimit`
+ * (+ the summary's example ids); analyses for comparisons by {@link MAX_COMPARED_MESSAGES}.
+ * Progress: `setTotal` once known, `report({ processed })` after each page.
+ *
+ * A compared queue that cannot be read (its peek may dead-letter and side effects were not
+ * accepted, it is gone, the broker refuses) does not fail the inspection: the comparison carries
+ * a `note` saying why.
+ *
+ * @throws QueuescopeError `PEEK_REFUSED` (the inspected queue's peek may dead-letter messages and
+ *   `acceptSideEffects` is not true; nothing is read), `QUEUE_NOT_FOUND`, `INVALID_INPUT` (bad
+ *   state or limit), `CANCELLED`, or the adapter's connection errors.
+ */
+export async function inspectQueue(adapter: BrokerAdapter, queueId: string, options: InspectQueueOptions = {}, ctx: InspectContext = {}): Promise<InspectReport> {
+  const t0 = performance.now();
+  const queue = await adapter.getQueue(queueId, ctx.signal);
+  const rules = options.rules ?? {};
+  const analyzeOptions: AnalyzeOptions = { rules, detail: 'verdict', ...(options.brokerVersion !== undefined ? { brokerVersion: options.brokerVersion } : {}) };
+  const acc = createQueueSummary(analyzeOptions);
+  const rowLimit = Math.max(0, options.rowLimit ?? DEFAULT_ROW_LIMIT);
+  const rows: InspectedMessage[] = [];
+  // Rows beyond rowLimit are kept only for messages the summary names as examples, decided at the end.
+  const late = new Map<string, InspectedMessage>();
+  const compared: MessageAnalysis[] = [];
+  const wantCompare = (options.compareDeadLetter ?? true) || (options.compareWith?.length ?? 0) > 0;
+  let analysed = 0;
+
+  const read = await readQueue(
+    adapter,
+    queue,
+    {
+      ...(options.state !== undefined ? { state: options.state } : {}),
+      ...(options.limit !== undefined ? { limit: options.limit } : {}),
+      ...(options.acceptSideEffects !== undefined ? { acceptSideEffects: options.acceptSideEffects } : {}),
+      ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
+      ...(ctx.signal !== undefined ? { signal: ctx.signal } : {}),
+      ...(ctx.checkpoint !== undefined ? { checkpoint: ctx.checkpoint } : {}),
+      onTotal: (t) => ctx.setTotal?.(t),
+    },
+    (messages) => {
+      for (const m of messages) {
+        const a = acc.add(m);
+        analysed++;
+        if (rows.length < rowLimit) rows.push(toInspectedMessage(m, a));
+        else if (late.size < 50_000 && (a.key !== null || a.verdict !== 'ok')) late.set(m.id, toInspectedMessage(m, a));
+        if (wantCompare && compared.length < MAX_COMPARED_MESSAGES) compared.push(a);
+      }
+      ctx.report?.({ processed: analysed });
+    },
+  );
+  const summary = acc.result();
+  let messagesTruncated = analysed > rows.length;
+  if (late.size > 0) {
+    const have = new Set(rows.map((r) => r.id));
+    for (const id of exampleIds(summary)) {
+      const row = late.get(id);
+      if (row !== undefined && !have.has(id)) rows.push(row);
+    }
+    rows.sort((x, y) => (x.position ?? 0) - (y.position ?? 0));
+    messagesTruncated = analysed > rows.length;
+  }
+
+  const comparisons: InspectComparison[] = [];
+  if (wantCompare) {
+    const targets: CompareTarget[] = [];
+    if (options.compareDeadLetter ?? true) targets.push(...deadLetterPartners(adapter, queue));
+    targets.push(...(options.compareWith ?? []));
+    const ownSide = { label: queue.name, messages: compared, options: analyzeOptions };
+    const capNote = compared.length < analysed ? `Only the first ${String(compared.length)} messages of ${queue.name} were compared.` : null;
+    for (const t of targets) {
+      await ctx.checkpoint?.();
+      comparisons.push(await compareWithTarget(ownSide, t, options, analyzeOptions, capNote, ctx.signal));
+    }
+  }
+
+  return {
+    queue: { id: queue.id, name: queue.name, kind: queue.kind, broker: queue.broker, isDeadLetterQueue: queue.isDeadLetterQueue },
+    state: options.state ?? null,
+    rulesSource: options.rulesSource ?? 'built-in rules',
+    rules,
+    analysed,
+    total: read.total,
+    partial: read.partial,
+    partialReason: read.partialReason,
+    sideEffects: read.sideEffects,
+    summary,
+    messages: rows,
+    messagesTruncated,
+    comparisons,
+    elapsedMs: Math.round(performance.now() - t0),
+  };
+}
+
+/** The queues a queue dead-letters to, or that dead-letter into it, that resolve to a queue id. */
+function deadLetterPartners(adapter: BrokerAdapter, queue: QueueSummary): CompareTarget[] {
+  const out: CompareTarget[] = [];
+  const seen = new Set<string>([queue.id]);
+  for (const id of queue.deadLetterSources) {
+    if (seen.has(id)) continue;
+    seen.add(id);
+    out.push({ relation: 'dead-letter-source', adapter, queueId: id });
+  }
+  for (const t of queue.deadLetterTargets) {
+    if (t.queueId === null || seen.has(t.queueId)) continue;
+    seen.add(t.queueId);
+    out.push({ relation: 'dead-letter-target', adapter, queueId: t.queueId, ...(t.queueName !== null ? { label: t.queueName } : {}) });
+  }
+  return out;
+}
+
+async function compareWithTarget(
+  own: { label: string; messages: MessageAnalysis[]; options: AnalyzeOptions },
+  t: CompareTarget,
+  options: InspectQueueOptions,
+  analyzeOptions: AnalyzeOptions,
+  capNote: string | null,
+  signal: AbortSignal | undefined,
+): Promise<InspectComparison> {
+  const base = { relation: t.relation, label: t.label ?? t.queueId, queueId: t.queueId };
+  let other: QueueSummary;
+  try {
+    other = await t.adapter.getQueue(t.queueId, signal);
+  } catch (e) {
+    if (e instanceof QueuescopeError && e.code === 'CANCELLED') throw e;
+    return { ...base, result: null, read: 0, partial: false, note: `${base.label} could not be read: ${e instanceof Error ? e.message : String(e)}` };
+  }
+  const label = t.label ?? other.name;
+  const otherMessages: QueueMessage[] = [];
+  let read: ReadQueueResult;
+  try {
+    read = await readQueue(
+      t.adapter,
+      other,
+      {
+        limit: Math.min(options.limit ?? MAX_COMPARED_MESSAGES, MAX_COMPARED_MESSAGES),
+        ...(options.acceptSideEffects !== undefined ? { acceptSideEffects: options.acceptSideEffects } : {}),
+        ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
+        ...(signal !== undefined ? { signal } : {}),
+      },
+      (msgs) => {
+        for (const m of msgs) otherMessages.push(m);
+      },
+    );
+  } catch (e) {
+    if (e instanceof QueuescopeError && e.code === 'CANCELLED') throw e;
+    const why = e instanceof QueuescopeError && e.code === 'PEEK_REFUSED' ? `${e.message} (the comparison with ${label} was skipped)` : `${label} could not be read: ${e instanceof Error ? e.message : String(e)}`;
+    return { ...base, label, queueId: other.id, result: null, read: 0, partial: false, note: why };
+  }
+  const result = compareDuplicates(own, { label, messages: otherMessages, options: { ...analyzeOptions, ...(t.rules !== undefined ? { rules: t.rules } : {}) } });
+  const notes = [capNote, read.partial ? `${label}: ${read.partialReason ?? 'not every message was read'}` : null].filter((x): x is string => x !== null);
+  return { ...base, label, queueId: other.id, result, read: read.read, partial: read.partial || capNote !== null, note: notes.length > 0 ? notes.join(' ') : null };
+}

@@ -1,0 +1,120 @@
+import { QueuescopeError, type PeekPage, type QueueMessage, type QueueSummary } from '../../shared/domain';
+import type { BrokerAdapter } from '../adapters/types';
+import { assertPeekAllowed } from '../services/export';
+
+/** Messages per peek page while inspecting. */
+export const INSPECT_PAGE_SIZE = 500;
+/** Bodies up to this many bytes are read whole for analysis (larger ones are analysed truncated; the size check uses the reported size). */
+export const INSPECT_MAX_BODY_BYTES = 1024 * 1024 + 1024;
+
+/** Options of {@link readQueue}. */
+export interface ReadQueueOptions {
+  /** Peek state (e.g. BullMQ `failed`); absent = the adapter's default state. */
+  state?: string;
+  /** Most messages to read (default: all the queue/state holds, for pageable queues). */
+  limit?: number;
+  /** Required when the queue's peek may dead-letter messages (see `assertPeekAllowed`). */
+  acceptSideEffects?: boolean;
+  /** Messages per peek (1–1000, default {@link INSPECT_PAGE_SIZE}). */
+  pageSize?: number;
+  signal?: AbortSignal;
+  /** Called before each page (pause / cancel point; may throw `CANCELLED`). */
+  checkpoint?: () => Promise<void>;
+  /** Called once the expected number of messages is known. */
+  onTotal?: (total: number | null) => void;
+}
+
+/** What {@link readQueue} read, besides the messages it handed to `onPage`. */
+export interface ReadQueueResult {
+  /** Messages handed to `onPage`. */
+  read: number;
+  /** The queue's message count in the state read when known (the first page's total, or the depth). */
+  total: number | null;
+  /** True when fewer messages were read than the queue (state) holds. */
+  partial: boolean;
+  /** Why it is partial, in words. */
+  partialReason: string | null;
+  /** Side effects the peeks caused (empty where reading is non-destructive). */
+  sideEffects: string[];
+}
+
+/**
+ * Reads a queue page by page, the way `exportQueue` does, handing each page to `onPage`:
+ * - first refuses with `PEEK_REFUSED` (reading nothing) when a peek may dead-letter messages and
+ *   `acceptSideEffects` is not true — the same gate as peek and export;
+ * - pageable queues (`capabilities.canPageFromCursor`): cursors from the oldest message, with the
+ *   first page's total as a cutoff so messages arriving meanwhile are not swept in; a repeated
+ *   cursor stops the loop (`partial` says so);
+ * - other queues (RabbitMQ, SQS): one peek of up to `min(limit, maxPeekWindow)` messages, marked
+ *   partial when that is less than the depth.
+ *
+ * @throws QueuescopeError `PEEK_REFUSED`, `QUEUE_NOT_FOUND`, `INVALID_INPUT` (bad state),
+ *   `CANCELLED`, or the adapter's connection errors.
+ */
+export async function readQueue(adapter: BrokerAdapter, queue: QueueSummary, options: ReadQueueOptions, onPage: (messages: QueueMessage[]) => void): Promise<ReadQueueResult> {
+  assertPeekAllowed(queue, options.acceptSideEffects);
+  const { signal } = options;
+  const caps = queue.capabilities;
+  const limit = options.limit ?? Number.POSITIVE_INFINITY;
+  if (!(limit >= 1)) throw new QueuescopeError('INVALID_INPUT', `The message limit must be at least 1, got ${String(options.limit)}.`);
+  const pageSize = Math.min(1000, Math.max(1, Math.floor(options.pageSize ?? INSPECT_PAGE_SIZE)));
+  const base = {
+    direction: 'oldest' as const,
+    maxBodyBytes: INSPECT_MAX_BODY_BYTES,
+    ...(options.state !== undefined ? { state: options.state } : {}),
+    ...(options.acceptSideEffects === true ? { acceptSideEffects: true } : {}),
+  };
+  const sideEffects = new Set<string>();
+  let read = 0;
+  const take = (page: PeekPage, room: number): void => {
+    for (const s of page.sideEffects) sideEffects.add(s);
+    const msgs = page.messages.length > room ? page.messages.slice(0, room) : page.messages;
+    read += msgs.length;
+    if (msgs.length > 0) onPage(msgs);
+  };
+
+  if (caps.canPageFromCursor) {
+    let cursor: string | null = null;
+    let cutoff: number | null = null;
+    const seen = new Set<string>();
+    let partialReason: string | null = null;
+    for (;;) {
+      await options.checkpoint?.();
+      const room = Math.min(limit, cutoff ?? Number.POSITIVE_INFINITY) - read;
+      if (room <= 0) break;
+      const page = await adapter.peek(queue.id, { ...base, limit: Math.min(pageSize, room), cursor }, signal);
+      if (cursor === null) {
+        cutoff = page.total;
+        options.onTotal?.(cutoff === null ? (Number.isFinite(limit) ? limit : null) : Math.min(cutoff, limit));
+      }
+      take(page, room);
+      if (page.nextCursor === null || page.messages.length === 0) break;
+      if (seen.has(page.nextCursor)) {
+        partialReason = `The adapter returned the cursor ${page.nextCursor.slice(0, 60)} twice; reading stopped there to avoid a loop.`;
+        break;
+      }
+      seen.add(page.nextCursor);
+      cursor = page.nextCursor;
+    }
+    const total = cutoff;
+    if (partialReason === null && total !== null && read < total) {
+      partialReason = read >= limit ? `Limited to the first ${String(limit)} of ${String(total)} messages.` : `Read ${String(read)} of ${String(total)} messages (the queue changed while it was read).`;
+    }
+    return { read, total, partial: partialReason !== null, partialReason, sideEffects: [...sideEffects] };
+  }
+
+  await options.checkpoint?.();
+  const window = Math.max(1, Math.min(1000, caps.maxPeekWindow, limit));
+  const page = await adapter.peek(queue.id, { ...base, limit: window }, signal);
+  const depth = page.total ?? (options.state === undefined ? queue.depth : null);
+  options.onTotal?.(Math.min(depth ?? page.messages.length, window));
+  take(page, window);
+  let partialReason: string | null = null;
+  if (depth === null || read < depth || (read >= window && depth < read)) {
+    partialReason =
+      read >= limit && depth !== null && depth > read
+        ? `Limited to the first ${String(limit)} of about ${String(depth)} messages.`
+        : `${queue.name} cannot be paged (${queue.kind}): one peek reads at most ${String(Math.min(1000, caps.maxPeekWindow))} messages, and it returned ${String(read)} of ${depth === null || depth < read ? 'an unknown number of' : `about ${String(depth)}`} messages${read >= window ? '; there may be more' : ''}.`;
+  }
+  return { read, total: depth, partial: partialReason !== null, partialReason, sideEffects: [...sideEffects] };
+}

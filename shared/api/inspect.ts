@@ -1,0 +1,113 @@
+import { z } from 'zod';
+import { inspectConfigSchema, type ProjectConfig } from '../config/project-config';
+import type { AnalyzeOptions, DuplicateComparison, KeyVerdictKind, PayloadVerdictKind, RedeliverySummary } from '../analysis/types';
+import type { QueueSummary } from '../domain';
+
+/**
+ * API shapes of the redelivery-safety inspection (issue 3): what `inspect.queue` reports (also
+ * printed by `queuescope inspect --json`) and the per-connection rule settings of
+ * `inspect.rules.get/set`. Pure types and zod schemas.
+ */
+
+const id = z.string().min(1).max(512);
+
+/** Input of `inspect.queue`. */
+export const inspectQueueInputSchema = z
+  .object({
+    connectionId: id,
+    queueId: z.string().min(1).max(2048),
+    /** Peek state (e.g. BullMQ `failed`); absent = the adapter's default. */
+    state: z.string().max(64).optional(),
+    /** Most messages to analyse; absent = the whole queue (state) where it can be paged. */
+    limit: z.number().int().min(1).max(10_000_000).optional(),
+    /** Needed where a peek may dead-letter messages (see capabilities); refused with PEEK_REFUSED otherwise. */
+    acceptSideEffects: z.boolean().optional(),
+    /** Per-message rows in the report (default 1000). */
+    rowLimit: z.number().int().min(0).max(100_000).optional(),
+  })
+  .strict();
+
+/** Input of `inspect.rules.set`: the whole `inspect` section for the connection (replaces what was saved). */
+export const inspectRulesSetInputSchema = z.object({ connectionId: id, settings: inspectConfigSchema }).strict();
+
+/** A connection's inspect settings as `inspect.rules.get/set` return them. */
+export interface InspectRulesState {
+  connectionId: string;
+  /** The `inspect` section (same shape as the project file's): per-queue-pattern key rules, snapshot fields… */
+  settings: ProjectConfig['inspect'];
+  /** True when saved with the connection profile; false for the demo and opened snapshot files (session only). */
+  persisted: boolean;
+  /** Why not persisted, in words; null when persisted. */
+  note: string | null;
+  /** A stored value that did not validate (it is ignored and kept in the file); null when fine. */
+  problem: string | null;
+}
+
+/** One message's verdicts, as the CLI table and the app's drill-down show them. */
+export interface InspectedMessage {
+  id: string;
+  position: number | null;
+  /** Broker state (BullMQ `failed`, `ready`…), when the broker has one. */
+  state: string | null;
+  /** The idempotency key, null when none was found. */
+  key: string | null;
+  /** Where the key was found, in words ("AMQP message_id", "rule {body.orderId}:{body.operation}"); null when missing. */
+  keySource: string | null;
+  /** `user` when one of the queue's rules found the key. */
+  keyOrigin: 'user' | 'builtin' | null;
+  keyVerdict: KeyVerdictKind;
+  /** One sentence citing the fields. */
+  keyReason: string;
+  /** Overall verdict: payload and size. */
+  verdict: PayloadVerdictKind;
+  /** The payload verdict as shown (`flag`, `review`, `ok`, `ok (intentional snapshot: order.*)`). */
+  payloadLabel: string;
+  /** The first (most severe) reason, null for `ok` without remarks. */
+  topReason: string | null;
+  reasons: string[];
+  operation: string | null;
+  /** Body size in bytes as the broker reported it. */
+  bytes: number;
+}
+
+/** A duplicate comparison between the inspected queue and a related one. */
+export interface InspectComparison {
+  /** `dead-letter-source`: the inspected queue is a DLQ and this is a queue that dead-letters into it; `dead-letter-target`: the reverse; `snapshot`: the same queue in another snapshot. */
+  relation: 'dead-letter-source' | 'dead-letter-target' | 'snapshot';
+  /** The other queue (or snapshot), as shown. */
+  label: string;
+  queueId: string | null;
+  /** The comparison (side `a` = the inspected queue, `b` = the other); null when it could not be made. */
+  result: DuplicateComparison | null;
+  /** Messages read from the other side and whether that was all of it. */
+  read: number;
+  partial: boolean;
+  /** Why the comparison is missing or partial, in words (e.g. the other queue's peek could dead-letter messages). */
+  note: string | null;
+}
+
+/** What an inspection reports. JSON-safe (crosses IPC, printed by `inspect --json`). */
+export interface InspectReport {
+  queue: { id: string; name: string; kind: QueueSummary['kind']; broker: QueueSummary['broker']; isDeadLetterQueue: boolean };
+  state: string | null;
+  /** Where the rules came from (see `resolveInspectSettings`). */
+  rulesSource: string;
+  rules: NonNullable<AnalyzeOptions['rules']>;
+  /** Messages analysed. */
+  analysed: number;
+  /** The queue's (state's) message count when known. */
+  total: number | null;
+  partial: boolean;
+  partialReason: string | null;
+  /** Side effects the reads caused on the broker (empty for Redis and snapshots). */
+  sideEffects: string[];
+  summary: RedeliverySummary;
+  /** Per-message verdicts, in queue order: the first `rowLimit`, plus every message a summary group names as an example. */
+  messages: InspectedMessage[];
+  /** True when `messages` leaves out some of the analysed messages. */
+  messagesTruncated: boolean;
+  comparisons: InspectComparison[];
+  /** Wall time of the whole inspection, ms. */
+  elapsedMs: number;
+}
+
