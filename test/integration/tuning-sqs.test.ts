@@ -1,6 +1,11 @@
 import { CreateQueueCommand, DeleteMessageCommand, DeleteQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createSqsAdapter } from '../../core/adapters/sqs';
+import { AuditLog } from '../../core/services/audit-log';
+import { applyTimeout, tuneQueue } from '../../core/tuning';
 import { SQS_ENDPOINT, SQS_REGION, SQS_TEST_CREDENTIALS, uniqueName } from './env';
 
 /**
@@ -86,5 +91,28 @@ describe("SQS Little's law (sampled attributes)", () => {
     expect(now).toBe('90');
     await expect(adapter.tuning!.applyTimeout!(`sqs:${q.url}`, 1500)).rejects.toMatchObject({ code: 'INVALID_INPUT' });
     await expect(adapter.tuning!.applyTimeout!(`sqs:${q.url}`, 43_201_000)).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+  });
+
+  it('core/tuning: the recommendation is applied with a before/after diff and an audit-log entry', async () => {
+    const q = await createQueue(uniqueName('tune-audit'), { VisibilityTimeout: '1' });
+    const dir = mkdtempSync(join(tmpdir(), 'qs-tune-'));
+    try {
+      const file = join(dir, 'durations.csv');
+      const { writeFileSync } = await import('node:fs');
+      writeFileSync(file, `duration_ms\n${Array.from({ length: 100 }, (_, i) => 1000 + i * 10).join('\n')}\n`);
+      const report = await tuneQueue(adapter, `sqs:${q.url}`, { source: 'file', file: { path: file } });
+      // p99 = 1,980 ms × 3 = 5,940 ms → 6 s; at the current 1 s, 99 of 100 deliveries (all but the 1,000 ms one) run over
+      expect(report.recommendation!.recommendedMs).toBe(6000);
+      expect(report.recommendation!.current!.duplicateShare).toBe(0.99);
+      expect(report.retry).toBeNull(); // no RedrivePolicy
+      const log = new AuditLog({ path: join(dir, 'audit-log.jsonl') });
+      const change = await applyTimeout(adapter, `sqs:${q.url}`, report.recommendation!.recommendedMs, log, { actor: 'cli', connection: 'sqs://us-east-1 (test)' });
+      expect(change).toEqual({ setting: 'VisibilityTimeout', before: { VisibilityTimeout: '1' }, after: { VisibilityTimeout: '6' } });
+      const page = await log.read();
+      expect(page.entries).toHaveLength(1);
+      expect(page.entries[0]).toMatchObject({ action: 'apply-visibility-timeout', actor: 'cli', target: `sqs:${q.url}`, status: 'completed', details: { before: { VisibilityTimeout: '1' }, after: { VisibilityTimeout: '6' } } });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
