@@ -5,6 +5,7 @@ import type { QueueMessage } from '../../../shared/domain/message';
 import { decodedOf } from '../lib/decoded-cache';
 import { count, shortReason } from '../lib/format';
 import { Time } from './common';
+import { InspectCell, type QueueRules } from './InspectBadges';
 
 const ROW_HEIGHT = 32;
 
@@ -19,6 +20,7 @@ export function MessageList({
   onOpen,
   onToggle,
   onToggleAll,
+  inspectRules,
 }: {
   messages: QueueMessage[];
   selectedIndex: number | null;
@@ -26,6 +28,8 @@ export function MessageList({
   onOpen: (index: number) => void;
   onToggle: (index: number) => void;
   onToggleAll: (all: boolean) => void;
+  /** When given, a "Safety" column shows each message's key and verdict badges (redelivery safety, issue 3). */
+  inspectRules?: QueueRules | undefined;
 }) {
   const scrollRef = useRef<HTMLDivElement>(null);
   const [active, setActive] = useState(selectedIndex ?? 0);
@@ -67,7 +71,7 @@ export function MessageList({
   };
 
   return (
-    <div className="table message-table" role="grid" aria-label="Messages" aria-rowcount={messages.length}>
+    <div className={inspectRules !== undefined ? 'table message-table inspect-on' : 'table message-table'} role="grid" aria-label="Messages" aria-rowcount={messages.length}>
       <div className="thead" role="rowgroup">
         <div className="tr" role="row">
           <div role="columnheader" className="cell-check">
@@ -85,6 +89,7 @@ export function MessageList({
           <div role="columnheader">Enqueued</div>
           <div role="columnheader" className="num" title="Receive count / attempts made">Recv</div>
           <div role="columnheader">State</div>
+          {inspectRules !== undefined && <div role="columnheader" title="Idempotency key verdict and payload verdict">Safety</div>}
           <div role="columnheader">Body</div>
         </div>
       </div>
@@ -135,6 +140,11 @@ export function MessageList({
                 <div role="gridcell" className="ellipsis">
                   {m.meta.state !== undefined && <span className={`msg-state msg-state-${m.meta.state}`}>{m.meta.state}</span>}
                 </div>
+                {inspectRules !== undefined && (
+                  <div role="gridcell" className="inspect-cell">
+                    <InspectCell message={m} rules={inspectRules} />
+                  </div>
+                )}
                 <div role="gridcell" className="ellipsis preview">
                   {reason !== '' && <span className="reason" title={m.meta.failedReason ?? m.meta.firstDeathReason ?? undefined}>{reason}</span>}
                   <span className="mono">{bodyPreview(decodedOf(m), 200)}</span>

@@ -3,6 +3,7 @@ import type { HeaderValue, MessageMeta, QueueMessage } from '../../../shared/dom
 import { absoluteTime, count, duration, headerValueText } from '../lib/format';
 import { BodyViewer } from './BodyViewer';
 import { Time } from './common';
+import { InspectMessagePanel } from './InspectMessagePanel';
 
 /** One message: body viewer, broker metadata (x-death, BullMQ failure, stream pending info), headers and properties. */
 export function MessageView({ message, onClose }: { message: QueueMessage; onClose: () => void }) {
@@ -53,6 +54,7 @@ export function MessageView({ message, onClose }: { message: QueueMessage; onClo
       <section className="panel" aria-label="Body">
         <BodyViewer key={`${message.queueId}\u0000${message.id}\u0000${message.position ?? ''}`} message={message} />
       </section>
+      <InspectMessagePanel message={message} />
 
       {meta.xDeath !== undefined && meta.xDeath.length > 0 && (
         <section className="panel" aria-label="Dead-letter history">

@@ -6,6 +6,8 @@ import { queueKey } from '../store/types';
 import { PEEK_LIMITS } from '../store/ui';
 import { Empty, ErrorState, KindBadge, Loading } from './common';
 import { ExportDialog } from './ExportDialog';
+import { InspectSummary } from './InspectSummary';
+import { useQueueRules } from './InspectBadges';
 import { MessageList } from './MessageList';
 import { MessageView } from './MessageView';
 import { PeekConfirm } from './PeekConfirm';
@@ -56,6 +58,7 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
   const prefs = useStore((s) => s.preferences);
   const setPreference = useStore((s) => s.setPreference);
 
+  const inspect = useQueueRules(connectionId, detail?.summary ?? null);
   const [chosenState, setChosenState] = useState<string | undefined>(undefined);
   const [confirming, setConfirming] = useState(false);
   const [exporting, setExporting] = useState(false);
@@ -165,6 +168,8 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
         </details>
       </div>
 
+      <InspectSummary connectionId={connectionId} summary={summary} state={state} messages={messages} onOpenMessage={(i) => selectMessage(i)} />
+
       <div className="split">
         <div className="pane pane-list">
           <div className="peek-controls">
@@ -257,6 +262,7 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
                 onOpen={(i) => selectMessage(i)}
                 onToggle={toggleChecked}
                 onToggleAll={(all) => setChecked(all ? messages.map((_, i) => i) : [])}
+                inspectRules={inspect.rules}
               />
               <div className="list-footer">
                 <span>

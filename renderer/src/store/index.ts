@@ -1,6 +1,7 @@
 import { create } from 'zustand';
 import { createJSONStorage, persist } from 'zustand/middleware';
 import { createConnectionsSlice } from './connections';
+import { createInspectSlice } from './inspect';
 import { createMessagesSlice } from './messages';
 import { createOperationsSlice } from './operations';
 import { createQueuesSlice } from './queues';
@@ -21,6 +22,7 @@ export const useStore = create<All>()(
       ...createMessagesSlice(...a),
       ...createOperationsSlice(...a),
       ...createUiSlice(...a),
+      ...createInspectSlice(...a),
     }),
     {
       name: 'queuescope.preferences',

@@ -1,0 +1,275 @@
+import { useEffect, useState } from 'react';
+import type { InspectReport, InspectedMessage } from '../../../shared/api/inspect';
+import type { KeyVerdictKind } from '../../../shared/analysis/types';
+import type { QueueMessage } from '../../../shared/domain/message';
+import type { QueueSummary } from '../../../shared/domain/queue';
+import { count } from '../lib/format';
+import { useStore } from '../store';
+import { queueKey } from '../store/types';
+import { ErrorState } from './common';
+import { KEY_VERDICT_LABEL, KEY_VERDICT_TONE } from './InspectBadges';
+import { InspectRuleEditor } from './InspectRuleEditor';
+import { PeekConfirm } from './PeekConfirm';
+import './inspect.css';
+
+const KEY_ORDER: KeyVerdictKind[] = ['business-derived', 'period-key', 'opaque-random', 'time-derived', 'missing'];
+
+/**
+ * The per-queue "redelivery safety" summary: share of business-derived keys, flagged and review
+ * payloads, duplicate groups (within the queue and shared with its DLQ / source), keys used for
+ * different operations, the same payload under different keys; each with a drill-down to example
+ * messages (opens a loaded message, else shows its verdict row). Runs `inspect.queue` over the whole
+ * queue (state): at once where reading changes nothing, after confirmation where it does.
+ */
+export function InspectSummary({ connectionId, summary, state, messages, onOpenMessage }: { connectionId: string; summary: QueueSummary; state: string | undefined; messages: QueueMessage[]; onOpenMessage: (index: number) => void }) {
+  const key = queueKey(connectionId, summary.id);
+  const run = useStore((s) => s.inspectRuns[key]);
+  const runInspection = useStore((s) => s.runInspection);
+  const cancelInspection = useStore((s) => s.cancelInspection);
+  const rulesEntry = useStore((s) => s.inspectRules[connectionId]);
+  const [confirming, setConfirming] = useState(false);
+  const [editing, setEditing] = useState(false);
+  const [picked, setPicked] = useState<string | null>(null);
+  const caps = summary.capabilities;
+  const hasSideEffects = caps.peekSideEffects.length > 0;
+  const settings = rulesEntry?.state?.settings;
+  const stale = run !== undefined && run.state !== state;
+
+  // Non-destructive queues are inspected at once (and again when the rules or the state change).
+  useEffect(() => {
+    if (hasSideEffects || settings === undefined) return;
+    void runInspection({ connectionId, queueId: summary.id, state, acceptSideEffects: false });
+  }, [hasSideEffects, settings, connectionId, summary.id, state, runInspection]);
+
+  const start = (accept: boolean): void => {
+    setConfirming(false);
+    void runInspection({ connectionId, queueId: summary.id, state, acceptSideEffects: accept });
+  };
+  const report = run?.report ?? null;
+  const rowsById = new Map((report?.messages ?? []).map((m) => [m.id, m]));
+  const openOrShow = (id: string): void => {
+    const i = messages.findIndex((m) => m.id === id);
+    if (i >= 0) onOpenMessage(i);
+    setPicked(id);
+  };
+  const pickedRow = picked === null ? undefined : rowsById.get(picked);
+
+  return (
+    <section className="panel inspect-summary" aria-label="Redelivery safety" data-testid="inspect-summary">
+      <h3>
+        Redelivery safety{state !== undefined ? <span className="muted"> · {state}</span> : null}
+        <span className="spacer" />
+        <button type="button" className="btn btn-small" onClick={() => setEditing(true)} data-testid="edit-inspect-rules">
+          Rules…
+        </button>{' '}
+        <button type="button" className={hasSideEffects ? 'btn btn-small btn-warning' : 'btn btn-small'} onClick={() => (hasSideEffects ? setConfirming(true) : start(false))} disabled={run?.status === 'running'}>
+          {run === undefined ? (hasSideEffects ? 'Analyse…' : 'Analyse') : 'Re-analyse'}
+        </button>
+      </h3>
+      {run === undefined && hasSideEffects && <div className="muted">Reading this queue changes it (see above): the analysis reads every message it can, so it waits for you.</div>}
+      {run?.status === 'running' && (
+        <div className="progress" role="status">
+          Analysing… {count(run.operation?.processed ?? 0)}
+          {run.operation?.total != null ? ` of ${count(run.operation.total)}` : ''} messages{' '}
+          <button type="button" className="btn btn-small" onClick={() => void cancelInspection(connectionId, summary.id)}>
+            Cancel
+          </button>
+        </div>
+      )}
+      {run?.status === 'cancelled' && <div className="muted">Cancelled.</div>}
+      {run?.status === 'error' && run.error !== null && (
+        <ErrorState error={run.error} compact onRetry={() => (run.error?.code === 'PEEK_REFUSED' ? setConfirming(true) : start(false))} />
+      )}
+      {report !== null && <ReportView report={report} stale={stale} onPick={openOrShow} />}
+      {pickedRow !== undefined && <PickedRow row={pickedRow} onClose={() => setPicked(null)} />}
+      {picked !== null && pickedRow === undefined && (
+        <div className="muted">
+          Message {picked} is not among the rows kept in the report; peek further to open it.{' '}
+          <button type="button" className="link" onClick={() => setPicked(null)}>
+            close
+          </button>
+        </div>
+      )}
+      {confirming && <PeekConfirm queueName={summary.name} capabilities={caps} action="Analyse all messages" onConfirm={() => start(true)} onCancel={() => setConfirming(false)} />}
+      {editing && <InspectRuleEditor connectionId={connectionId} queue={summary} onClose={() => setEditing(false)} />}
+    </section>
+  );
+}
+
+function Ids({ ids, total, onPick }: { ids: string[]; total: number; onPick: (id: string) => void }) {
+  return (
+    <span className="mono">
+      {ids.map((id, i) => (
+        <span key={id}>
+          {i > 0 ? ', ' : ''}
+          <button type="button" className="link" onClick={() => onPick(id)} data-testid="drill-id">
+            {id}
+          </button>
+        </span>
+      ))}
+      {total > ids.length ? ', …' : ''}
+    </span>
+  );
+}
+
+function ReportView({ report, stale, onPick }: { report: InspectReport; stale: boolean; onPick: (id: string) => void }) {
+  const s = report.summary;
+  const share = Math.round(s.businessDerivedShare * 100);
+  const flagged = report.messages.filter((m) => m.verdict === 'flag');
+  return (
+    <div data-testid="inspect-report">
+      <div className="muted">
+        {count(report.analysed)} message{report.analysed === 1 ? '' : 's'} analysed{report.total !== null && report.total !== report.analysed ? ` of ${count(report.total)}` : ''} in {count(report.elapsedMs)} ms · rules: {report.rulesSource}
+        {stale ? ' · for another state: re-analyse' : ''}
+      </div>
+      {report.partial && <div className="notice notice-warn">Partial: {report.partialReason}</div>}
+      <div className="inspect-stats">
+        <span className="inspect-stat" data-testid="business-share">
+          <span className="share-bar" aria-hidden="true">
+            <span style={{ width: `${String(share)}%` }} />
+          </span>
+          <strong>{share}%</strong> business-derived keys
+        </span>
+        <span className="inspect-stat" data-testid="flagged-count">
+          <strong className={s.flagged > 0 ? 'danger-text' : ''}>{count(s.flagged)}</strong> flagged
+        </span>
+        <span className="inspect-stat">
+          <strong>{count(s.review)}</strong> to review
+        </span>
+        <span className="inspect-stat" data-testid="duplicate-groups">
+          <strong>{count(s.duplicateGroupCount)}</strong> duplicate key group{s.duplicateGroupCount === 1 ? '' : 's'}
+        </span>
+        {s.largePayloads > 0 && (
+          <span className="inspect-stat">
+            <strong>{count(s.largePayloads)}</strong> large payloads
+          </span>
+        )}
+      </div>
+      <div className="inspect-stats">
+        {KEY_ORDER.map((k) => (
+          <span key={k} className={`inspect-badge tone-${KEY_VERDICT_TONE[k]}`}>
+            {KEY_VERDICT_LABEL[k]} {count(s.keyVerdicts[k])}
+          </span>
+        ))}
+      </div>
+      {s.reasons.length > 0 && (
+        <details className="drill" open={s.flagged > 0}>
+          <summary>Reasons ({s.reasons.length})</summary>
+          <table className="kv-table">
+            <tbody>
+              {s.reasons.map((r) => (
+                <tr key={r.rule}>
+                  <td>
+                    <span className={`inspect-badge tone-${r.severity}`}>{r.severity}</span> ×{count(r.count)}
+                  </td>
+                  <td>
+                    {r.example} <span className="muted">e.g.</span> <Ids ids={r.exampleIds.slice(0, 5)} total={r.count} onPick={onPick} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </details>
+      )}
+      {flagged.length > 0 && (
+        <details className="drill">
+          <summary>Flagged messages ({count(s.flagged)})</summary>
+          <table className="kv-table">
+            <tbody>
+              {flagged.slice(0, 100).map((m) => (
+                <tr key={m.id}>
+                  <td>
+                    <Ids ids={[m.id]} total={1} onPick={onPick} />
+                  </td>
+                  <td>{m.topReason}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </details>
+      )}
+      <details className="drill" data-testid="duplicate-drill">
+        <summary>Duplicate keys in this queue ({count(s.duplicateGroupCount)} groups, {count(s.duplicateMessages)} redundant copies)</summary>
+        {s.duplicateGroups.length === 0 ? (
+          <div className="muted">No key is carried by more than one message.</div>
+        ) : (
+          <table className="kv-table">
+            <tbody>
+              {s.duplicateGroups.map((g) => (
+                <tr key={g.key}>
+                  <th className="mono">{g.key}</th>
+                  <td>
+                    ×{count(g.count)}: <Ids ids={g.exampleIds} total={g.count} onPick={onPick} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </details>
+      {s.keyCollisionCount > 0 && (
+        <details className="drill">
+          <summary>Keys used for different operations ({count(s.keyCollisionCount)})</summary>
+          <ul>
+            {s.keyCollisions.map((c) => (
+              <li key={c.key}>{c.reason}</li>
+            ))}
+          </ul>
+        </details>
+      )}
+      {s.samePayloadDifferentKeysCount > 0 && (
+        <details className="drill">
+          <summary>Same payload under different keys ({count(s.samePayloadDifferentKeysCount)})</summary>
+          <ul>
+            {s.samePayloadDifferentKeys.map((g) => (
+              <li key={g.hash}>
+                {g.reason} <Ids ids={g.exampleIds} total={g.count} onPick={onPick} />
+              </li>
+            ))}
+          </ul>
+        </details>
+      )}
+      {report.comparisons.map((c) => (
+        <details className="drill" key={`${c.relation}:${c.label}`} open={(c.result?.sharedKeyCount ?? 0) > 0} data-testid="dlq-comparison">
+          <summary>
+            {c.relation === 'dead-letter-source' ? 'Shared with source queue' : c.relation === 'dead-letter-target' ? 'Shared with dead-letter queue' : 'Shared with snapshot'} {c.label}:{' '}
+            {c.result === null ? 'not compared' : `${count(c.result.sharedKeyCount)} duplicate key${c.result.sharedKeyCount === 1 ? '' : 's'}`}
+          </summary>
+          {c.note !== null && <div className="muted">{c.note}</div>}
+          {c.result !== null && (
+            <>
+              {c.result.reasons.map((r, i) => (
+                <div key={i}>{r}</div>
+              ))}
+              <table className="kv-table">
+                <tbody>
+                  {c.result.sharedKeys.map((g) => (
+                    <tr key={g.key}>
+                      <th className="mono">{g.key}</th>
+                      <td>
+                        here ×{g.countA}: <Ids ids={g.exampleIdsA} total={g.countA} onPick={onPick} /> · {c.label} ×{g.countB}: <span className="mono">{g.exampleIdsB.join(', ')}</span>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </>
+          )}
+        </details>
+      ))}
+      {s.bounds.note !== null && <div className="muted">{s.bounds.note}</div>}
+    </div>
+  );
+}
+
+function PickedRow({ row, onClose }: { row: InspectedMessage; onClose: () => void }) {
+  return (
+    <div className="notice notice-info" data-testid="drill-row">
+      <strong className="mono">{row.id}</strong>: key <span className="mono">{row.key ?? '—'}</span> ({row.keySource ?? 'none'}) · {KEY_VERDICT_LABEL[row.keyVerdict]} · payload {row.payloadLabel}
+      {row.topReason !== null && <div>{row.topReason}</div>}
+      <button type="button" className="link" onClick={onClose}>
+        close
+      </button>
+    </div>
+  );
+}
