@@ -41,6 +41,7 @@ import { DEFAULT_CLIENT_OPTIONS, TEST_CLIENT_OPTIONS, createSqsClient, credentia
 import { mapWithConcurrency } from './concurrency';
 import { mapSqsError } from './errors';
 import { DEFAULT_MAX_BODY_BYTES, toQueueMessage } from './message';
+import { SqsRedriveMover } from './redrive';
 import { createSqsTuning } from './tuning';
 
 /** Parallel `GetQueueAttributes` / `ListDeadLetterSourceQueues` calls while listing. */
@@ -104,6 +105,12 @@ export class SqsAdapter implements BrokerAdapter {
   private readonly endpoint: string;
   /** Whether the server implements ListDeadLetterSourceQueues: null until tried (fauxqs does not). */
   private sourcesApiSupported: boolean | null = null;
+  /** DLQ redrive (issue 4): client-side moves with SendMessageBatch/DeleteMessageBatch, native StartMessageMoveTask. See {@link SqsRedriveMover}. */
+  readonly redrive: SqsRedriveMover = new SqsRedriveMover({
+    endpoint: () => this.endpoint,
+    call: (action, queueName, run, signal) => this.call(action, queueName, run, signal),
+    resolveQueueUrl: (queueId, signal) => this.resolveQueueUrl(queueId, signal),
+  });
   readonly tuning = createSqsTuning({ call: this.call.bind(this), resolveQueueUrl: this.resolveQueueUrl.bind(this), config: () => this.config });
 
   constructor(private readonly config: SqsConnectionConfig) {

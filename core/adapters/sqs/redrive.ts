@@ -1,0 +1,853 @@
+import {
+  CancelMessageMoveTaskCommand,
+  ChangeMessageVisibilityBatchCommand,
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  ListMessageMoveTasksCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  StartMessageMoveTaskCommand,
+  type Message,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import { QueuescopeError, type ErrorInfo, type QueueMessage, type QueueSummary } from '../../../shared/domain';
+import type {
+  ClientMoveOptions,
+  MoveBatchResult,
+  MoveHooks,
+  MoveSummary,
+  NativeMoveHandle,
+  NativeMoveStatus,
+  NativeMoveSupport,
+  RedriveMover,
+} from '../redrive-types';
+import { intAttr, parseArn, parseRedrivePolicy, queueKind, queueNameFromUrl } from './attributes';
+import { mapWithConcurrency } from './concurrency';
+import { DEFAULT_MAX_BODY_BYTES, toQueueMessage } from './message';
+import { SQS_MAX_BATCH_ENTRIES, buildSendEntry, chunkEntries, type BuiltEntry, type SendTarget } from './redrive-entry';
+
+/** What the mover needs from {@link SqsAdapter}: its mapped SDK calls and queue-id resolution. */
+export interface SqsRedriveHost {
+  /** The endpoint requests go to, for messages. */
+  endpoint(): string;
+  /** Runs one SDK call, mapping whatever it throws to a QueuescopeError (see `mapSqsError`). */
+  call<T>(action: string, queueName: string | undefined, run: (client: SQSClient, abortSignal: AbortSignal | undefined) => Promise<T>, signal?: AbortSignal): Promise<T>;
+  /** `sqs:<QueueUrl>` → the URL; `sqs:<name>` → GetQueueUrl. */
+  resolveQueueUrl(queueId: string, signal?: AbortSignal): Promise<string>;
+}
+
+/** Tunables of the SQS mover (defaults in {@link DEFAULT_SQS_REDRIVE_OPTIONS}). */
+export interface SqsRedriveOptions {
+  /**
+   * VisibilityTimeout (s) of the redrive's receives. A crashed run's messages come back after at
+   * most this long; a live run extends what it holds (heartbeat) before it runs out. 1–43,200.
+   */
+  visibilityTimeoutS: number;
+  /** Parallel SQS calls of one kind within a batch (receives, sends, deletes, visibility changes). */
+  concurrency: number;
+  /**
+   * Most messages a run keeps hidden (skipped, failed, newer than the cutoff) before it stops reading,
+   * below SQS's in-flight limits (120,000 standard, 20,000 FIFO).
+   */
+  maxHeldStandard: number;
+  maxHeldFifo: number;
+}
+
+/** 60 s visibility with heartbeat, 8 calls in parallel, hold up to 100,000 / 18,000 messages. */
+export const DEFAULT_SQS_REDRIVE_OPTIONS: SqsRedriveOptions = { visibilityTimeoutS: 60, concurrency: 8, maxHeldStandard: 100_000, maxHeldFifo: 18_000 };
+
+/** Target facts read once per run (GetQueueAttributes). */
+interface TargetInfo extends SendTarget {
+  url: string;
+  arn: string | null;
+}
+
+/** A message this run keeps hidden until it ends, and why. */
+type HeldReason = 'skipped' | 'failed' | 'newer' | 'dry-run' | 'over-limit';
+
+/** The visibility state of one received message. */
+interface Hidden {
+  handle: string;
+  /** ms since epoch when its visibility timeout runs out. */
+  until: number;
+}
+
+const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+function asQs(e: unknown): QueuescopeError {
+  return e instanceof QueuescopeError ? e : new QueuescopeError('INTERNAL', e instanceof Error ? e.message : String(e));
+}
+
+/** A function, so TypeScript does not narrow `signal.aborted` across awaits. */
+function isAborted(signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true;
+}
+
+/** The AWS error code a mapped error carries in its details, or ''. */
+function awsCodeOf(err: QueuescopeError): string {
+  const c = err.details?.awsCode;
+  return typeof c === 'string' ? c : '';
+}
+
+function cancelled(): QueuescopeError {
+  return new QueuescopeError('CANCELLED', 'The redrive was cancelled.');
+}
+
+function receiveTimestampAfter(m: Message, cutoffMs: number): boolean {
+  const sent = Number(m.Attributes?.SentTimestamp);
+  return Number.isFinite(sent) && sent > cutoffMs;
+}
+
+/**
+ * {@link RedriveMover} for Amazon SQS (and the emulators), client-side and native.
+ *
+ * **Client-side move** (`moveClientSide`), per engine batch of `batchSize` messages:
+ * 1. `gate(n)`, then ⌈n/10⌉ `ReceiveMessage` calls in parallel (MaxNumberOfMessages ≤ 10,
+ *    VisibilityTimeout {@link SqsRedriveOptions.visibilityTimeoutS}, all system and message attributes);
+ * 2. `decide` each new message; `beforeMove` with the ones to move;
+ * 3. `SendMessageBatch` to each target (10 entries / 256 KiB per call; FIFO targets one call at a time
+ *    to keep group order), body and MessageAttributes unchanged plus {@link REDRIVE_COUNT_HEADER};
+ * 4. `DeleteMessageBatch` of exactly the entries SendMessageBatch reported `Successful`. Failed entries
+ *    stay in the DLQ and are reported; a failed delete is reported as a possible duplicate.
+ * So a whole-DLQ move costs 3 calls per 10 messages (0.3 per message) plus a few per run.
+ *
+ * Messages left in the DLQ (skipped, failed, dry run, sent after the cutoff) are kept invisible
+ * until the run ends — so a run never receives them twice — then made visible again with
+ * `ChangeMessageVisibilityBatch` (VisibilityTimeout 0). A heartbeat extends the visibility of
+ * everything held (and of the batch in hand) before it runs out. A crash leaves them hidden for at
+ * most the visibility timeout.
+ *
+ * **Bounds and cutoff.** SQS has no per-message "entered the DLQ" time: a standard DLQ keeps each
+ * message's original SentTimestamp (FIFO DLQs reset the enqueue time). So the run examines at most
+ * `maxMessages`, or else the DLQ's ApproximateNumberOfMessages at the start (`stoppedBecause:
+ * 'cutoff'`), counted by distinct MessageId (at-least-once receives can return a message twice), and
+ * additionally leaves alone any message whose SentTimestamp is after `cutoffMs` (sent after the run
+ * started, e.g. a message this run redrove that failed again). A message sent earlier that
+ * dead-letters during the run can still be examined while the start count allows.
+ *
+ * **Side effects** every read has (SQS has no read without receive), stated in `MoveSummary.notes`:
+ * ApproximateReceiveCount +1 for every message read (local-aws-sqs also counts each visibility
+ * change); if the DLQ itself has a RedrivePolicy, receives can move its messages on to that queue.
+ *
+ * Broker documentation followed: SQS API Reference (ReceiveMessage, SendMessageBatch,
+ * DeleteMessageBatch, ChangeMessageVisibilityBatch, StartMessageMoveTask, ListMessageMoveTasks,
+ * CancelMessageMoveTask) and the Developer Guide on DLQ redrive, visibility timeout and quotas.
+ */
+export class SqsRedriveMover implements RedriveMover {
+  private options: SqsRedriveOptions = { ...DEFAULT_SQS_REDRIVE_OPTIONS };
+  private calls = 0;
+  /** null until tried; false when the server lacks the message-move-task API (fauxqs). */
+  private moveTasksSupported: boolean | null = null;
+  private moveTasksProblem: string | null = null;
+
+  constructor(private readonly host: SqsRedriveHost) {}
+
+  /** SQS requests made by this mover so far (one per SDK `send`; SDK-internal retries not counted). */
+  get apiCalls(): number {
+    return this.calls;
+  }
+
+  /**
+   * Changes tunables for later runs (tests use a short visibility timeout).
+   * @throws QueuescopeError INVALID_INPUT for out-of-range values.
+   */
+  setOptions(partial: Partial<SqsRedriveOptions>): void {
+    const next = { ...this.options, ...partial };
+    if (!Number.isInteger(next.visibilityTimeoutS) || next.visibilityTimeoutS < 1 || next.visibilityTimeoutS > 43_200) {
+      throw new QueuescopeError('INVALID_INPUT', `visibilityTimeoutS must be a whole number of seconds from 1 to 43200, got ${String(next.visibilityTimeoutS)}.`);
+    }
+    if (!Number.isInteger(next.concurrency) || next.concurrency < 1 || next.concurrency > 64) throw new QueuescopeError('INVALID_INPUT', `concurrency must be 1–64, got ${String(next.concurrency)}.`);
+    this.options = next;
+  }
+
+  private send<T>(action: string, queueName: string | undefined, run: (client: SQSClient, abortSignal: AbortSignal | undefined) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    this.calls++;
+    return this.host.call(action, queueName, run, signal);
+  }
+
+  private async attributes(url: string, signal?: AbortSignal): Promise<Record<string, string>> {
+    const out = await this.send('GetQueueAttributes', queueNameFromUrl(url), (c, s) => c.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }), { abortSignal: s }), signal);
+    return out.Attributes ?? {};
+  }
+
+  private async targetInfo(queueId: string, signal?: AbortSignal): Promise<TargetInfo> {
+    const url = await this.host.resolveQueueUrl(queueId, signal);
+    const name = queueNameFromUrl(url);
+    const attrs = await this.attributes(url, signal);
+    return { url, name, arn: attrs.QueueArn ?? null, fifo: queueKind(name, attrs) === 'sqs-fifo', maxMessageBytes: intAttr(attrs, 'MaximumMessageSize') ?? 262_144 };
+  }
+
+  // ------------------------------------------------------------------ target
+
+  /**
+   * The source queue of an SQS DLQ: the single queue whose RedrivePolicy points at it
+   * (`dlq.deadLetterSources`, via "RedrivePolicy source"). With several sources, the message's own
+   * `DeadLetterQueueSourceArn` system attribute (AWS and local-aws-sqs set it; fauxqs does not) picks
+   * the source whose name it names ("DeadLetterQueueSourceArn"). Otherwise null: the user chooses.
+   */
+  resolveTarget(message: QueueMessage, dlq: QueueSummary): { queueId: string; via: string } | null {
+    const sources = dlq.deadLetterSources;
+    if (sources.length === 1 && sources[0] !== undefined) return { queueId: sources[0], via: 'RedrivePolicy source' };
+    const arn = message.properties.DeadLetterQueueSourceArn;
+    if (sources.length > 1 && typeof arn === 'string') {
+      const name = parseArn(arn)?.resource;
+      const matches = sources.filter((id) => name !== undefined && queueNameFromUrl(id.slice(4)) === name);
+      if (matches.length === 1 && matches[0] !== undefined) return { queueId: matches[0], via: `DeadLetterQueueSourceArn ${name ?? ''}`.trim() };
+    }
+    return null;
+  }
+
+  // ------------------------------------------------------------------ client-side move
+
+  /**
+   * See the class documentation. Dry run (`dryRun: true`): receives and decides exactly like a real
+   * run, sends and deletes nothing, and makes every message visible again at the end; the batch
+   * results' `moved` then list what WOULD move (and `failed` what would fail, e.g. an 11th
+   * attribute), and the notes state the side effect (ApproximateReceiveCount +1 per message read).
+   *
+   * @throws QueuescopeError INVALID_INPUT (options), QUEUE_NOT_FOUND (the DLQ), CANCELLED (signal or
+   *   gate; after the batch in hand is finished and held messages are visible again), connection
+   *   codes from a failing receive, and whatever `beforeMove` rejects with (nothing of that batch moved).
+   */
+  async moveClientSide(options: ClientMoveOptions, hooks: MoveHooks, signal?: AbortSignal): Promise<MoveSummary> {
+    validateOptions(options);
+    if (signal?.aborted === true) throw cancelled();
+    const run = new ClientRun(this, options, hooks, signal);
+    return run.execute();
+  }
+
+  /** @internal used by {@link ClientRun} */
+  _send<T>(action: string, queueName: string | undefined, run: (client: SQSClient, abortSignal: AbortSignal | undefined) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    return this.send(action, queueName, run, signal);
+  }
+  /** @internal */
+  _attributes(url: string, signal?: AbortSignal): Promise<Record<string, string>> {
+    return this.attributes(url, signal);
+  }
+  /** @internal */
+  _targetInfo(queueId: string, signal?: AbortSignal): Promise<TargetInfo> {
+    return this.targetInfo(queueId, signal);
+  }
+  /** @internal */
+  get _host(): SqsRedriveHost {
+    return this.host;
+  }
+  /** @internal */
+  get _options(): SqsRedriveOptions {
+    return this.options;
+  }
+
+  // ------------------------------------------------------------------ publish
+
+  /**
+   * Publishes `messages` (e.g. from a snapshot) to `targetQueueId` with `SendMessageBatch`, built as
+   * for a redrive ({@link buildSendEntry}: body, attributes with their SQS types, the redrive counter
+   * +1, FIFO group id and a derived deduplication id). `published` lists the ids SQS reported
+   * `Successful`; every other message is in `failed` with why (not sendable, a per-entry failure,
+   * or the call itself failing — then it may or may not have arrived).
+   * @throws QueuescopeError QUEUE_NOT_FOUND (target), INVALID_INPUT (not an sqs: id), CANCELLED before the first call.
+   */
+  async publish(targetQueueId: string, messages: readonly QueueMessage[], signal?: AbortSignal): Promise<{ published: string[]; failed: { id: string; error: ErrorInfo }[] }> {
+    if (signal?.aborted === true) throw cancelled();
+    const target = await this.targetInfo(targetQueueId, signal);
+    const published: string[] = [];
+    const failed: { id: string; error: ErrorInfo }[] = [];
+    const built: (BuiltEntry & { messageId: string })[] = [];
+    messages.forEach((m, i) => {
+      const b = buildSendEntry(m, target, `p${i % SQS_MAX_BATCH_ENTRIES}`);
+      if ('error' in b) failed.push({ id: m.id, error: b.error });
+      else built.push({ ...b, messageId: m.id });
+    });
+    const chunks = chunkEntries(built);
+    for (const chunk of chunks) {
+      if (isAborted(signal)) {
+        for (const e of chunk) failed.push({ id: e.messageId, error: cancelled().toInfo() });
+        continue;
+      }
+      const r = await this.sendChunk(target, chunk);
+      published.push(...r.ok.map((e) => e.messageId));
+      failed.push(...r.failed.map((f) => ({ id: f.entry.messageId, error: f.error })));
+    }
+    return { published, failed };
+  }
+
+  /**
+   * One SendMessageBatch. Entry ids are reassigned `e0…e9` so they are unique in the call.
+   * Never throws: a failed call fails every entry (noting that they may have been delivered).
+   */
+  async sendChunk<T extends BuiltEntry>(target: TargetInfo, chunk: readonly T[]): Promise<{ ok: T[]; failed: { entry: T; error: ErrorInfo }[] }> {
+    const byId = new Map<string, T>();
+    const entries = chunk.map((e, i) => {
+      byId.set(`e${i}`, e);
+      return { ...e.entry, Id: `e${i}` };
+    });
+    try {
+      // No abort signal: a send withdrawn halfway would leave its outcome unknown.
+      const r = await this.send('SendMessageBatch', target.name, (c) => c.send(new SendMessageBatchCommand({ QueueUrl: target.url, Entries: entries })));
+      const ok: T[] = [];
+      const failed: { entry: T; error: ErrorInfo }[] = [];
+      const done = new Set<string>();
+      for (const s of r.Successful ?? []) {
+        const e = s.Id !== undefined ? byId.get(s.Id) : undefined;
+        if (e !== undefined && !done.has(s.Id ?? '')) {
+          done.add(s.Id ?? '');
+          ok.push(e);
+        }
+      }
+      for (const f of r.Failed ?? []) {
+        const e = f.Id !== undefined ? byId.get(f.Id) : undefined;
+        if (e !== undefined && !done.has(f.Id ?? '')) {
+          done.add(f.Id ?? '');
+          failed.push({ entry: e, error: { code: 'BROKER_ERROR', message: `SQS did not accept the message into ${target.name}: ${f.Code ?? 'error'}: ${f.Message ?? 'no reason given'}${f.SenderFault === true ? ' (sender fault)' : ''}.`, details: { awsCode: f.Code ?? null } } });
+        }
+      }
+      // An entry in neither list was not confirmed: it stays in the DLQ.
+      for (const [id, e] of byId) {
+        if (!done.has(id)) failed.push({ entry: e, error: { code: 'BROKER_ERROR', message: `SendMessageBatch to ${target.name} reported neither success nor failure for this message; it stays in the DLQ.` } });
+      }
+      return { ok, failed };
+    } catch (e) {
+      const err = asQs(e);
+      return {
+        ok: [],
+        failed: chunk.map((entry) => ({
+          entry,
+          error: { code: err.code, message: `SendMessageBatch to ${target.name} failed (${err.message}); the message stays in the DLQ and may also have reached ${target.name}.`, ...(err.details ? { details: err.details } : {}) },
+        })),
+      };
+    }
+  }
+
+  // ------------------------------------------------------------------ native
+
+  private async dlqArn(dlq: QueueSummary, signal?: AbortSignal): Promise<{ arn: string; url: string }> {
+    const url = await this.host.resolveQueueUrl(dlq.id, signal);
+    const fromConfig = dlq.config.queueArn;
+    if (typeof fromConfig === 'string' && fromConfig !== '') return { arn: fromConfig, url };
+    const arn = (await this.attributes(url, signal)).QueueArn;
+    if (arn === undefined) throw new QueuescopeError('BROKER_ERROR', `${dlq.name} has no QueueArn attribute; a message move task needs it.`, { queue: dlq.name });
+    return { arn, url };
+  }
+
+  /**
+   * Whether `StartMessageMoveTask` can move `dlq`: the server must implement the message-move-task
+   * API (probed once with `ListMessageMoveTasks`; fauxqs does not, local-aws-sqs and AWS do), the
+   * queue must be some queue's DLQ, no other task may be running on it (SQS allows one), and an
+   * explicit target must be of the same type (standard/FIFO). Moves everything (no filter), at most
+   * 500 msg/s (`supportsRate`), to the original sources or any queue (`supportsTarget`); it adds no
+   * redrive counter and SQS gives the moved messages new MessageIds.
+   * @throws QueuescopeError CANCELLED, connection codes; a missing API or permission is `available: false`, not an error.
+   */
+  async nativeMove(dlq: QueueSummary, targetQueueId: string | null, signal?: AbortSignal): Promise<NativeMoveSupport> {
+    const mechanism = 'SQS StartMessageMoveTask';
+    const base = { mechanism, supportsRate: true, supportsTarget: true };
+    const no = (note: string): NativeMoveSupport => ({ ...base, available: false, note });
+    if (this.moveTasksSupported === false) return no(this.moveTasksProblem ?? `${this.host.endpoint()} does not implement the message-move-task API.`);
+    if (dlq.deadLetterSources.length === 0) return no(`${dlq.name} is not the dead-letter queue of any queue; StartMessageMoveTask moves only from a DLQ.`);
+    const { arn } = await this.dlqArn(dlq, signal);
+    let running: boolean;
+    try {
+      const r = await this.send('ListMessageMoveTasks', dlq.name, (c, s) => c.send(new ListMessageMoveTasksCommand({ SourceArn: arn, MaxResults: 1 }), { abortSignal: s }), signal);
+      this.moveTasksSupported = true;
+      running = (r.Results ?? []).some((t) => t.Status === 'RUNNING' || t.Status === 'CANCELLING');
+    } catch (e) {
+      const err = asQs(e);
+      if (err.code === 'UNSUPPORTED') {
+        this.moveTasksSupported = false;
+        this.moveTasksProblem = `${this.host.endpoint()} does not implement ListMessageMoveTasks/StartMessageMoveTask (${awsCodeOf(err) || err.code}); use the client-side redrive.`;
+        return no(this.moveTasksProblem);
+      }
+      if (err.code === 'PERMISSION_DENIED') return no(`Not allowed to use message move tasks on ${dlq.name}: ${err.message}`);
+      throw err;
+    }
+    if (running) return no(`A message move task is already running on ${dlq.name}; SQS allows one per queue (cancel it or wait).`);
+    if (targetQueueId !== null) {
+      const t = await this.targetInfo(targetQueueId, signal);
+      if (t.fifo !== (dlq.kind === 'sqs-fifo')) return no(`${t.name} is a ${t.fifo ? 'FIFO' : 'standard'} queue and ${dlq.name} is not: StartMessageMoveTask needs both of the same type.`);
+    }
+    const to = targetQueueId === null ? 'back to the queue each message came from (its DeadLetterQueueSourceArn); messages sent to the DLQ directly make the task fail' : 'to the chosen queue';
+    return { ...base, available: true, note: `Moves every message ${to}, at most 500 msg/s; no filter, no redrive counter is added, and the moved messages get new MessageIds.` };
+  }
+
+  /**
+   * `StartMessageMoveTask` (SourceArn = the DLQ, DestinationArn = the target's ARN or none for the
+   * original sources, MaxNumberOfMessagesPerSecond when given). `total` = the DLQ's
+   * ApproximateNumberOfMessages just before.
+   * @throws QueuescopeError UNSUPPORTED (see {@link nativeMove}), INVALID_INPUT (rate not 1–500), BROKER_ERROR (SQS refused, e.g. a task already running).
+   */
+  async startNativeMove(dlq: QueueSummary, targetQueueId: string | null, ratePerSecond: number | null, signal?: AbortSignal): Promise<NativeMoveHandle> {
+    if (ratePerSecond !== null && (!Number.isInteger(ratePerSecond) || ratePerSecond < 1 || ratePerSecond > 500)) {
+      throw new QueuescopeError('INVALID_INPUT', `SQS message move tasks take a rate of 1–500 messages per second, got ${String(ratePerSecond)}.`);
+    }
+    const support = await this.nativeMove(dlq, targetQueueId, signal);
+    if (!support.available) throw new QueuescopeError('UNSUPPORTED', support.note ?? 'No native move for this queue.', { queue: dlq.name });
+    const { arn, url } = await this.dlqArn(dlq, signal);
+    const total = intAttr(await this.attributes(url, signal), 'ApproximateNumberOfMessages');
+    const dest = targetQueueId !== null ? (await this.targetInfo(targetQueueId, signal)).arn : null;
+    if (targetQueueId !== null && dest === null) throw new QueuescopeError('BROKER_ERROR', `The target ${targetQueueId.slice(0, 200)} has no QueueArn attribute.`);
+    const startedAt = Date.now();
+    const r = await this.send(
+      'StartMessageMoveTask',
+      dlq.name,
+      (c, s) => c.send(new StartMessageMoveTaskCommand({ SourceArn: arn, ...(dest !== null ? { DestinationArn: dest } : {}), ...(ratePerSecond !== null ? { MaxNumberOfMessagesPerSecond: ratePerSecond } : {}) }), { abortSignal: s }),
+      signal,
+    );
+    if (r.TaskHandle === undefined) throw new QueuescopeError('BROKER_ERROR', `StartMessageMoveTask on ${dlq.name} returned no TaskHandle.`);
+    return { id: JSON.stringify({ taskHandle: r.TaskHandle, sourceArn: arn, queueName: dlq.name }), sourceQueueId: dlq.id, targetQueueId, startedAt, total };
+  }
+
+  private parseHandle(handle: NativeMoveHandle): { taskHandle: string; sourceArn: string; queueName: string } {
+    try {
+      const v = JSON.parse(handle.id) as { taskHandle?: unknown; sourceArn?: unknown; queueName?: unknown };
+      if (typeof v.taskHandle === 'string' && typeof v.sourceArn === 'string') return { taskHandle: v.taskHandle, sourceArn: v.sourceArn, queueName: typeof v.queueName === 'string' ? v.queueName : '' };
+    } catch {
+      /* fall through */
+    }
+    throw new QueuescopeError('INVALID_INPUT', 'Not a handle of an SQS message move task.');
+  }
+
+  /**
+   * Polls with `ListMessageMoveTasks` (the 10 most recent tasks of the DLQ): the task with this
+   * TaskHandle, or — SQS returns the handle only while a task runs — the most recent finished task
+   * started at or after this one (1 s clock tolerance). RUNNING/CANCELLING → running.
+   * @throws QueuescopeError INVALID_INPUT (foreign handle), BROKER_ERROR when the task is not listed.
+   */
+  async nativeMoveStatus(handle: NativeMoveHandle, signal?: AbortSignal): Promise<NativeMoveStatus> {
+    const h = this.parseHandle(handle);
+    const r = await this.send('ListMessageMoveTasks', h.queueName, (c, s) => c.send(new ListMessageMoveTasksCommand({ SourceArn: h.sourceArn, MaxResults: 10 }), { abortSignal: s }), signal);
+    const tasks = r.Results ?? [];
+    const task =
+      tasks.find((t) => t.TaskHandle === h.taskHandle) ??
+      tasks.filter((t) => t.TaskHandle === undefined && (t.StartedTimestamp ?? 0) >= handle.startedAt - 1_000).sort((a, b) => (a.StartedTimestamp ?? 0) - (b.StartedTimestamp ?? 0))[0];
+    if (task === undefined) throw new QueuescopeError('BROKER_ERROR', `The message move task on ${h.queueName} is no longer listed by ListMessageMoveTasks.`);
+    const status: NativeMoveStatus['status'] =
+      task.Status === 'COMPLETED' ? 'completed' : task.Status === 'CANCELLED' ? 'cancelled' : task.Status === 'FAILED' ? 'failed' : 'running';
+    return {
+      status,
+      moved: task.ApproximateNumberOfMessagesMoved ?? 0,
+      total: task.ApproximateNumberOfMessagesToMove ?? handle.total,
+      error: status === 'failed' ? (task.FailureReason ?? 'the task failed without a reason') : null,
+    };
+  }
+
+  /**
+   * `CancelMessageMoveTask`. Idempotent: a task that is no longer running (SQS: "Only active tasks can
+   * be cancelled", or ResourceNotFound) is left as it is.
+   */
+  async cancelNativeMove(handle: NativeMoveHandle, signal?: AbortSignal): Promise<void> {
+    const h = this.parseHandle(handle);
+    try {
+      await this.send('CancelMessageMoveTask', h.queueName, (c, s) => c.send(new CancelMessageMoveTaskCommand({ TaskHandle: h.taskHandle }), { abortSignal: s }), signal);
+    } catch (e) {
+      const err = asQs(e);
+      const aws = awsCodeOf(err);
+      if (err.code === 'BROKER_ERROR' && (aws === 'ResourceNotFoundException' || aws.endsWith('ResourceNotFound') || /only active tasks/i.test(err.message))) return;
+      throw err;
+    }
+  }
+}
+
+function validateOptions(o: ClientMoveOptions): void {
+  if (!Number.isInteger(o.batchSize) || o.batchSize < 1 || o.batchSize > 1000) throw new QueuescopeError('INVALID_INPUT', `batchSize must be a whole number from 1 to 1000, got ${String(o.batchSize)}.`);
+  if (!Number.isFinite(o.cutoffMs)) throw new QueuescopeError('INVALID_INPUT', `cutoffMs must be a time in ms since epoch, got ${String(o.cutoffMs)}.`);
+  if (o.maxMessages !== null && (!Number.isInteger(o.maxMessages) || o.maxMessages < 0)) throw new QueuescopeError('INVALID_INPUT', `maxMessages must be null or a whole number ≥ 0, got ${String(o.maxMessages)}.`);
+  if (o.maxBodyBytes !== undefined && (!Number.isInteger(o.maxBodyBytes) || o.maxBodyBytes < 0)) throw new QueuescopeError('INVALID_INPUT', `maxBodyBytes must be a whole number ≥ 0, got ${String(o.maxBodyBytes)}.`);
+  if (o.state !== undefined && o.state !== '') throw new QueuescopeError('INVALID_INPUT', `SQS queues have no message states; got state "${o.state.slice(0, 50)}".`);
+}
+
+/** One received message on its way through a batch. */
+interface InHand {
+  raw: Message;
+  message: QueueMessage;
+}
+
+/** The state of one `moveClientSide` run. */
+class ClientRun {
+  private url = '';
+  private name = '';
+  private readonly hidden = new Map<string, Hidden>();
+  private readonly held = new Map<string, HeldReason>();
+  /** MessageIds examined (decided) in this run. */
+  private readonly seen = new Set<string>();
+  /** MessageIds sent to the target and confirmed (deleted or not). */
+  private readonly movedIds = new Set<string>();
+  private readonly targets = new Map<string, Promise<TargetInfo>>();
+  private readonly notes: string[] = [];
+  private totals = { examined: 0, moved: 0, skipped: 0, failed: 0, possibleDuplicates: 0 };
+  private newer = 0;
+  private removedAgain = 0;
+  private readonly callsAtStart: number;
+  private heartbeatTimer: ReturnType<typeof setInterval> | null = null;
+  private heartbeatRunning: Promise<void> | null = null;
+  private readonly vt: number;
+  private fifo = false;
+
+  constructor(
+    private readonly mover: SqsRedriveMover,
+    private readonly o: ClientMoveOptions,
+    private readonly hooks: MoveHooks,
+    private readonly signal: AbortSignal | undefined,
+  ) {
+    this.callsAtStart = mover.apiCalls;
+    this.vt = mover._options.visibilityTimeoutS;
+  }
+
+  private aborted(): boolean {
+    return isAborted(this.signal);
+  }
+
+  async execute(): Promise<MoveSummary> {
+    this.url = await this.mover._host.resolveQueueUrl(this.o.sourceQueueId, this.signal);
+    this.name = queueNameFromUrl(this.url);
+    const attrs = await this.mover._attributes(this.url, this.signal);
+    this.fifo = queueKind(this.name, attrs) === 'sqs-fifo';
+    const startCount = intAttr(attrs, 'ApproximateNumberOfMessages');
+    const limit = this.o.maxMessages ?? startCount ?? Number.POSITIVE_INFINITY;
+    const limitReason: MoveSummary['stoppedBecause'] = this.o.maxMessages !== null ? 'max-messages' : 'cutoff';
+    const maxHeld = this.fifo ? this.mover._options.maxHeldFifo : this.mover._options.maxHeldStandard;
+    const policy = parseRedrivePolicy(attrs.RedrivePolicy);
+    if (policy !== null) {
+      const next = 'error' in policy ? 'another queue' : (parseArn(policy.deadLetterTargetArn)?.resource ?? policy.deadLetterTargetArn);
+      const max = 'error' in policy ? '?' : String(policy.maxReceiveCount);
+      this.notes.push(
+        `${this.name} has its own RedrivePolicy (maxReceiveCount ${max} → ${next}): every receive of this redrive adds 1 to ApproximateReceiveCount, so a message already received ${max} times is moved to ${next} by SQS instead of being read, and messages left in ${this.name} get closer to that limit.`,
+      );
+    }
+    this.heartbeatTimer = setInterval(() => {
+      if (this.heartbeatRunning === null) {
+        this.heartbeatRunning = this.heartbeat().finally(() => {
+          this.heartbeatRunning = null;
+        });
+      }
+    }, Math.max(250, (this.vt * 1000) / 4));
+    this.heartbeatTimer.unref();
+
+    let stoppedBecause: MoveSummary['stoppedBecause'] = 'exhausted';
+    let failure: unknown = null;
+    try {
+      let emptyStreak = 0;
+      for (;;) {
+        if (this.aborted()) throw cancelled();
+        const remaining = limit - this.totals.examined;
+        if (remaining <= 0) {
+          stoppedBecause = limitReason;
+          break;
+        }
+        if (this.held.size >= maxHeld) {
+          stoppedBecause = 'max-messages';
+          this.notes.push(`Stopped after holding ${plural(this.held.size, 'message')} left in the DLQ out of sight: SQS limits in-flight messages (120,000 standard, 20,000 FIFO). Run again to continue.`);
+          break;
+        }
+        const n = Math.min(this.o.batchSize, remaining);
+        await this.hooks.gate(n);
+        if (this.aborted()) throw cancelled();
+        // After an empty short-poll, wait up to 1 s once: short polling samples a subset of SQS servers.
+        const raw = await this.receive(Math.min(n, maxHeld - this.held.size), emptyStreak > 0 ? 1 : 0);
+        if (raw === 'over-limit') {
+          stoppedBecause = 'max-messages';
+          this.notes.push(`SQS refused further receives (OverLimit: too many in-flight messages); ${plural(this.held.size, 'message')} left in the DLQ were held out of sight. Run again to continue.`);
+          break;
+        }
+        const { fresh, again, newlyHeld } = this.sortReceived(raw, limit);
+        if (again.length > 0) await this.deleteAgain(again);
+        if (fresh.length === 0) {
+          // Only messages already seen (or nothing): the DLQ is exhausted after one more, long-polled try.
+          if (newlyHeld > 0 || again.length > 0) continue;
+          emptyStreak++;
+          if (emptyStreak >= 2) break;
+          continue;
+        }
+        emptyStreak = 0;
+        const result = await this.processBatch(fresh);
+        this.hooks.onBatch(result);
+      }
+    } catch (e) {
+      failure = e;
+    }
+    await this.finish();
+    if (failure !== null) throw failure instanceof Error ? failure : asQs(failure);
+    if (this.fifo && this.held.size > 0 && stoppedBecause === 'exhausted') {
+      this.notes.push(`FIFO: messages of a message group behind a message left in ${this.name} cannot be received while it is held, so those groups were not read past it in this run.`);
+    }
+    return { ...this.totals, stoppedBecause, notes: this.notes, apiCalls: this.mover.apiCalls - this.callsAtStart };
+  }
+
+  /** ⌈n/10⌉ receives in parallel. Returns 'over-limit' on SQS OverLimit. */
+  private async receive(n: number, waitS: number): Promise<Message[] | 'over-limit'> {
+    const sizes: number[] = [];
+    for (let left = n; left > 0; left -= 10) sizes.push(Math.min(10, left));
+    const name = this.name;
+    const url = this.url;
+    const vt = this.vt;
+    try {
+      const results = await mapWithConcurrency(sizes, this.mover._options.concurrency, (size) =>
+        // No abort signal: a receive withdrawn in flight could hide messages we never get handles for.
+        this.mover._send('ReceiveMessage', name, (c) =>
+          c.send(
+            new ReceiveMessageCommand({
+              QueueUrl: url,
+              MaxNumberOfMessages: size,
+              VisibilityTimeout: vt,
+              WaitTimeSeconds: waitS,
+              MessageSystemAttributeNames: ['All'],
+              // Deprecated in favour of MessageSystemAttributeNames, but local-aws-sqs reads only this one.
+              // eslint-disable-next-line @typescript-eslint/no-deprecated
+              AttributeNames: ['All'],
+              MessageAttributeNames: ['All'],
+            }),
+          ),
+        ),
+      );
+      const until = Date.now() + vt * 1000;
+      const out: Message[] = [];
+      for (const r of results) {
+        for (const m of r.Messages ?? []) {
+          if (m.MessageId === undefined || m.ReceiptHandle === undefined) continue;
+          this.hidden.set(m.MessageId, { handle: m.ReceiptHandle, until });
+          out.push(m);
+        }
+      }
+      return out;
+    } catch (e) {
+      const err = asQs(e);
+      if (awsCodeOf(err) === 'OverLimit') return 'over-limit';
+      throw err;
+    }
+  }
+
+  /** Splits a receive into new messages to examine; re-received and newer-than-cutoff ones are held, already-moved ones deleted again. */
+  private sortReceived(raw: Message[], limit: number): { fresh: InHand[]; again: Message[]; newlyHeld: number } {
+    let newlyHeld = 0;
+    const fresh: InHand[] = [];
+    const freshIds = new Set<string>();
+    const again: Message[] = [];
+    for (const m of raw) {
+      const id = m.MessageId ?? '';
+      if (freshIds.has(id)) continue; // same message twice in one receive round: the later handle is in `hidden`
+      if (this.movedIds.has(id)) {
+        again.push(m);
+        continue;
+      }
+      if (this.seen.has(id) || this.held.has(id)) continue; // held: its newest handle is tracked
+      if (receiveTimestampAfter(m, this.o.cutoffMs)) {
+        this.held.set(id, 'newer');
+        this.newer++;
+        newlyHeld++;
+        continue;
+      }
+      if (this.totals.examined + fresh.length >= limit) {
+        this.held.set(id, 'over-limit');
+        newlyHeld++;
+        continue;
+      }
+      freshIds.add(id);
+      fresh.push({ raw: m, message: toQueueMessage(m, { queueId: this.o.sourceQueueId, queueName: this.name, position: this.totals.examined + fresh.length, maxBodyBytes: this.o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES }) });
+    }
+    return { fresh, again: this.o.dryRun ? [] : again, newlyHeld };
+  }
+
+  /** A message this run already moved came back (its delete was lost, or an SQS duplicate): delete it now with the fresh handle. */
+  private async deleteAgain(msgs: Message[]): Promise<void> {
+    const { deleted } = await this.deleteHandles(msgs.map((m) => ({ id: m.MessageId ?? '', handle: m.ReceiptHandle ?? '' })));
+    this.removedAgain += deleted.size;
+  }
+
+  private async deleteHandles(items: { id: string; handle: string }[]): Promise<{ deleted: Set<string>; failed: Map<string, ErrorInfo> }> {
+    const deleted = new Set<string>();
+    const failed = new Map<string, ErrorInfo>();
+    const chunks: { id: string; handle: string }[][] = [];
+    for (let i = 0; i < items.length; i += SQS_MAX_BATCH_ENTRIES) chunks.push(items.slice(i, i + SQS_MAX_BATCH_ENTRIES));
+    const name = this.name;
+    const url = this.url;
+    await mapWithConcurrency(chunks, this.mover._options.concurrency, async (chunk) => {
+      try {
+        const r = await this.mover._send('DeleteMessageBatch', name, (c) => c.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: chunk.map((x, j) => ({ Id: `d${j}`, ReceiptHandle: x.handle })) })));
+        for (const s of r.Successful ?? []) {
+          const x = chunk[Number((s.Id ?? '').slice(1))];
+          if (x !== undefined) deleted.add(x.id);
+        }
+        for (const f of r.Failed ?? []) {
+          const x = chunk[Number((f.Id ?? '').slice(1))];
+          if (x !== undefined) failed.set(x.id, { code: 'BROKER_ERROR', message: `DeleteMessageBatch on ${name} failed for this message (${f.Code ?? 'error'}: ${f.Message ?? 'no reason'}).` });
+        }
+        for (const x of chunk) if (!deleted.has(x.id) && !failed.has(x.id)) failed.set(x.id, { code: 'BROKER_ERROR', message: `DeleteMessageBatch on ${name} did not confirm this message.` });
+      } catch (e) {
+        const err = asQs(e);
+        for (const x of chunk) failed.set(x.id, { code: err.code, message: `DeleteMessageBatch on ${name} failed (${err.message}).` });
+      }
+    });
+    for (const id of deleted) this.hidden.delete(id);
+    return { deleted, failed };
+  }
+
+  private target(queueId: string): Promise<TargetInfo> {
+    let t = this.targets.get(queueId);
+    if (t === undefined) {
+      t = this.mover._targetInfo(queueId, this.signal);
+      t.catch(() => undefined);
+      this.targets.set(queueId, t);
+    }
+    return t;
+  }
+
+  private async processBatch(batch: InHand[]): Promise<MoveBatchResult> {
+    const result: MoveBatchResult = { examined: batch.length, moved: [], skipped: [], failed: [], possibleDuplicates: [] };
+    type Planned = BuiltEntry & { messageId: string; targetQueueId: string; handle: InHand };
+    const plannedByTarget = new Map<string, Planned[]>();
+    const hold = (id: string, reason: HeldReason): void => {
+      this.held.set(id, reason);
+    };
+    for (const h of batch) {
+      const m = h.message;
+      this.seen.add(m.id);
+      const d = this.hooks.decide(m);
+      if (d.action === 'skip') {
+        result.skipped.push({ id: m.id, reason: d.reason });
+        hold(m.id, this.o.dryRun ? 'dry-run' : 'skipped');
+        continue;
+      }
+      let target: TargetInfo;
+      try {
+        target = await this.target(d.targetQueueId);
+      } catch (e) {
+        result.failed.push({ id: m.id, error: { ...asQs(e).toInfo(), message: `Target ${d.targetQueueId.slice(0, 200)}: ${asQs(e).message}` } });
+        hold(m.id, this.o.dryRun ? 'dry-run' : 'failed');
+        continue;
+      }
+      const built = buildSendEntry(m, target, 'e0');
+      if ('error' in built) {
+        result.failed.push({ id: m.id, error: built.error });
+        hold(m.id, this.o.dryRun ? 'dry-run' : 'failed');
+        continue;
+      }
+      const list = plannedByTarget.get(d.targetQueueId) ?? [];
+      list.push({ ...built, messageId: m.id, targetQueueId: d.targetQueueId, handle: h });
+      plannedByTarget.set(d.targetQueueId, list);
+    }
+    const planned = [...plannedByTarget.values()].flat();
+    if (this.o.dryRun) {
+      for (const p of planned) {
+        result.moved.push({ id: p.messageId, targetQueueId: p.targetQueueId });
+        hold(p.messageId, 'dry-run');
+      }
+      this.add(result);
+      return result;
+    }
+    if (planned.length > 0) {
+      try {
+        await this.hooks.beforeMove(planned.map((p) => p.handle.message));
+      } catch (e) {
+        for (const p of planned) hold(p.messageId, 'failed');
+        this.add(result);
+        throw e;
+      }
+    }
+    const confirmed: Planned[] = [];
+    for (const [targetQueueId, list] of plannedByTarget) {
+      const target = await this.target(targetQueueId);
+      const chunks = chunkEntries(list);
+      // FIFO targets: one call at a time so each message group keeps its order.
+      const results = await mapWithConcurrency(chunks, target.fifo ? 1 : this.mover._options.concurrency, (chunk) => this.mover.sendChunk(target, chunk));
+      for (const r of results) {
+        confirmed.push(...r.ok);
+        for (const f of r.failed) {
+          result.failed.push({ id: f.entry.messageId, error: f.error });
+          hold(f.entry.messageId, 'failed');
+        }
+      }
+    }
+    for (const p of confirmed) this.movedIds.add(p.messageId);
+    const handles = confirmed.map((p) => ({ id: p.messageId, handle: this.hidden.get(p.messageId)?.handle ?? p.handle.raw.ReceiptHandle ?? '' }));
+    const { deleted, failed } = await this.deleteHandles(handles);
+    for (const p of confirmed) {
+      if (deleted.has(p.messageId)) result.moved.push({ id: p.messageId, targetQueueId: p.targetQueueId });
+      else {
+        result.possibleDuplicates.push({ id: p.messageId, targetQueueId: p.targetQueueId });
+        const why = failed.get(p.messageId);
+        if (why !== undefined && this.notes.length < 50) this.notes.push(`Message ${p.messageId} reached the target but may still be in ${this.name}: ${why.message}`);
+        this.hidden.delete(p.messageId);
+      }
+    }
+    this.add(result);
+    return result;
+  }
+
+  private add(r: MoveBatchResult): void {
+    this.totals.examined += r.examined;
+    this.totals.moved += r.moved.length;
+    this.totals.skipped += r.skipped.length;
+    this.totals.failed += r.failed.length;
+    this.totals.possibleDuplicates += r.possibleDuplicates.length;
+  }
+
+  /** Extends the visibility of every hidden message that runs out within half the timeout. */
+  private async heartbeat(): Promise<void> {
+    const now = Date.now();
+    const due = [...this.hidden.entries()].filter(([, h]) => h.until - now < (this.vt * 1000) / 2);
+    await this.changeVisibility(due, this.vt);
+  }
+
+  /** ChangeMessageVisibilityBatch for `[MessageId, Hidden]` pairs; returns the failures in words. Never throws. */
+  private async changeVisibility(items: [string, Hidden][], timeoutS: number): Promise<string[]> {
+    const failures: string[] = [];
+    const chunks: [string, Hidden][][] = [];
+    for (let i = 0; i < items.length; i += SQS_MAX_BATCH_ENTRIES) chunks.push(items.slice(i, i + SQS_MAX_BATCH_ENTRIES));
+    const name = this.name;
+    const url = this.url;
+    try {
+      await mapWithConcurrency(chunks, this.mover._options.concurrency, async (chunk) => {
+        const until = Date.now() + timeoutS * 1000;
+        try {
+          const r = await this.mover._send('ChangeMessageVisibilityBatch', name, (c) =>
+            c.send(new ChangeMessageVisibilityBatchCommand({ QueueUrl: url, Entries: chunk.map(([, h], j) => ({ Id: `v${j}`, ReceiptHandle: h.handle, VisibilityTimeout: timeoutS })) })),
+          );
+          for (const s of r.Successful ?? []) {
+            const x = chunk[Number((s.Id ?? '').slice(1))];
+            if (x !== undefined && this.hidden.get(x[0])?.handle === x[1].handle) x[1].until = until;
+          }
+          for (const f of r.Failed ?? []) {
+            const x = chunk[Number((f.Id ?? '').slice(1))];
+            failures.push(`message ${x?.[0] ?? '?'}: ${f.Code ?? 'error'}: ${f.Message ?? 'no reason'}`);
+          }
+        } catch (e) {
+          failures.push(`${plural(chunk.length, 'message')}: ${asQs(e).message}`);
+        }
+      });
+    } catch (e) {
+      failures.push(asQs(e).message);
+    }
+    return failures;
+  }
+
+  /** Stops the heartbeat and makes every held message visible again. */
+  private async finish(): Promise<void> {
+    if (this.heartbeatTimer !== null) clearInterval(this.heartbeatTimer);
+    if (this.heartbeatRunning !== null) await this.heartbeatRunning;
+    const items: [string, Hidden][] = [];
+    for (const id of this.held.keys()) {
+      const h = this.hidden.get(id);
+      if (h !== undefined) items.push([id, h]);
+    }
+    const failures = await this.changeVisibility(items, 0);
+    const counts = new Map<HeldReason, number>();
+    for (const r of this.held.values()) counts.set(r, (counts.get(r) ?? 0) + 1);
+    const read = this.totals.examined + this.newer + (counts.get('over-limit') ?? 0);
+    if (read > 0) {
+      this.notes.push(
+        `Each of the ${plural(read, 'message')} read got ApproximateReceiveCount +1 (SQS has no read without receive; local-aws-sqs also counts each visibility change).`,
+      );
+    }
+    if (items.length > 0) {
+      const parts = (['skipped', 'failed', 'dry-run', 'newer', 'over-limit'] as const)
+        .filter((k) => (counts.get(k) ?? 0) > 0)
+        .map((k) => `${counts.get(k) ?? 0} ${k === 'dry-run' ? 'read in the dry run' : k === 'newer' ? 'sent after the cutoff' : k === 'over-limit' ? 'beyond the limit' : k}`);
+      this.notes.push(
+        failures.length === 0
+          ? `${plural(items.length, 'message')} left in ${this.name} (${parts.join(', ')}) were hidden during the run and made visible again at its end.`
+          : `${plural(items.length, 'message')} left in ${this.name} (${parts.join(', ')}) were hidden during the run; ${failures.length} could not be made visible again and stay hidden for up to ${this.vt} s (${failures.slice(0, 3).join('; ')}).`,
+      );
+    }
+    if (this.newer > 0) this.notes.push(`${plural(this.newer, 'message')} sent after the run started (SentTimestamp after the cutoff) were left alone.`);
+    if (this.removedAgain > 0) this.notes.push(`${plural(this.removedAgain, 'message')} already moved in this run were received again (a lost delete or an SQS duplicate) and removed from ${this.name} then.`);
+  }
+}
