@@ -39,6 +39,8 @@ export interface OperationProgress {
   moved?: number;
   skipped?: number;
   failed?: number;
+  /** Redrive: moved but possibly still in the source too. */
+  possibleDuplicates?: number;
 }
 
 /** What an operation's `run` function receives. */
@@ -154,6 +156,7 @@ export class OperationManager {
         if (p.moved !== undefined) op.live.moved = p.moved;
         if (p.skipped !== undefined) op.live.skipped = p.skipped;
         if (p.failed !== undefined) op.live.failed = p.failed;
+        if (p.possibleDuplicates !== undefined) op.live.possibleDuplicates = p.possibleDuplicates;
         this.schedulePublish(op);
       },
       addError: (e) => {

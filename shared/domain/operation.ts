@@ -23,6 +23,8 @@ export interface OperationSnapshot {
   moved: number;
   skipped: number;
   failed: number;
+  /** Moved but possibly still in the source too (a redrive whose removal could not be confirmed); absent for operations that cannot duplicate. */
+  possibleDuplicates?: number;
   /** Last errors, at most 20, newest last. */
   errors: ErrorInfo[];
   rate: number | null;

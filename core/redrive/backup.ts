@@ -1,0 +1,127 @@
+import { mkdir, open, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { QueuescopeError, type QueueMessage } from '../../shared/domain';
+import { formatHeaderLine, formatMessageLine, type SnapshotHeaderInput } from '../snapshot/format';
+
+/**
+ * The backup a redrive writes before it moves anything: a snapshot file in the export format
+ * (`core/snapshot/format.ts`, one queue section, `selection: "ids"`) holding every message the run
+ * moves (or tries to), so `queuescope reinject` can put them back.
+ *
+ * Unlike the export writer it writes under the final name from the start and fsyncs after every
+ * batch ({@link append}): the engine calls it in `MoveHooks.beforeMove`, so when the process dies
+ * at any point, every message that may have left the DLQ is already on disk. The file is created
+ * exclusively (`wx`): an existing file is never overwritten.
+ */
+export class RedriveBackup {
+  private messageCount = 0;
+  private closed = false;
+
+  private constructor(
+    private fh: FileHandle | null,
+    /** Path of the backup file. */
+    readonly path: string,
+  ) {}
+
+  /**
+   * Creates the file (and its folder, mode 0700) and writes the section header.
+   * @throws QueuescopeError `INVALID_INPUT` when the file exists or the path is a folder;
+   *   `PERMISSION_DENIED`; `INTERNAL` for other write errors (naming the path).
+   */
+  static async create(path: string, header: SnapshotHeaderInput): Promise<RedriveBackup> {
+    let fh: FileHandle;
+    try {
+      await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+      fh = await open(path, 'wx', 0o600);
+    } catch (e) {
+      throw backupError(e, path);
+    }
+    const b = new RedriveBackup(fh, path);
+    await b.write(formatHeaderLine(header));
+    return b;
+  }
+
+  /** Messages written so far. */
+  get messages(): number {
+    return this.messageCount;
+  }
+
+  /**
+   * Appends messages with one write and fsyncs. Resolves only when they are on disk.
+   * @throws QueuescopeError when writing or syncing fails (the caller must then not move them).
+   */
+  async append(messages: readonly QueueMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    await this.write(messages.map((m) => formatMessageLine(m)).join(''));
+    this.messageCount += messages.length;
+  }
+
+  private async write(text: string): Promise<void> {
+    const fh = this.fh;
+    if (fh === null || this.closed) throw new QueuescopeError('INTERNAL', `The redrive backup ${this.path} is already closed.`);
+    try {
+      const data = Buffer.from(text, 'utf8');
+      let off = 0;
+      while (off < data.length) {
+        const { bytesWritten } = await fh.write(data, off, data.length - off);
+        off += bytesWritten;
+      }
+      await fh.sync();
+    } catch (e) {
+      throw backupError(e, this.path);
+    }
+  }
+
+  /**
+   * Closes the file. With `removeIfEmpty`, a backup holding no message is deleted and null is
+   * returned (nothing was moved, so there is nothing to restore). Never throws.
+   */
+  async close(options: { removeIfEmpty?: boolean } = {}): Promise<string | null> {
+    if (this.closed) return this.messageCount === 0 && options.removeIfEmpty === true ? null : this.path;
+    this.closed = true;
+    const fh = this.fh;
+    this.fh = null;
+    await fh?.close().catch(() => undefined);
+    if (this.messageCount === 0 && options.removeIfEmpty === true) {
+      await unlink(this.path).catch(() => undefined);
+      return null;
+    }
+    return this.path;
+  }
+
+  /** Closes and deletes the file whatever it holds (a pre-pass backup that is superseded). Never throws. */
+  async discard(): Promise<void> {
+    this.messageCount = 0;
+    await this.close({ removeIfEmpty: true });
+    await unlink(this.path).catch(() => undefined);
+  }
+}
+
+/**
+ * The default backup path
+: `<configDir>/backups/redrive-<queue name>-<ISO time>.jsonl`, with
+ * characters outside `[A-Za-z0-9._-]` in the queue name replaced by `_`.
+ */
+export function defaultBackupPath(configDir: string, queueName: string, now: number, kind = 'redrive'): string {
+  const safe = queueName.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 80) || 'queue';
+  const ts = new Date(now).toISOString().replace(/[:.]/g, '-');
+  return join(configDir, 'backups', `${kind}-${safe}-${ts}.jsonl`);
+}
+
+/** True when `path` exists. */
+export async function pathExists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+function backupError(e: unknown, path: string): QueuescopeError {
+  if (e instanceof QueuescopeError) return e;
+  const code = (e as NodeJS.ErrnoException | null)?.code;
+  if (code === 'EEXIST') return new QueuescopeError('INVALID_INPUT', `The backup file ${path} already exists; choose another name (backups are never overwritten).`, { path }, { cause: e });
+  if (code === 'EISDIR') return new QueuescopeError('INVALID_INPUT', `The backup path ${path} is a folder.`, { path }, { cause: e });
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') return new QueuescopeError('PERMISSION_DENIED', `No permission to write the redrive backup ${path}.`, { path }, { cause: e });
+  if (code === 'ENOSPC') return new QueuescopeError('INTERNAL', `The disk is full while writing the redrive backup ${path}; nothing more was moved.`, { path }, { cause: e });
+  return new QueuescopeError('INTERNAL', `Writing the redrive backup ${path} failed: ${e instanceof Error ? e.message : String(e)}`, { path }, { cause: e });
+}

@@ -1,0 +1,259 @@
+import { classifyKey, extractIdempotencyKey, type KeyRule, type KeyVerdictKind } from '../../shared/analysis/idempotency';
+import type { QueueMessage, QueueSummary } from '../../shared/domain';
+import { classifyFailure, type FailureClass, type FailureInfo } from '../../shared/redrive/failure-class';
+import { isEmptyFilter, matchFilter, type RedriveFilter } from '../../shared/redrive/filter';
+import type { RedriveDecision, RedriveMover } from '../adapters/redrive-types';
+
+/** Which messages of the DLQ a redrive selects. */
+export type RedriveSelection =
+  /** Every message (non-retryable ones still excluded unless `includeNonRetryable`). */
+  | { kind: 'all' }
+  /** Messages matching a filter (see `shared/redrive/filter.ts`). */
+  | { kind: 'filter'; filter: RedriveFilter }
+  /** Messages picked by id (e.g. in the app's list). */
+  | { kind: 'ids'; ids: string[] };
+
+/** Skip categories, counted per category in plans and results. */
+export type SkipCategory = 'non-retryable' | 'not selected' | 'not picked' | 'duplicate key' | 'no target' | 'target missing' | 'loop';
+
+/** One target of a redrive with what is known about it. */
+export interface TargetInfo {
+  queueId: string;
+  /** Display name (the id when the queue is unknown). */
+  queueName: string;
+  /** How it was chosen: "chosen by the user", or the mover's `via` ("x-death queue 'orders.work'"…). */
+  via: string;
+  /** False when the queue was not found on the connection. */
+  exists: boolean;
+  /** Set when moving there needs confirmation: it is the DLQ itself, or a DLQ that dead-letters straight back into it. */
+  loop: string | null;
+  /** Things to know that do not block (e.g. "orders.work has no consumers"). */
+  warnings: string[];
+}
+
+/** A sample decision shown in a dry run. */
+export interface DecisionSample {
+  id: string;
+  action: 'move' | 'skip';
+  targetQueueId: string | null;
+  /** Skip reason in words. */
+  reason: string | null;
+  failureClass: FailureClass;
+  failureLabel: string;
+  failureReason: string | null;
+}
+
+/** Messages grouped by how they failed (the DLQ view's rows). */
+export interface FailureGroup {
+  groupKey: string;
+  class: FailureClass;
+  label: string;
+  /** The reason text of the first message of the group. */
+  reason: string | null;
+  count: number;
+  /** Messages of the group that used all their attempts on a non-retryable error. */
+  wastedRetries: number;
+  /** Up to 5 message ids of the group. */
+  sampleIds: string[];
+}
+
+/** Options of {@link Decider}. */
+export interface DeciderOptions {
+  dlq: QueueSummary;
+  selection: RedriveSelection;
+  /** Move non-retryable messages too (default false: they stay with their reason). */
+  includeNonRetryable: boolean;
+  /** Move one message per idempotency key (the first examined); others stay, reported as duplicates. */
+  dedupeByKey: boolean;
+  /** User key rules for {@link extractIdempotencyKey}. */
+  keyRules: readonly KeyRule[];
+  /** A chosen target queue id, or null for the original source per message ({@link RedriveMover.resolveTarget}). */
+  targetQueueId: string | null;
+  /** Move into a loop target (see {@link TargetInfo.loop}) anyway. */
+  confirmLoop: boolean;
+  /** Queues of the connection by id (for names, existence and the loop check); null when unknown. */
+  queues: ReadonlyMap<string, QueueSummary> | null;
+  mover: Pick<RedriveMover, 'resolveTarget'>;
+  now: number;
+  /** Samples kept per action (default 10). */
+  samples?: number;
+  /** Failure groups kept (default 200; the rest are counted under `other`). */
+  maxGroups?: number;
+}
+
+/**
+ * Decides, message by message, what a redrive does ({@link RedriveDecision}) and counts it:
+ * per target, per skip category and reason, per failure group, with bounded samples. Used for
+ * both dry runs and real runs, so a dry run lists exactly what the run would do with the same
+ * messages. Decisions, in order:
+ * 1. `ids` selection: not picked → skip;
+ * 2. filter: a failed term → skip "not selected (term)";
+ * 3. non-retryable (unless included) → skip "non-retryable: <label> — <reason>";
+ * 4. target: chosen, or resolved from the message; none → skip "no target"; a queue that does not
+ *    exist → skip; a loop target without confirmation → skip "loop: …";
+ * 5. `dedupeByKey`: a key seen before → skip "duplicate idempotency key <key>".
+ */
+export class Decider {
+  readonly examined = { count: 0 };
+  readonly perTarget = new Map<string, { target: TargetInfo; count: number }>();
+  readonly skipCategories = new Map<string, { category: SkipCategory; count: number }>();
+  readonly moveSamples: DecisionSample[] = [];
+  readonly skipSamples: DecisionSample[] = [];
+  readonly groups = new Map<string, FailureGroup>();
+  /** Non-retryable messages whose retries were all used. */
+  wastedRetries = 0;
+  /** Messages decided `move`. */
+  toMove = 0;
+  /** Messages decided `skip`. */
+  toSkip = 0;
+  private readonly keysSeen = new Set<string>();
+  private readonly ids: ReadonlySet<string> | null;
+  private readonly targets = new Map<string, TargetInfo>();
+  private readonly needKey: boolean;
+  private readonly filter: RedriveFilter | null;
+
+  constructor(private readonly o: DeciderOptions) {
+    this.ids = o.selection.kind === 'ids' ? new Set(o.selection.ids) : null;
+    this.filter = o.selection.kind === 'filter' && !isEmptyFilter(o.selection.filter) ? o.selection.filter : null;
+    this.needKey = o.dedupeByKey || (this.filter?.keyVerdicts !== undefined && this.filter.keyVerdicts.length > 0);
+  }
+
+  /** Target info for a queue id (cached), including the loop check. */
+  target(queueId: string, via: string): TargetInfo {
+    const cached = this.targets.get(queueId);
+    if (cached !== undefined) return cached;
+    const info = describeTarget(queueId, via, this.o.dlq, this.o.queues);
+    this.targets.set(queueId, info);
+    return info;
+  }
+
+  /** Decides one message. Never throws. */
+  decide(message: QueueMessage): RedriveDecision {
+    this.examined.count++;
+    const failure = classifyFailure(message);
+    this.addToGroup(message, failure);
+    if (failure.wastedRetries) this.wastedRetries++;
+    if (this.ids !== null && !this.ids.has(message.id)) return this.skip(message, failure, 'not picked', 'not picked');
+    let key: { key: string; verdict: KeyVerdictKind } | null = null;
+    if (this.needKey) key = keyOf(message, this.o.keyRules);
+    if (this.filter !== null) {
+      const failed = matchFilter(message, this.filter, { failure, keyVerdict: key?.verdict ?? 'missing', now: this.o.now });
+      if (failed !== null) return this.skip(message, failure, 'not selected', `not selected (${failed})`, `not selected (${failed})`);
+    }
+    if (failure.class === 'non-retryable' && !this.o.includeNonRetryable) {
+      return this.skip(message, failure, 'non-retryable', `non-retryable: ${failure.label}${failure.reason !== null && failure.reason !== failure.label ? ` — ${failure.reason}` : ''}`, `non-retryable: ${failure.label}`);
+    }
+    let target: TargetInfo;
+    if (this.o.targetQueueId !== null) target = this.target(this.o.targetQueueId, 'chosen by the user');
+    else {
+      const resolved = safeResolve(this.o.mover, message, this.o.dlq);
+      if (resolved === null) return this.skip(message, failure, 'no target', 'no target: the original queue cannot be told from the message; choose a target queue');
+      target = this.target(resolved.queueId, resolved.via);
+    }
+    if (!target.exists) return this.skip(message, failure, 'target missing', `target ${target.queueName} does not exist`, `target missing: ${target.queueName}`);
+    if (target.loop !== null && !this.o.confirmLoop) return this.skip(message, failure, 'loop', `loop: ${target.loop} (confirm to move anyway)`, `loop: ${target.queueName}`);
+    if (this.o.dedupeByKey && key !== null && key.verdict !== 'missing') {
+      if (this.keysSeen.has(key.key)) return this.skip(message, failure, 'duplicate key', `duplicate idempotency key ${key.key.slice(0, 120)}`, 'duplicate idempotency key');
+      this.keysSeen.add(key.key);
+    }
+    this.toMove++;
+    const t = this.perTarget.get(target.queueId);
+    if (t === undefined) this.perTarget.set(target.queueId, { target, count: 1 });
+    else t.count++;
+    if (this.moveSamples.length < (this.o.samples ?? 10)) {
+      this.moveSamples.push({ id: message.id, action: 'move', targetQueueId: target.queueId, reason: null, failureClass: failure.class, failureLabel: failure.label, failureReason: failure.reason });
+    }
+    return { action: 'move', targetQueueId: target.queueId };
+  }
+
+  private skip(message: QueueMessage, failure: FailureInfo, category: SkipCategory, reason: string, countAs: string = category): RedriveDecision {
+    this.toSkip++;
+    const c = this.skipCategories.get(countAs);
+    if (c === undefined) {
+      if (this.skipCategories.size < 500) this.skipCategories.set(countAs, { category, count: 1 });
+      else {
+        const other = this.skipCategories.get('other');
+        if (other === undefined) this.skipCategories.set('other', { category, count: 1 });
+        else other.count++;
+      }
+    } else c.count++;
+    if (this.skipSamples.length < (this.o.samples ?? 10)) {
+      this.skipSamples.push({ id: message.id, action: 'skip', targetQueueId: null, reason, failureClass: failure.class, failureLabel: failure.label, failureReason: failure.reason });
+    }
+    return { action: 'skip', reason };
+  }
+
+  private addToGroup(message: QueueMessage, failure: FailureInfo): void {
+    let g = this.groups.get(failure.groupKey);
+    if (g === undefined) {
+      if (this.groups.size >= (this.o.maxGroups ?? 200)) {
+        g = this.groups.get('other');
+        if (g === undefined) {
+          g = { groupKey: 'other', class: 'unknown', label: 'other groups', reason: null, count: 0, wastedRetries: 0, sampleIds: [] };
+          this.groups.set('other', g);
+        }
+      } else {
+        g = { groupKey: failure.groupKey, class: failure.class, label: failure.label, reason: failure.reason, count: 0, wastedRetries: 0, sampleIds: [] };
+        this.groups.set(failure.groupKey, g);
+      }
+    }
+    g.count++;
+    if (failure.wastedRetries) g.wastedRetries++;
+    if (g.sampleIds.length < 5) g.sampleIds.push(message.id);
+  }
+
+  /** Skip counts, largest first. */
+  skipReasons(): { reason: string; category: SkipCategory; count: number }[] {
+    return [...this.skipCategories.entries()].map(([reason, v]) => ({ reason, category: v.category, count: v.count })).sort((a, b) => b.count - a.count);
+  }
+
+  /** Move counts per target, largest first. */
+  targetsList(): (TargetInfo & { count: number })[] {
+    return [...this.perTarget.values()].map((v) => ({ ...v.target, count: v.count })).sort((a, b) => b.count - a.count);
+  }
+
+  /** Failure groups, largest first. */
+  groupList(): FailureGroup[] {
+    return [...this.groups.values()].sort((a, b) => b.count - a.count);
+  }
+
+  /** Every target seen, including those that were refused (loop, missing). */
+  allTargets(): TargetInfo[] {
+    return [...this.targets.values()];
+  }
+}
+
+function safeResolve(mover: Pick<RedriveMover, 'resolveTarget'>, message: QueueMessage, dlq: QueueSummary): { queueId: string; via: string } | null {
+  try {
+    return mover.resolveTarget(message, dlq);
+  } catch {
+    return null;
+  }
+}
+
+/** The idempotency key and its verdict (`missing` when none was found). */
+function keyOf(message: QueueMessage, rules: readonly KeyRule[]): { key: string; verdict: KeyVerdictKind } {
+  const ex = extractIdempotencyKey(message, rules);
+  if (ex === null) return { key: '', verdict: 'missing' };
+  return { key: ex.key, verdict: classifyKey(ex.key, message, ex).verdict };
+}
+
+/**
+ * Describes a target and checks it for loops: it is the DLQ itself (for a DLQ without states — a
+ * BullMQ queue's failed jobs go back to the same queue on purpose), or it is itself a dead-letter
+ * queue whose dead-letter target is this DLQ (messages would bounce between the two). A target
+ * that dead-letters into the DLQ but has no consumers gets a warning, not a loop.
+ */
+export function describeTarget(queueId: string, via: string, dlq: QueueSummary, queues: ReadonlyMap<string, QueueSummary> | null): TargetInfo {
+  const q = queues?.get(queueId) ?? (queueId === dlq.id ? dlq : undefined);
+  const name = q?.name ?? queueId;
+  const warnings: string[] = [];
+  let loop: string | null = null;
+  if (queueId === dlq.id && dlq.capabilities.peekStates.length === 0) loop = `the target ${name} is the dead-letter queue itself`;
+  else if (q !== undefined) {
+    const backToDlq = q.deadLetterTargets.some((t) => t.queueId === dlq.id);
+    if (backToDlq && q.isDeadLetterQueue && q.id !== dlq.id) loop = `${name} is a dead-letter queue that dead-letters straight back into ${dlq.name}`;
+    else if (backToDlq && q.consumers === 0) warnings.push(`${name} has no consumers: redriven messages wait there, and any that expire or are rejected come back to ${dlq.name}`);
+  }
+  return { queueId, queueName: name, via, exists: queues === null || q !== undefined, loop, warnings };
+}

@@ -1,0 +1,443 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { QueuescopeError, type QueueMessage, type QueueSummary } from '../../shared/domain';
+import type { ClientMoveOptions, MoveHooks, MoveSummary, NativeMoveHandle, NativeMoveStatus, NativeMoveSupport, RedriveMover } from '../adapters/redrive-types';
+import { readSnapshotFile } from '../snapshot/reader';
+import { AuditLog } from '../services/audit-log';
+import { OperationManager } from '../services/operations';
+import { planRedrive, startRedrive, startReinject, type RedriveEnv, type RedriveRequest, type RedriveResult } from './engine';
+
+/**
+ * An in-memory RedriveMover: the engine's logic is tested against it; the real movers are tested
+ * against real brokers in test/integration. It follows the contract: reads the DLQ from the head in
+ * batches bounded by maxMessages and the cutoff, awaits gate → decide → beforeMove → publish →
+ * remove, leaves skipped messages, and on abort stops between batches.
+ */
+class MemoryMover implements RedriveMover {
+  readonly queues = new Map<string, QueueMessage[]>();
+  events: string[] = [];
+  /** Called at publish time (tests check the backup is on disk). */
+  onPublish: ((ids: string[]) => Promise<void>) | null = null;
+  native: NativeMoveSupport = { available: false, mechanism: 'memory move', note: null, supportsRate: true, supportsTarget: false };
+  nativeRuns: { handle: NativeMoveHandle; moved: number; cancelled: boolean }[] = [];
+  failIds = new Set<string>();
+
+  constructor(readonly dlqId: string) {}
+
+  resolveTarget(message: QueueMessage): { queueId: string; via: string } | null {
+    const src = message.headers['x-source'];
+    return typeof src === 'string' ? { queueId: src, via: `header x-source '${src}'` } : null;
+  }
+
+  async moveClientSide(o: ClientMoveOptions, hooks: MoveHooks, signal?: AbortSignal): Promise<MoveSummary> {
+    const dlq = this.queues.get(o.sourceQueueId) ?? [];
+    const snapshot = [...dlq];
+    const sum: MoveSummary = { examined: 0, moved: 0, skipped: 0, failed: 0, possibleDuplicates: 0, stoppedBecause: 'exhausted' };
+    let i = 0;
+    for (;;) {
+      if (o.maxMessages !== null && sum.examined >= o.maxMessages) {
+        sum.stoppedBecause = 'max-messages';
+        break;
+      }
+      const n = Math.min(o.batchSize, o.maxMessages === null ? o.batchSize : o.maxMessages - sum.examined);
+      await hooks.gate(n);
+      if (signal?.aborted === true) throw new QueuescopeError('CANCELLED', 'cancelled');
+      const batch: QueueMessage[] = [];
+      while (batch.length < n && i < snapshot.length) {
+        const m = snapshot[i++];
+        if (m === undefined) break;
+        if ((m.meta.finishedOn ?? 0) > o.cutoffMs) {
+          sum.stoppedBecause = 'cutoff';
+          continue;
+        }
+        batch.push(m);
+      }
+      if (batch.length === 0) break;
+      const moves: { m: QueueMessage; target: string }[] = [];
+      const skipped: { id: string; reason: string }[] = [];
+      for (const m of batch) {
+        const d = hooks.decide(m);
+        if (d.action === 'move') moves.push({ m, target: d.targetQueueId });
+        else skipped.push({ id: m.id, reason: d.reason });
+      }
+      const failed = o.dryRun ? [] : moves.filter((x) => this.failIds.has(x.m.id)).map((x) => ({ id: x.m.id, error: { code: 'BROKER_ERROR' as const, message: 'nack' } }));
+      const ok = moves.filter((x) => !this.failIds.has(x.m.id));
+      if (!o.dryRun && moves.length > 0) {
+        await hooks.beforeMove(moves.map((x) => x.m));
+        this.events.push(`beforeMove ${moves.length}`);
+        await this.onPublish?.(ok.map((x) => x.m.id));
+        for (const x of ok) {
+          const t = this.queues.get(x.target) ?? [];
+          t.push({ ...x.m, queueId: x.target, headers: { ...x.m.headers, 'x-queuescope-redrive-count': 1 } });
+          this.queues.set(x.target, t);
+          const idx = dlq.findIndex((y) => y.id === x.m.id);
+          if (idx >= 0) dlq.splice(idx, 1);
+        }
+        this.events.push(`published ${ok.length}`);
+      }
+      sum.examined += batch.length;
+      sum.moved += o.dryRun ? 0 : ok.length;
+      sum.skipped += skipped.length;
+      sum.failed += failed.length;
+      hooks.onBatch({ examined: batch.length, moved: o.dryRun ? [] : ok.map((x) => ({ id: x.m.id, targetQueueId: x.target })), skipped, failed, possibleDuplicates: [] });
+    }
+    return sum;
+  }
+
+  nativeMove(): Promise<NativeMoveSupport> {
+    return Promise.resolve(this.native);
+  }
+
+  startNativeMove(dlq: QueueSummary): Promise<NativeMoveHandle> {
+    const handle = { id: `h${this.nativeRuns.length}`, sourceQueueId: dlq.id, targetQueueId: null, startedAt: Date.now(), total: this.queues.get(dlq.id)?.length ?? 0 };
+    this.nativeRuns.push({ handle, moved: 0, cancelled: false });
+    return Promise.resolve(handle);
+  }
+
+  /** Each poll moves up to 3 messages to their x-source queue. */
+  nativeMoveStatus(handle: NativeMoveHandle): Promise<NativeMoveStatus> {
+    const run = this.nativeRuns.find((r) => r.handle.id === handle.id);
+    if (run === undefined) throw new Error('no run');
+    const dlq = this.queues.get(handle.sourceQueueId) ?? [];
+    if (!run.cancelled) {
+      for (let k = 0; k < 3 && dlq.length > 0; k++) {
+        const m = dlq.shift();
+        if (m === undefined) break;
+        const src = typeof m.headers['x-source'] === 'string' ? m.headers['x-source'] : 'work';
+        this.queues.set(src, [...(this.queues.get(src) ?? []), m]);
+        run.moved++;
+      }
+    }
+    const status = run.cancelled ? 'cancelled' : dlq.length === 0 ? 'completed' : 'running';
+    return Promise.resolve({ status, moved: run.moved, total: handle.total, error: null });
+  }
+
+  cancelNativeMove(handle: NativeMoveHandle): Promise<void> {
+    const run = this.nativeRuns.find((r) => r.handle.id === handle.id);
+    if (run !== undefined) run.cancelled = true;
+    return Promise.resolve();
+  }
+
+  publish(targetQueueId: string, messages: readonly QueueMessage[]): Promise<{ published: string[]; failed: { id: string; error: { code: 'BROKER_ERROR'; message: string } }[] }> {
+    const t = this.queues.get(targetQueueId) ?? [];
+    for (const m of messages) t.push({ ...m, queueId: targetQueueId });
+    this.queues.set(targetQueueId, t);
+    return Promise.resolve({ published: messages.map((m) => m.id), failed: [] });
+  }
+}
+
+function summary(id: string, over: Partial<QueueSummary> = {}): QueueSummary {
+  return {
+    id,
+    name: id,
+    broker: 'rabbitmq',
+    kind: 'rabbitmq-classic',
+    depth: 0,
+    inFlight: 0,
+    delayed: null,
+    consumers: 1,
+    counts: {},
+    deadLetterTargets: [],
+    deadLetterSources: [],
+    isDeadLetterQueue: false,
+    capabilities: { canPeekNonDestructively: false, peekSideEffects: [], peekMayDeadLetter: false, canPageFromCursor: false, maxPeekWindow: 1000, peekStates: [] },
+    config: {},
+    ...over,
+  };
+}
+
+function dead(id: string, error: string | null, source: string | null = 'work', extra: Partial<QueueMessage> = {}): QueueMessage {
+  return {
+    id,
+    queueId: 'dlq',
+    queueName: 'dlq',
+    position: null,
+    body: { encoding: 'utf8', data: JSON.stringify({ orderId: `A-${id}`, idempotencyKey: `A-${id.replace(/dup.*/, 'd')}:charge` }), sizeBytes: 10, truncated: false },
+    headers: { ...(error !== null ? { 'x-last-error': error } : {}), ...(source !== null ? { 'x-source': source } : {}) },
+    properties: {},
+    meta: { finishedOn: 1000 },
+    ...extra,
+  };
+}
+
+let dir: string;
+let mover: MemoryMover;
+let env: RedriveEnv;
+let queues: QueueSummary[];
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'qs-redrive-'));
+  mover = new MemoryMover('dlq');
+  queues = [
+    summary('dlq', { isDeadLetterQueue: true, deadLetterSources: ['work', 'other'] }),
+    summary('work', { deadLetterTargets: [{ queueId: 'dlq', queueName: 'dlq', via: 'dlx' }] }),
+    summary('other', { deadLetterTargets: [{ queueId: 'dlq', queueName: 'dlq', via: 'dlx' }] }),
+    summary('parking', { isDeadLetterQueue: true, deadLetterTargets: [{ queueId: 'dlq', queueName: 'dlq', via: 'dlx' }] }),
+  ];
+  env = {
+    adapter: {
+      getQueue: (id: string) => {
+        const q = queues.find((x) => x.id === id);
+        if (q === undefined) return Promise.reject(new QueuescopeError('QUEUE_NOT_FOUND', `no ${id}`));
+        return Promise.resolve({ ...q, depth: mover.queues.get(id)?.length ?? 0 });
+      },
+      listQueues: () => Promise.resolve(queues.map((q) => ({ ...q, depth: mover.queues.get(q.id)?.length ?? 0 }))),
+      redrive: mover,
+    },
+    connectionLabel: 'amqp://guest@127.0.0.1:5672/',
+    actor: 'cli',
+    auditLog: new AuditLog({ path: join(dir, 'audit.jsonl') }),
+    configDir: dir,
+    nativePollMs: 5,
+  };
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function fill(): void {
+  mover.queues.set('dlq', [
+    dead('1', 'HTTP 503 Service Unavailable'),
+    dead('2', 'HTTP 422 Unprocessable Entity: amount must be positive', 'work', { meta: { finishedOn: 1000, attemptsMade: 3, attemptsLimit: 3 } }),
+    dead('3', 'ETIMEDOUT', 'other'),
+    dead('4', null, null),
+    dead('5', 'HTTP 404 Not Found'),
+    dead('6', 'ECONNRESET'),
+  ]);
+}
+
+const ids = (q: string): string[] => (mover.queues.get(q) ?? []).map((m) => m.id).sort();
+
+async function run(ops: OperationManager, r: RedriveRequest): Promise<{ status: string; result: RedriveResult }> {
+  const snap = startRedrive(ops, env, r);
+  const final = await ops.wait(snap.id);
+  return { status: final.status, result: final.result as RedriveResult };
+}
+
+describe('planRedrive (dry run)', () => {
+  it('lists what would move where and why the rest stays, changing nothing', async () => {
+    fill();
+    const plan = await planRedrive(env, { dlqId: 'dlq', selection: { kind: 'all' } });
+    expect(plan.examined).toBe(6);
+    expect(plan.toMove).toBe(3);
+    expect(plan.targets.map((t) => [t.queueId, t.count, t.via])).toEqual([
+      ['work', 2, "header x-source 'work'"],
+      ['other', 1, "header x-source 'other'"],
+    ]);
+    expect(plan.skipped).toEqual([
+      { reason: 'non-retryable: HTTP 422', category: 'non-retryable', count: 1 },
+      { reason: 'no target', category: 'no target', count: 1 },
+      { reason: 'non-retryable: HTTP 404', category: 'non-retryable', count: 1 },
+    ]);
+    expect(plan.wastedRetries).toBe(1);
+    expect(plan.groups.find((g) => g.label === 'HTTP 422')).toMatchObject({ class: 'non-retryable', count: 1, wastedRetries: 1 });
+    expect(plan.samples.find((s) => s.id === '2')?.reason).toBe('non-retryable: HTTP 422 — HTTP 422 Unprocessable Entity: amount must be positive');
+    expect(plan.native.wouldUse).toBe(false);
+    expect(ids('dlq')).toEqual(['1', '2', '3', '4', '5', '6']);
+    expect(mover.queues.get('work')).toBeUndefined();
+    expect((await env.auditLog.read()).total).toBe(0);
+  });
+
+  it('refuses a chosen target that is the DLQ itself or a DLQ that dead-letters back, unless confirmed', async () => {
+    fill();
+    await expect(planRedrive(env, { dlqId: 'dlq', selection: { kind: 'all' }, targetQueueId: 'dlq' })).rejects.toThrow(/dead-letter queue itself/);
+    await expect(planRedrive(env, { dlqId: 'dlq', selection: { kind: 'all' }, targetQueueId: 'parking' })).rejects.toThrow(/dead-letters straight back/);
+    const plan = await planRedrive(env, { dlqId: 'dlq', selection: { kind: 'all' }, targetQueueId: 'parking', confirmLoop: true });
+    expect(plan.targets).toMatchObject([{ queueId: 'parking', count: 4 }]);
+    expect(plan.loops.map((l) => l.queueId)).toEqual(['parking']);
+    await expect(planRedrive(env, { dlqId: 'dlq', selection: { kind: 'all' }, targetQueueId: 'nope' })).rejects.toMatchObject({ code: 'QUEUE_NOT_FOUND' });
+  });
+
+  it('filters, picked ids, include-non-retryable and one-per-key', async () => {
+    fill();
+    const f = await planRedrive(env, { dlqId: 'dlq', selection: { kind: 'filter', filter: { classes: ['transient'], text: ['A-1'] } } });
+    expect(f.toMove).toBe(1);
+    expect(f.skipped.map((s) => s.reason)).toContain('not selected (class:transient)');
+    const picked = await planRedrive(env, { dlqId: 'dlq', selection: { kind: 'ids', ids: ['2', '3'] }, includeNonRetryable: true });
+    expect(picked.targets.map((t) => [t.queueId, t.count])).toEqual([
+      ['work', 1],
+      ['other', 1],
+    ]);
+    expect(picked.skipped).toEqual([{ reason: 'not picked', category: 'not picked', count: 4 }]);
+    mover.queues.set('dlq', [dead('dup1', 'ETIMEDOUT'), dead('dup2', 'ETIMEDOUT'), dead('7', 'ETIMEDOUT')]);
+    const dedupe = await planRedrive(env, { dlqId: 'dlq', selection: { kind: 'all' }, dedupeByKey: true });
+    expect(dedupe.toMove).toBe(2);
+    expect(dedupe.skipped).toEqual([{ reason: 'duplicate idempotency key', category: 'duplicate key', count: 1 }]);
+    expect(dedupe.samples.find((s) => s.id === 'dup2')?.reason).toBe('duplicate idempotency key A-d:charge');
+  });
+});
+
+describe('runRedrive', () => {
+  it('moves exactly what the dry run listed, writes and fsyncs the backup before publishing, and logs an audit entry', async () => {
+    fill();
+    const plan = await planRedrive(env, { dlqId: 'dlq', selection: { kind: 'all' } });
+    const backupPath = join(dir, 'b.jsonl');
+    mover.onPublish = async (published) => {
+      const onDisk = await readFile(backupPath, 'utf8');
+      for (const id of published) expect(onDisk).toContain(`"id":"${id}"`);
+    };
+    const ops = new OperationManager();
+    const { status, result } = await run(ops, { dlqId: 'dlq', selection: { kind: 'all' }, backupPath, batchSize: 2 });
+    expect(status).toBe('completed');
+    expect(result).toMatchObject({ mode: 'client-side', examined: 6, moved: plan.toMove, skipped: 3, failed: 0, backupPath });
+    expect(ids('work')).toEqual(['1', '6']);
+    expect(ids('other')).toEqual(['3']);
+    expect(ids('dlq')).toEqual(['2', '4', '5']);
+    const backup = await readSnapshotFile(backupPath);
+    expect(backup).toHaveLength(1);
+    expect(backup[0]?.header.source.connection).toBe('amqp://guest@127.0.0.1:5672/');
+    expect(backup[0]?.messages.map((m) => m.id).sort()).toEqual(['1', '3', '6']);
+    const log = await env.auditLog.read();
+    expect(log.entries[0]).toMatchObject({ action: 'redrive', actor: 'cli', status: 'completed', source: 'dlq', backupPath, counts: { moved: 3, skipped: 3, failed: 0 }, operationId: expect.any(String) as unknown });
+  });
+
+  it('every message ends in exactly one place when publishing fails for some; failures are reported', async () => {
+    fill();
+    mover.failIds.add('6');
+    const ops = new OperationManager();
+    const snap = startRedrive(ops, env, { dlqId: 'dlq', selection: { kind: 'all' } });
+    const final = await ops.wait(snap.id);
+    expect(final.status).toBe('completed');
+    expect(final.failed).toBe(1);
+    expect(final.errors.map((e) => e.message)).toEqual(['Message 6 stayed in the DLQ: nack']);
+    expect([...ids('dlq'), ...ids('work'), ...ids('other')].sort()).toEqual(['1', '2', '3', '4', '5', '6']);
+  });
+
+  it('rate-limits moved messages per second', async () => {
+    mover.queues.set(
+      'dlq',
+      Array.from({ length: 12 }, (_, i) => dead(String(i), 'ETIMEDOUT')),
+    );
+    const ops = new OperationManager();
+    const t0 = Date.now();
+    const { result } = await run(ops, { dlqId: 'dlq', selection: { kind: 'all' }, ratePerSecond: 8, batchSize: 100 });
+    const secs = (Date.now() - t0) / 1000;
+    expect(result.moved).toBe(12);
+    // 8 may go at once (one batch of 8 = the rate), the next 4 wait for the bucket: ≥ 1 s in all.
+    expect(secs).toBeGreaterThanOrEqual(0.9);
+    expect(secs).toBeLessThan(4);
+  });
+
+  it('pauses between batches, resumes, and cancels leaving every message in one place', async () => {
+    mover.queues.set(
+      'dlq',
+      Array.from({ length: 40 }, (_, i) => dead(String(i), 'ETIMEDOUT')),
+    );
+    const ops = new OperationManager();
+    let paused = false;
+    const snap = startRedrive(ops, env, { dlqId: 'dlq', selection: { kind: 'all' }, batchSize: 5, ratePerSecond: 50 });
+    const unsub = ops.subscribe((s) => {
+      if (s.id === snap.id && !paused && s.moved >= 5) {
+        paused = true;
+        ops.pause(snap.id);
+      }
+    });
+    await waitFor(() => ops.get(snap.id).status === 'paused');
+    await new Promise((r) => setTimeout(r, 300));
+    const atPause = ids('work').length;
+    await new Promise((r) => setTimeout(r, 300));
+    expect(ids('work').length).toBe(atPause);
+    ops.resume(snap.id);
+    await waitFor(() => ids('work').length > atPause);
+    ops.cancel(snap.id);
+    const final = await ops.wait(snap.id);
+    unsub();
+    expect(final.status).toBe('cancelled');
+    expect(ids('work').length).toBeLessThan(40);
+    expect([...ids('dlq'), ...ids('work')].sort()).toEqual(Array.from({ length: 40 }, (_, i) => String(i)).sort());
+    const entry = (await env.auditLog.read()).entries[0];
+    expect(entry).toMatchObject({ status: 'cancelled', counts: { moved: ids('work').length } });
+    const backup = await readSnapshotFile(entry?.backupPath ?? '');
+    expect(backup[0]?.messages.length).toBeGreaterThanOrEqual(ids('work').length);
+  });
+
+  it('respects the limit and the start-time cutoff', async () => {
+    mover.queues.set('dlq', [dead('1', 'ETIMEDOUT'), dead('2', 'ETIMEDOUT'), dead('late', 'ETIMEDOUT', 'work', { meta: { finishedOn: Date.now() + 60_000 } })]);
+    const ops = new OperationManager();
+    const limited = await run(ops, { dlqId: 'dlq', selection: { kind: 'all' }, limit: 1 });
+    expect(limited.result.moved).toBe(1);
+    const rest = await run(ops, { dlqId: 'dlq', selection: { kind: 'all' } });
+    expect(rest.result.moved).toBe(1);
+    expect(ids('dlq')).toEqual(['late']);
+  });
+
+  it('uses the native path for a whole DLQ going back to its sources, with a backup first', async () => {
+    mover.queues.set('dlq', Array.from({ length: 10 }, (_, i) => dead(String(i), 'ETIMEDOUT')));
+    mover.native = { ...mover.native, available: true };
+    const ops = new OperationManager();
+    const { status, result } = await run(ops, { dlqId: 'dlq', selection: { kind: 'all' } });
+    expect(status).toBe('completed');
+    expect(result).toMatchObject({ mode: 'native', mechanism: 'memory move', moved: 10, stoppedBecause: 'native' });
+    expect(ids('work')).toHaveLength(10);
+    const backup = await readSnapshotFile(result.backupPath ?? '');
+    expect(backup[0]?.messages).toHaveLength(10);
+    expect((await env.auditLog.read()).entries[0]?.details).toMatchObject({ mode: 'native' });
+  });
+
+  it('falls back to client-side when some messages stay (non-retryable), and fails with require', async () => {
+    fill();
+    mover.native = { ...mover.native, available: true };
+    const ops = new OperationManager();
+    const { result } = await run(ops, { dlqId: 'dlq', selection: { kind: 'all' } });
+    expect(result.mode).toBe('client-side');
+    expect(result.moved).toBe(3);
+    const backup = await readSnapshotFile(result.backupPath ?? '');
+    expect(backup[0]?.messages.map((m) => m.id).sort()).toEqual(['1', '3', '6']);
+    const required = await run(ops, { dlqId: 'dlq', selection: { kind: 'filter', filter: { classes: ['transient'] } }, native: 'require' });
+    expect(required.status).toBe('failed');
+  });
+
+  it('a native move paused is cancelled on the broker and started again on resume', async () => {
+    mover.queues.set('dlq', Array.from({ length: 30 }, (_, i) => dead(String(i), 'ETIMEDOUT')));
+    mover.native = { ...mover.native, available: true };
+    env.nativePollMs = 20;
+    const ops = new OperationManager();
+    const snap = startRedrive(ops, env, { dlqId: 'dlq', selection: { kind: 'all' } });
+    await waitFor(() => ids('work').length >= 6);
+    ops.pause(snap.id);
+    await waitFor(() => mover.nativeRuns[0]?.cancelled === true);
+    const atPause = ids('work').length;
+    await new Promise((r) => setTimeout(r, 150));
+    expect(ids('work').length).toBe(atPause);
+    ops.resume(snap.id);
+    const final = await ops.wait(snap.id);
+    expect(final.status).toBe('completed');
+    expect(mover.nativeRuns.length).toBe(2);
+    expect(ids('work')).toHaveLength(30);
+    expect(final.moved).toBe(30);
+  });
+
+  it('a connection without a mover is UNSUPPORTED', async () => {
+    const ops = new OperationManager();
+    const { redrive: _r, ...rest } = env.adapter;
+    env = { ...env, adapter: rest };
+    await expect(planRedrive(env, { dlqId: 'dlq', selection: { kind: 'all' } })).rejects.toMatchObject({ code: 'UNSUPPORTED' });
+    const { status } = await run(ops, { dlqId: 'dlq', selection: { kind: 'all' } });
+    expect(status).toBe('failed');
+  });
+});
+
+describe('runReinject', () => {
+  it('publishes a backup into a queue and logs it', async () => {
+    fill();
+    const ops = new OperationManager();
+    const { result } = await run(ops, { dlqId: 'dlq', selection: { kind: 'all' }, backupPath: join(dir, 'b.jsonl') });
+    expect(result.moved).toBe(3);
+    const snap = startReinject(ops, env, { path: join(dir, 'b.jsonl'), targetQueueId: 'other' });
+    const final = await ops.wait(snap.id);
+    expect(final.status).toBe('completed');
+    expect(final.result).toMatchObject({ read: 3, published: 3, failed: 0 });
+    expect(ids('other')).toEqual(['1', '3', '3', '6']);
+    expect((await env.auditLog.read()).entries[0]).toMatchObject({ action: 'reinject', target: 'other', counts: { published: 3 } });
+  });
+});
+
+async function waitFor(cond: () => boolean, ms = 5000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

@@ -1,0 +1,712 @@
+import { TokenBucket } from 'limiter';
+import type { KeyRule } from '../../shared/analysis/idempotency';
+import { QueuescopeError, toErrorInfo, type OperationSnapshot, type QueueMessage, type QueueSummary } from '../../shared/domain';
+import { formatFilter, type RedriveFilter } from '../../shared/redrive/filter';
+import type { MoveBatchResult, MoveSummary, NativeMoveHandle, NativeMoveSupport, RedriveMover } from '../adapters/redrive-types';
+import type { BrokerAdapter } from '../adapters/types';
+import { readSnapshot } from '../snapshot/reader';
+import type { AuditLog } from '../services/audit-log';
+import type { OperationContext, OperationManager } from '../services/operations';
+import { RedriveBackup, defaultBackupPath } from './backup';
+import { Decider, describeTarget, type DecisionSample, type FailureGroup, type RedriveSelection, type SkipCategory, type TargetInfo } from './decider';
+
+export type { RedriveSelection } from './decider';
+
+/** Default messages per batch. */
+export const DEFAULT_BATCH_SIZE = 100;
+/** How often a native move is polled, ms. */
+export const NATIVE_POLL_MS = 1000;
+
+/** What to redrive and how. */
+export interface RedriveRequest {
+  /** The DLQ's queue id. */
+  dlqId: string;
+  /** Peek state to redrive where the broker has states (BullMQ `failed`); absent = the mover's default. */
+  state?: string;
+  selection: RedriveSelection;
+  /** Move non-retryable messages too (default false: they stay in the DLQ with their reason). */
+  includeNonRetryable?: boolean;
+  /** Move one message per idempotency key (the first read); the others stay, reported as duplicates. */
+  dedupeByKey?: boolean;
+  /** User rules for finding idempotency keys (profile / project `inspect` settings). */
+  keyRules?: KeyRule[];
+  /** A target queue id; absent/null = each message's original source ({@link RedriveMover.resolveTarget}). */
+  targetQueueId?: string | null;
+  /** Move into a target that loops back into the DLQ anyway (see {@link TargetInfo.loop}). */
+  confirmLoop?: boolean;
+  /** Messages per second moved, null = unlimited. */
+  ratePerSecond?: number | null;
+  /** Messages per batch, 1–1000 (default 100); lowered to the rate when a rate is set. */
+  batchSize?: number;
+  /** Examine at most this many messages (default: the DLQ depth at the start). */
+  limit?: number | null;
+  /**
+   * `auto` (default): use the broker's native move when the whole DLQ goes back to its source and
+   * the mover supports it; `never`: always client-side; `require`: native or fail (`UNSUPPORTED`).
+   */
+  native?: 'auto' | 'never' | 'require';
+  /** Backup file; absent/null = `<configDir>/backups/redrive-<dlq>-<time>.jsonl`. */
+  backupPath?: string | null;
+  /** Samples per action in a plan (default 10). */
+  samples?: number;
+}
+
+/** What the engine needs from its caller. */
+export interface RedriveEnv {
+  adapter: Pick<BrokerAdapter, 'getQueue' | 'listQueues' | 'redrive'>;
+  /** Connection label without secrets (`describeConnection`). */
+  connectionLabel: string;
+  actor: 'app' | 'cli';
+  auditLog: AuditLog;
+  /** Folder for default backups (the config dir). */
+  configDir: string;
+  now?: () => number;
+  /** Native move poll interval, ms (tests). */
+  nativePollMs?: number;
+}
+
+/** Dry-run result: exactly what a run would move where, with the same messages read now. */
+export interface RedrivePlan {
+  dlq: { id: string; name: string; depth: number | null };
+  /** Messages examined. */
+  examined: number;
+  /** Messages that would move. */
+  toMove: number;
+  /** Messages that would stay, by reason (largest first). */
+  skipped: { reason: string; category: SkipCategory; count: number }[];
+  toSkip: number;
+  /** Messages that could not be read whole (body cut) and would not move. */
+  failed: number;
+  /** Per target, with its loop check. */
+  targets: (TargetInfo & { count: number })[];
+  /** Targets that need confirmation (the DLQ itself, or a DLQ that dead-letters back): messages for them are counted under `loop` skips until confirmed. */
+  loops: TargetInfo[];
+  /** Non-blocking warnings (targets without consumers…). */
+  warnings: string[];
+  /** Messages grouped by failure class and reason. */
+  groups: FailureGroup[];
+  /** Non-retryable messages that used all their attempts. */
+  wastedRetries: number;
+  samples: DecisionSample[];
+  /** The native path: what the broker offers and whether a run with these options would use it. */
+  native: { support: NativeMoveSupport | null; wouldUse: boolean; why: string };
+  filter: string;
+  stoppedBecause: MoveSummary['stoppedBecause'];
+  notes: string[];
+}
+
+/** What a finished redrive did (the operation's `result`). */
+export interface RedriveResult extends Record<string, unknown> {
+  mode: 'client-side' | 'native';
+  mechanism: string | null;
+  dlqId: string;
+  dlqName: string;
+  examined: number;
+  moved: number;
+  skipped: number;
+  failed: number;
+  possibleDuplicates: number;
+  targets: { queueId: string; queueName: string; count: number }[];
+  skipReasons: { reason: string; category: SkipCategory; count: number }[];
+  wastedRetries: number;
+  stoppedBecause: MoveSummary['stoppedBecause'] | 'native' | null;
+  backupPath: string | null;
+  auditId: string | null;
+  filter: string;
+  notes: string[];
+}
+
+/** Re-inject request: publish a snapshot's messages to a queue. */
+export interface ReinjectRequest {
+  /** Snapshot file (`.jsonl` / `.jsonl.gz`, e.g. a redrive backup). */
+  path: string;
+  targetQueueId: string;
+  ratePerSecond?: number | null;
+  batchSize?: number;
+}
+
+/** What a finished re-inject did. */
+export interface ReinjectResult extends Record<string, unknown> {
+  path: string;
+  targetQueueId: string;
+  targetName: string;
+  read: number;
+  published: number;
+  failed: number;
+  auditId: string | null;
+}
+
+function moverOf(env: RedriveEnv): RedriveMover {
+  const m = env.adapter.redrive;
+  if (m === undefined) throw new QueuescopeError('UNSUPPORTED', 'This connection cannot move messages (a snapshot file is read-only); connect to the broker to redrive.');
+  return m;
+}
+
+/**
+ * Validates a request.
+ * @throws QueuescopeError `INVALID_INPUT` naming the bad option.
+ */
+export function validateRequest(r: RedriveRequest): void {
+  const batch = r.batchSize ?? DEFAULT_BATCH_SIZE;
+  if (!Number.isInteger(batch) || batch < 1 || batch > 1000) throw new QueuescopeError('INVALID_INPUT', `Batch size must be a whole number from 1 to 1000, got ${String(batch)}.`);
+  const rate = r.ratePerSecond ?? null;
+  if (rate !== null && (!Number.isFinite(rate) || rate <= 0 || rate > 1_000_000)) throw new QueuescopeError('INVALID_INPUT', `Rate must be a number of messages per second above 0, got ${String(rate)}.`);
+  const limit = r.limit ?? null;
+  if (limit !== null && (!Number.isInteger(limit) || limit < 1)) throw new QueuescopeError('INVALID_INPUT', `Limit must be a whole number ≥ 1, got ${String(limit)}.`);
+  if (r.selection.kind === 'ids' && r.selection.ids.length === 0) throw new QueuescopeError('INVALID_INPUT', 'No message ids were picked.');
+}
+
+/** The filter in words (audit log, labels). */
+export function describeSelection(r: Pick<RedriveRequest, 'selection' | 'includeNonRetryable' | 'dedupeByKey'>): string {
+  const parts: string[] = [];
+  if (r.selection.kind === 'all') parts.push('all');
+  else if (r.selection.kind === 'filter') parts.push(formatFilter(r.selection.filter));
+  else parts.push(`ids:${r.selection.ids.length <= 20 ? r.selection.ids.join(',') : `${r.selection.ids.slice(0, 20).join(',')},… (${r.selection.ids.length} ids)`}`);
+  if (r.includeNonRetryable !== true) parts.push('excluding non-retryable');
+  if (r.dedupeByKey === true) parts.push('one per idempotency key');
+  return parts.join('; ');
+}
+
+async function loadQueues(env: RedriveEnv, signal?: AbortSignal): Promise<Map<string, QueueSummary> | null> {
+  try {
+    const list = await env.adapter.listQueues({}, signal);
+    return new Map(list.map((q) => [q.id, q]));
+  } catch (e) {
+    if (e instanceof QueuescopeError && e.code === 'CANCELLED') throw e;
+    return null; // names and the loop check then rely on getQueue for a chosen target only
+  }
+}
+
+/** The DLQ depth relevant to the request (the state's count for brokers with states). */
+function dlqDepth(dlq: QueueSummary, state: string | undefined): number | null {
+  if (state !== undefined) return dlq.counts[state] ?? null;
+  if (dlq.capabilities.peekStates.includes('failed') && dlq.counts.failed !== undefined) return dlq.counts.failed;
+  return dlq.depth;
+}
+
+interface Prepared {
+  mover: RedriveMover;
+  dlq: QueueSummary;
+  queues: Map<string, QueueSummary> | null;
+  decider: Decider;
+  maxMessages: number | null;
+  batchSize: number;
+  cutoffMs: number;
+}
+
+async function prepare(env: RedriveEnv, r: RedriveRequest, signal?: AbortSignal): Promise<Prepared> {
+  validateRequest(r);
+  const mover = moverOf(env);
+  const now = (env.now ?? Date.now)();
+  const dlq = await env.adapter.getQueue(r.dlqId, signal);
+  let queues = await loadQueues(env, signal);
+  const target = r.targetQueueId ?? null;
+  if (target !== null && (queues === null || !queues.has(target))) {
+    // A chosen target must exist: refuse before reading anything.
+    const q = await env.adapter.getQueue(target, signal);
+    queues = new Map(queues ?? []);
+    queues.set(q.id, q);
+  }
+  if (target !== null) {
+    const info = describeTarget(target, 'chosen by the user', dlq, queues);
+    if (info.loop !== null && r.confirmLoop !== true) {
+      throw new QueuescopeError('INVALID_INPUT', `Refusing to redrive: ${info.loop}. Confirm to move there anyway (--confirm-loop in the CLI).`, { loop: true, target });
+    }
+  }
+  const depth = dlqDepth(dlq, r.state);
+  const limit = r.limit ?? null;
+  const maxMessages = limit !== null && depth !== null ? Math.min(limit, depth) : (limit ?? depth);
+  const rate = r.ratePerSecond ?? null;
+  const batchSize = Math.max(1, Math.min(r.batchSize ?? DEFAULT_BATCH_SIZE, rate === null ? 1000 : Math.ceil(rate)));
+  const decider = new Decider({
+    dlq,
+    selection: r.selection,
+    includeNonRetryable: r.includeNonRetryable === true,
+    dedupeByKey: r.dedupeByKey === true,
+    keyRules: r.keyRules ?? [],
+    targetQueueId: target,
+    confirmLoop: r.confirmLoop === true,
+    queues,
+    mover,
+    now,
+    ...(r.samples !== undefined ? { samples: r.samples } : {}),
+  });
+  return { mover, dlq, queues, decider, maxMessages, batchSize, cutoffMs: now };
+}
+
+/** Whether the request's options allow the native path at all (before asking the broker). */
+function nativeByOptions(r: RedriveRequest): { ok: boolean; why: string } {
+  if ((r.native ?? 'auto') === 'never') return { ok: false, why: 'native moves were turned off' };
+  if (r.selection.kind === 'ids') return { ok: false, why: 'picked messages are moved client-side' };
+  if (r.selection.kind === 'filter' && formatFilter(r.selection.filter) !== 'all') return { ok: false, why: 'filtered selections are moved client-side' };
+  if (r.dedupeByKey === true) return { ok: false, why: 'one-per-key redrives are moved client-side' };
+  if ((r.limit ?? null) !== null) return { ok: false, why: 'a limited redrive is moved client-side' };
+  return { ok: true, why: '' };
+}
+
+async function nativeSupport(mover: RedriveMover, dlq: QueueSummary, r: RedriveRequest, signal?: AbortSignal): Promise<{ support: NativeMoveSupport | null; ok: boolean; why: string }> {
+  const byOpts = nativeByOptions(r);
+  let support: NativeMoveSupport;
+  try {
+    support = await mover.nativeMove(dlq, r.targetQueueId ?? null, signal);
+  } catch (e) {
+    if (e instanceof QueuescopeError && e.code === 'CANCELLED') throw e;
+    return { support: null, ok: false, why: `the broker's native move could not be checked: ${toErrorInfo(e).message}` };
+  }
+  if (!byOpts.ok) return { support, ok: false, why: byOpts.why };
+  if (!support.available) return { support, ok: false, why: support.note ?? `${support.mechanism} is not available for this queue` };
+  if ((r.ratePerSecond ?? null) !== null && !support.supportsRate) return { support, ok: false, why: `${support.mechanism} cannot be rate-limited` };
+  return { support, ok: true, why: `${support.mechanism}${support.note !== null ? ` (${support.note})` : ''}` };
+}
+
+/**
+ * Dry run: reads the DLQ as a run would (the mover puts back whatever it had to take), decides
+ * every message, and returns counts per target and per skip reason, failure groups and samples.
+ * Nothing is published or removed; nothing is written to the audit log.
+ * @throws QueuescopeError `INVALID_INPUT` (bad options, a chosen target that loops without
+ *   confirmation), `QUEUE_NOT_FOUND`, `UNSUPPORTED` (no mover), connection codes, `CANCELLED`.
+ */
+export async function planRedrive(env: RedriveEnv, r: RedriveRequest, signal?: AbortSignal): Promise<RedrivePlan> {
+  const p = await prepare(env, r, signal);
+  let failed = 0;
+  const summary = await p.mover.moveClientSide(
+    { sourceQueueId: p.dlq.id, ...(r.state !== undefined ? { state: r.state } : {}), batchSize: p.batchSize, cutoffMs: p.cutoffMs, maxMessages: p.maxMessages, dryRun: true },
+    {
+      gate: () => {
+        if (signal?.aborted === true) return Promise.reject(new QueuescopeError('CANCELLED', 'The dry run was cancelled.'));
+        return Promise.resolve();
+      },
+      decide: (m) => p.decider.decide(m),
+      beforeMove: () => Promise.resolve(),
+      onBatch: (b) => {
+        failed += b.failed.length;
+      },
+    },
+    signal,
+  );
+  const native = await nativeSupport(p.mover, p.dlq, r, signal);
+  const d = p.decider;
+  const wouldUse = native.ok && d.toSkip === 0 && failed === 0;
+  const loops = d.allTargets().filter((t) => t.loop !== null);
+  return {
+    dlq: { id: p.dlq.id, name: p.dlq.name, depth: dlqDepth(p.dlq, r.state) },
+    examined: d.examined.count,
+    toMove: d.toMove,
+    toSkip: d.toSkip,
+    skipped: d.skipReasons(),
+    failed,
+    targets: d.targetsList(),
+    loops,
+    warnings: [...new Set(d.allTargets().flatMap((t) => t.warnings))],
+    groups: d.groupList(),
+    wastedRetries: d.wastedRetries,
+    samples: [...d.moveSamples, ...d.skipSamples],
+    native: { support: native.support, wouldUse, why: wouldUse ? native.why : native.ok ? 'some messages stay in the DLQ, so the move is client-side' : native.why },
+    filter: describeSelection(r),
+    stoppedBecause: summary.stoppedBecause,
+    notes: summary.notes ?? [],
+  };
+}
+
+/**
+ * A token bucket (npm `limiter`) charged with the messages actually moved by the previous batch,
+ * so the downstream sees at most `rate` messages/s on average (bursts up to one batch).
+ */
+class MoveRateLimiter {
+  private readonly bucket: TokenBucket | null;
+  private debt = 0;
+
+  constructor(rate: number | null, batchSize: number) {
+    this.bucket = rate === null ? null : new TokenBucket({ bucketSize: Math.max(batchSize, Math.ceil(rate)), tokensPerInterval: rate, interval: 'second' });
+  }
+
+  charge(n: number): void {
+    this.debt += n;
+  }
+
+  /** Waits until the moved messages so far fit the rate; rejects with CANCELLED on abort. */
+  async wait(signal: AbortSignal): Promise<void> {
+    const bucket = this.bucket;
+    if (bucket === null) return;
+    while (this.debt > 0) {
+      const n = Math.min(this.debt, bucket.bucketSize);
+      this.debt -= n;
+      const wait = bucket.getWaitTime(n);
+      if (wait > 0) await abortableSleep(wait, signal);
+      await bucket.removeTokens(n);
+    }
+  }
+}
+
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(new QueuescopeError('CANCELLED', 'The operation was cancelled.'));
+      return;
+    }
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      clearTimeout(t);
+      reject(new QueuescopeError('CANCELLED', 'The operation was cancelled.'));
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Totals of a client-side run, kept live. */
+interface Totals {
+  examined: number;
+  moved: number;
+  skipped: number;
+  failed: number;
+  possibleDuplicates: number;
+  perTarget: Map<string, number>;
+}
+
+/**
+ * Runs a redrive as an operation (pass it to `OperationManager.start`): the native path when the
+ * whole DLQ goes back to its source and the broker can, otherwise a client-side move through the
+ * mover with a backup written and fsynced before each batch is published, a rate limit, pause /
+ * resume / cancel between batches, throttled progress, and an audit-log entry at the end
+ * (whatever the outcome).
+ * @throws QueuescopeError like {@link planRedrive}; `CANCELLED` when cancelled (the operation
+ *   then ends `cancelled`; counts and the backup are kept in the audit log).
+ */
+export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: OperationContext, operationId: string | null = null): Promise<RedriveResult> {
+  const p = await prepare(env, r, ctx.signal);
+  ctx.setTotal(p.maxMessages);
+  const totals: Totals = { examined: 0, moved: 0, skipped: 0, failed: 0, possibleDuplicates: 0, perTarget: new Map() };
+  const notes: string[] = [];
+  const backupPath = r.backupPath ?? defaultBackupPath(env.configDir, p.dlq.name, p.cutoffMs);
+  const header = {
+    exportedAt: p.cutoffMs,
+    source: { broker: p.dlq.broker, connection: env.connectionLabel, queue: p.dlq },
+    ...(r.state !== undefined ? { state: r.state } : {}),
+    selection: 'ids' as const,
+    partial: true,
+    partialReason: 'redrive backup: the messages this redrive moved (or tried to), written before each was published',
+  };
+  let backup: RedriveBackup | null = null;
+  let mode: RedriveResult['mode'] = 'client-side';
+  let mechanism: string | null = null;
+  let stoppedBecause: RedriveResult['stoppedBecause'] = null;
+  let status = 'completed';
+  let error: unknown = null;
+  try {
+    backup = await RedriveBackup.create(backupPath, header);
+    const native = await nativeSupport(p.mover, p.dlq, r, ctx.signal);
+    if (!native.ok && r.native === 'require') throw new QueuescopeError('UNSUPPORTED', `A native move is not possible here: ${native.why}.`);
+    if (native.ok && native.support !== null) {
+      const outcome = await nativePath(env, r, p, backup, native.support, ctx, totals, notes);
+      if (outcome !== null) {
+        mode = 'native';
+        mechanism = native.support.mechanism;
+        stoppedBecause = 'native';
+      } else {
+        if (r.native === 'require') throw new QueuescopeError('UNSUPPORTED', 'A native move is not possible: some messages would stay in the DLQ (non-retryable, or no target).');
+        notes.push(`native move not used: ${native.support.mechanism} moves everything, but some messages stay in the DLQ`);
+        // The pre-pass backup held every message; start a fresh one for the client-side run.
+        await backup.discard();
+        backup = await RedriveBackup.create(backupPath, header);
+      }
+    }
+    if (mode === 'client-side') {
+      const s = await clientSide(r, p, backup, ctx, totals);
+      stoppedBecause = s.stoppedBecause;
+      notes.push(...(s.notes ?? []));
+    }
+  } catch (e) {
+    error = e;
+    status = toErrorInfo(e).code === 'CANCELLED' || ctx.signal.aborted ? 'cancelled' : 'failed';
+  }
+  const keptBackup = backup === null ? null : await backup.close({ removeIfEmpty: true });
+  const result: RedriveResult = {
+    mode,
+    mechanism,
+    dlqId: p.dlq.id,
+    dlqName: p.dlq.name,
+    examined: totals.examined,
+    moved: totals.moved,
+    skipped: totals.skipped,
+    failed: totals.failed,
+    possibleDuplicates: totals.possibleDuplicates,
+    targets: [...totals.perTarget.entries()].map(([queueId, count]) => ({ queueId, queueName: p.queues?.get(queueId)?.name ?? queueId, count })),
+    skipReasons: p.decider.skipReasons(),
+    wastedRetries: p.decider.wastedRetries,
+    stoppedBecause,
+    backupPath: keptBackup,
+    auditId: null,
+    filter: describeSelection(r),
+    notes,
+  };
+  try {
+    const entry = await env.auditLog.append({
+      actor: env.actor,
+      action: 'redrive',
+      connection: env.connectionLabel,
+      source: p.dlq.name,
+      target: r.targetQueueId != null ? (p.queues?.get(r.targetQueueId)?.name ?? r.targetQueueId) : result.targets.length > 0 ? result.targets.map((t) => t.queueName).join(', ') : 'original source',
+      filter: result.filter,
+      status,
+      counts: { examined: result.examined, moved: result.moved, skipped: result.skipped, failed: result.failed, possibleDuplicates: result.possibleDuplicates },
+      operationId,
+      backupPath: keptBackup,
+      details: {
+        mode,
+        mechanism,
+        dlqId: p.dlq.id,
+        targets: result.targets,
+        skipReasons: result.skipReasons.slice(0, 20),
+        rate: r.ratePerSecond ?? null,
+        batchSize: p.batchSize,
+        stoppedBecause,
+        ...(error !== null ? { error: toErrorInfo(error) } : {}),
+        notes,
+      },
+    });
+    result.auditId = entry.id;
+  } catch (e) {
+    ctx.addError(e);
+  }
+  if (error !== null) {
+    if (error instanceof QueuescopeError) {
+      throw new QueuescopeError(error.code, error.message, { ...error.details, result }, { cause: error });
+    }
+    throw asError(error);
+  }
+  return result;
+}
+
+async function clientSide(r: RedriveRequest, p: Prepared, backup: RedriveBackup, ctx: OperationContext, totals: Totals): Promise<MoveSummary> {
+  const limiter = new MoveRateLimiter(r.ratePerSecond ?? null, p.batchSize);
+  const report = (): void => {
+    ctx.report({ processed: totals.examined, moved: totals.moved, skipped: totals.skipped, failed: totals.failed, possibleDuplicates: totals.possibleDuplicates });
+  };
+  return p.mover.moveClientSide(
+    { sourceQueueId: p.dlq.id, ...(r.state !== undefined ? { state: r.state } : {}), batchSize: p.batchSize, cutoffMs: p.cutoffMs, maxMessages: p.maxMessages, dryRun: false },
+    {
+      gate: async () => {
+        await ctx.checkpoint();
+        await limiter.wait(ctx.signal);
+        await ctx.checkpoint();
+      },
+      decide: (m) => p.decider.decide(m),
+      beforeMove: (messages) => backup.append(messages),
+      onBatch: (b: MoveBatchResult) => {
+        totals.examined += b.examined;
+        totals.moved += b.moved.length;
+        totals.skipped += b.skipped.length;
+        totals.failed += b.failed.length;
+        totals.possibleDuplicates += b.possibleDuplicates.length;
+        for (const m of b.moved) totals.perTarget.set(m.targetQueueId, (totals.perTarget.get(m.targetQueueId) ?? 0) + 1);
+        for (const f of b.failed) ctx.addError(new QueuescopeError(f.error.code, `Message ${f.id} stayed in the DLQ: ${f.error.message}`, { id: f.id }));
+        for (const d of b.possibleDuplicates) {
+          ctx.addError(new QueuescopeError('BROKER_ERROR', `Message ${d.id} was published to ${d.targetQueueId} but its removal from the DLQ was not confirmed: it may now be in both.`, { id: d.id }));
+        }
+        limiter.charge(b.moved.length + b.possibleDuplicates.length);
+        report();
+      },
+    },
+    ctx.signal,
+  );
+}
+
+/**
+ * The native path: a read-only pre-pass writes the backup and decides every message; when all
+ * would go back to their source, the broker's native move runs (polled; paused by cancelling it
+ * and starting again on resume). Returns null when some message would stay (the caller then moves
+ * client-side).
+ */
+async function nativePath(env: RedriveEnv, r: RedriveRequest, p: Prepared, backup: RedriveBackup, support: NativeMoveSupport, ctx: OperationContext, totals: Totals, notes: string[]): Promise<true | null> {
+  let pending: QueueMessage[] = [];
+  let failed = 0;
+  const flush = async (): Promise<void> => {
+    const batch = pending;
+    pending = [];
+    await backup.append(batch);
+  };
+  await p.mover.moveClientSide(
+    { sourceQueueId: p.dlq.id, ...(r.state !== undefined ? { state: r.state } : {}), batchSize: Math.max(p.batchSize, 100), cutoffMs: p.cutoffMs, maxMessages: p.maxMessages, dryRun: true },
+    {
+      gate: async () => {
+        await ctx.checkpoint();
+        await flush();
+      },
+      decide: (m) => {
+        const d = p.decider.decide(m);
+        pending.push(m);
+        return d;
+      },
+      beforeMove: () => Promise.resolve(),
+      onBatch: (b) => {
+        failed += b.failed.length;
+      },
+    },
+    ctx.signal,
+  );
+  await flush();
+  if (p.decider.toSkip > 0 || failed > 0) return null;
+  const total = p.decider.examined.count;
+  ctx.setTotal(total);
+  notes.push(`backup of ${total} message${total === 1 ? '' : 's'} written before the native move`);
+  if (support.note !== null) notes.push(support.note);
+  const pollMs = env.nativePollMs ?? NATIVE_POLL_MS;
+  let movedBefore = 0;
+  for (;;) {
+    const handle = await p.mover.startNativeMove(p.dlq, r.targetQueueId ?? null, r.ratePerSecond ?? null, ctx.signal);
+    const outcome = await pollNative(p.mover, handle, ctx, pollMs, (moved) => {
+      totals.moved = Math.min(total, movedBefore + moved);
+      totals.examined = totals.moved;
+      ctx.report({ processed: totals.examined, moved: totals.moved });
+    });
+    if (outcome.kind === 'done') {
+      totals.moved = Math.min(total, movedBefore + outcome.moved);
+      totals.examined = totals.moved;
+      for (const [id, t] of p.decider.perTarget) totals.perTarget.set(id, t.count);
+      if (totals.moved < total) notes.push(`the broker reported ${totals.moved} of ${total} moved`);
+      ctx.report({ processed: totals.examined, moved: totals.moved });
+      return true;
+    }
+    // Paused: the native move was cancelled; wait for resume (or cancel), then start again for what is left.
+    movedBefore = Math.min(total, movedBefore + outcome.moved);
+    await ctx.checkpoint();
+  }
+}
+
+async function pollNative(
+  mover: RedriveMover,
+  handle: NativeMoveHandle,
+  ctx: OperationContext,
+  pollMs: number,
+  progress: (moved: number) => void,
+): Promise<{ kind: 'done'; moved: number } | { kind: 'paused'; moved: number }> {
+  for (;;) {
+    try {
+      await abortableSleep(pollMs, ctx.signal);
+    } catch (e) {
+      await mover.cancelNativeMove(handle).catch(() => undefined);
+      throw e;
+    }
+    const s = await mover.nativeMoveStatus(handle, ctx.signal);
+    progress(s.moved);
+    if (s.status === 'completed') return { kind: 'done', moved: s.moved };
+    if (s.status === 'failed') throw new QueuescopeError('BROKER_ERROR', `The native move failed: ${s.error ?? 'no reason given'} (${s.moved} moved before).`);
+    if (s.status === 'cancelled') throw new QueuescopeError('CANCELLED', `The native move was cancelled on the broker (${s.moved} moved).`);
+    if (await isPaused(ctx)) {
+      await mover.cancelNativeMove(handle, ctx.signal);
+      const after = await mover.nativeMoveStatus(handle, ctx.signal).catch(() => s);
+      return { kind: 'paused', moved: after.moved };
+    }
+  }
+}
+
+/** True when the operation is paused: its checkpoint does not resolve at once. Throws CANCELLED when cancelled. */
+async function isPaused(ctx: OperationContext): Promise<boolean> {
+  const state = { settled: false };
+  const cp = ctx.checkpoint().then(() => {
+    state.settled = true;
+  });
+  await new Promise<void>((res) => setImmediate(res));
+  if (state.settled) return false;
+  cp.catch(() => undefined);
+  return true;
+}
+
+/**
+ * Starts a redrive operation on `ops`. Returns the pending snapshot at once.
+ */
+export function startRedrive(ops: OperationManager, env: RedriveEnv, r: RedriveRequest, label?: string): OperationSnapshot {
+  const ref = { id: null as string | null };
+  // The run starts on the next tick, after `start` has returned the id.
+  const snap = ops.start('redrive', label ?? `Redrive ${r.dlqId}${r.targetQueueId != null ? ` → ${r.targetQueueId}` : ''}`, (ctx) => runRedrive(env, r, ctx, ref.id));
+  ref.id = snap.id;
+  return snap;
+}
+
+/**
+ * Re-injects a snapshot (e.g. a redrive backup) into a queue with the mover's `publish`
+ * (confirmed, body/headers/properties preserved, redrive counter added), in batches, rate-limited,
+ * pausable and cancellable; logs an audit entry at the end.
+ * @throws QueuescopeError `INVALID_INPUT` / `SNAPSHOT_INVALID` for a bad file, `QUEUE_NOT_FOUND`,
+ *   `UNSUPPORTED`, connection codes, `CANCELLED`.
+ */
+export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: OperationContext, operationId: string | null = null): Promise<ReinjectResult> {
+  const mover = moverOf(env);
+  const batch = r.batchSize ?? DEFAULT_BATCH_SIZE;
+  if (!Number.isInteger(batch) || batch < 1 || batch > 1000) throw new QueuescopeError('INVALID_INPUT', `Batch size must be a whole number from 1 to 1000, got ${String(batch)}.`);
+  const rate = r.ratePerSecond ?? null;
+  if (rate !== null && (!Number.isFinite(rate) || rate <= 0)) throw new QueuescopeError('INVALID_INPUT', `Rate must be above 0 messages per second, got ${String(rate)}.`);
+  const target = await env.adapter.getQueue(r.targetQueueId, ctx.signal);
+  let total = 0;
+  for await (const item of readSnapshot(r.path, ctx.signal)) if (item.type === 'message') total++;
+  ctx.setTotal(total);
+  const size = Math.max(1, Math.min(batch, rate === null ? 1000 : Math.ceil(rate)));
+  const limiter = new MoveRateLimiter(rate, size);
+  const res: ReinjectResult = { path: r.path, targetQueueId: target.id, targetName: target.name, read: 0, published: 0, failed: 0, auditId: null };
+  let status = 'completed';
+  let error: unknown = null;
+  const send = async (messages: QueueMessage[]): Promise<void> => {
+    await ctx.checkpoint();
+    await limiter.wait(ctx.signal);
+    const out = await mover.publish(target.id, messages, ctx.signal);
+    res.published += out.published.length;
+    res.failed += out.failed.length;
+    for (const f of out.failed) ctx.addError(new QueuescopeError(f.error.code, `Message ${f.id} was not published: ${f.error.message}`, { id: f.id }));
+    limiter.charge(out.published.length);
+    ctx.report({ processed: res.read, moved: res.published, failed: res.failed });
+  };
+  try {
+    let buf: QueueMessage[] = [];
+    for await (const item of readSnapshot(r.path, ctx.signal)) {
+      if (item.type !== 'message') continue;
+      res.read++;
+      buf.push(item.message);
+      if (buf.length >= size) {
+        const b = buf;
+        buf = [];
+        await send(b);
+      }
+    }
+    if (buf.length > 0) await send(buf);
+  } catch (e) {
+    error = e;
+    status = toErrorInfo(e).code === 'CANCELLED' || ctx.signal.aborted ? 'cancelled' : 'failed';
+  }
+  try {
+    const entry = await env.auditLog.append({
+      actor: env.actor,
+      action: 'reinject',
+      connection: env.connectionLabel,
+      source: r.path,
+      target: target.name,
+      filter: null,
+      status,
+      counts: { read: res.read, published: res.published, failed: res.failed },
+      operationId,
+      backupPath: r.path,
+      details: { targetQueueId: target.id, rate, batchSize: size, ...(error !== null ? { error: toErrorInfo(error) } : {}) },
+    });
+    res.auditId = entry.id;
+  } catch (e) {
+    ctx.addError(e);
+  }
+  if (error !== null) throw asError(error);
+  return res;
+}
+
+/** Starts a re-inject operation on `ops`. */
+export function startReinject(ops: OperationManager, env: RedriveEnv, r: ReinjectRequest): OperationSnapshot {
+  const ref = { id: null as string | null };
+  const snap = ops.start('reinject', `Re-inject ${r.path} into ${r.targetQueueId}`, (ctx) => runReinject(env, r, ctx, ref.id));
+  ref.id = snap.id;
+  return snap;
+}
+
+function asError(e: unknown): Error {
+  return e instanceof Error ? e : new Error(String(e));
+}
+
+export type { RedriveFilter };
