@@ -12,6 +12,7 @@ import { seedRedis } from './seed/redis';
 import { seedRabbitmq } from './seed/rabbitmq';
 import { seedSqs } from './seed/sqs';
 import { buildDemoSnapshot } from './seed/demo-snapshot';
+import { seedInspectCases } from './seed/inspect-cases';
 
 const { values } = parseArgs({
   options: { only: { type: 'string', multiple: true }, 'demo-snapshot': { type: 'string' } },
@@ -35,6 +36,7 @@ async function step(name: string, fn: () => Promise<string[]>): Promise<void> {
 async function main(): Promise<void> {
   if (only.has('redis')) await step(`Redis (${redisUrl})`, () => seedRedis(redisUrl));
   if (only.has('rabbitmq')) await step(`RabbitMQ (${amqpUrl.replace(/:[^:@/]*@/, ':***@')})`, () => seedRabbitmq(amqpUrl, managementUrl));
+  if (only.has('rabbitmq')) await step('inspect cases (re-sent orders sharing keys with orders.dlq)', () => seedInspectCases(amqpUrl, managementUrl));
   if (only.has('sqs')) await step(`SQS (${sqsEndpoint})`, () => seedSqs(sqsEndpoint, 'us-east-1'));
   const demo = values['demo-snapshot'];
   if (demo !== undefined) await step(`demo snapshot ${demo}`, () => buildDemoSnapshot(demo, { redisUrl, amqpUrl, managementUrl, sqsEndpoint }));
