@@ -17,6 +17,10 @@ export const EXIT = {
   PEEK_REFUSED: 5,
   /** The command ran and found what `--fail-on` asks to fail on (e.g. `inspect --fail-on flag`: flagged payloads). For CI. */
   FINDINGS: 6,
+  /** A move (redrive / reinject) finished but some messages failed or may be duplicated; they are listed. */
+  PARTIAL: 7,
+  /** A change to a broker needs confirmation: no `--yes` and no terminal to ask on, or the answer was no. */
+  NOT_CONFIRMED: 8,
   /** Ctrl+C (SIGINT): 128 + 2, as shells report it. */
   INTERRUPTED: 130,
 } as const;
@@ -62,4 +66,8 @@ Exit codes:
        pass --accept-side-effects to read it anyway
   6    findings: the command ran and found what --fail-on names (e.g. inspect
        --fail-on flag: messages with flagged payloads)
+  7    partial: a redrive/reinject finished but some messages failed (they stayed
+       where they were) or may now be in both queues (possible duplicates)
+  8    not confirmed: a redrive/reinject needs --yes without a terminal to ask on,
+       or the answer was no; nothing was moved
   130  interrupted (Ctrl+C)`;
