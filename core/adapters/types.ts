@@ -1,6 +1,7 @@
 import type { ConnectionTestResult, PeekOptions, PeekPage, QueueSummary, BrokerKind } from '../../shared/domain';
 import type { BrokerTuning } from './tuning-types';
 import type { RedriveMover } from './redrive-types';
+import type { AuditCollector } from './audit-types';
 
 /** Options for listing queues. */
 export interface ListQueuesOptions {
@@ -52,4 +53,7 @@ export interface BrokerAdapter {
 
   /** Visibility-timeout tuning: measurement, current settings, apply (see `tuning-types.ts`); absent where unsupported (snapshots). */
   readonly tuning?: BrokerTuning;
+
+  /** Configuration audit: collects the facts the audit rules read, applies safe fixes (see `audit-types.ts`); absent for snapshots. */
+  readonly audit?: AuditCollector;
 }

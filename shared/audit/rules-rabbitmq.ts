@@ -208,15 +208,17 @@ export const rabbitConsumerTimeout: RabbitRule = {
     why: 'When a delivery stays unacknowledged longer than the consumer timeout, RabbitMQ closes the channel and requeues the message while the consumer may still be processing it: a duplicate, and a crash loop for slow jobs.',
     fix: 'Raise consumer_timeout (rabbitmq.conf, ms; per queue with x-consumer-timeout / a consumer-timeout policy on RabbitMQ ≥ 3.12) above several times the measured p99, or make processing faster.',
     docUrl: 'https://www.rabbitmq.com/docs/consumers#acknowledgement-timeout',
-    thresholds: { safetyFactor: { default: 1, min: 1, max: 100, description: 'the timeout must be at least this many times the measured p99' } },
+    thresholds: {
+      safetyFactor: { default: 1, min: 1, max: 100, description: 'the timeout must be at least this many times the measured p99' },
+      nodeConsumerTimeoutMs: { default: 1_800_000, min: 1, description: "the node's consumer_timeout from rabbitmq.conf, ms (the management API does not expose it; default 1800000)" },
+    },
     needsMeasurement: true,
   },
   check(q, ctx) {
     if (q.type === 'stream') return notApplicable;
     const m = ctx.measurement(q);
     if (!m || m.p99Ms === null) return notChecked('no measurement');
-    const t = q.consumerTimeoutMs;
-    if (!t) return notChecked('the consumer timeout could not be read');
+    const t: SourcedValue<number> = q.consumerTimeoutMs ?? ctx.rabbitServer?.consumerTimeoutMs ?? { value: ctx.threshold('nodeConsumerTimeoutMs'), source: 'node' };
     const need = m.p99Ms * ctx.threshold('safetyFactor');
     if (t.value >= need) return pass();
     return { status: 'fail', message: `Consumer timeout ${fmtMs(t.value)} (${t.source}) is below the measured p99 processing time ${fmtMs(m.p99Ms)}${ctx.threshold('safetyFactor') > 1 ? ` × ${ctx.threshold('safetyFactor')}` : ''}.`, evidence: { consumerTimeoutMs: t, p99Ms: m.p99Ms, measurementSource: m.source } };

@@ -250,6 +250,7 @@ export const sqsShortPolling: SqsRule = {
     thresholds: {},
   },
   check(q) {
+    if (q.isDeadLetterQueue) return notApplicable; // read by people and redrive tools, not by polling consumers
     if (q.receiveWaitTimeS === null) return notChecked('ReceiveMessageWaitTimeSeconds could not be read');
     if (q.receiveWaitTimeS > 0) return pass();
     return { status: 'fail', message: `ReceiveMessageWaitTimeSeconds is 0 on ${q.name}: consumers short-poll unless they pass WaitTimeSeconds.`, evidence: { receiveMessageWaitTimeSeconds: 0 } };

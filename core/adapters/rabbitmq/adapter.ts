@@ -37,6 +37,7 @@ import {
 } from './topology';
 import { abortable } from '../../lib/abort';
 import { createRabbitmqTuning } from './tuning';
+import { createRabbitmqAuditCollector } from './audit';
 
 /** Columns requested from `GET /api/queues/<vhost>` (keeps a 1,000-queue listing small and fast). */
 const LIST_COLUMNS = 'name,type,messages_ready,messages_unacknowledged,consumers,arguments,effective_policy_definition,policy,durable,auto_delete,exclusive,messages,state';
@@ -118,6 +119,7 @@ export class RabbitmqAdapter implements BrokerAdapter {
   private readonly s: RabbitmqSettings;
   private readonly mgmt: ManagementClient;
   readonly tuning = createRabbitmqTuning(() => this.mgmt);
+  readonly audit = createRabbitmqAuditCollector(() => this.s);
   private conn: Promise<ChannelModel> | null = null;
 
   constructor(config: RabbitmqConnectionConfig) {

@@ -18,6 +18,7 @@ import { listSummary, peekList } from './list';
 import { peekStream, streamSummary } from './stream';
 import { bullmqSummary, peekBullmq } from './bullmq';
 import { abortable } from '../../lib/abort';
+import { createRedisAuditCollector } from './audit';
 import { createRedisTuning } from './tuning';
 
 export { resolveRedisOptions, mapRedisError } from './connection';
@@ -67,6 +68,7 @@ class RedisBrokerAdapter implements RedisAdapter, RedisContext {
   readonly broker = 'redis' as const;
   readonly endpoint: RedisEndpoint;
   lastDiscovery: RedisDiscoveryInfo | null = null;
+  readonly audit = createRedisAuditCollector(this, (o, s) => this.listQueues(o, s));
   readonly tuning = createRedisTuning(this);
   private readonly options: RedisOptions;
   private readonly hasPassword: boolean;

@@ -41,6 +41,7 @@ import { DEFAULT_CLIENT_OPTIONS, TEST_CLIENT_OPTIONS, createSqsClient, credentia
 import { mapWithConcurrency } from './concurrency';
 import { mapSqsError } from './errors';
 import { DEFAULT_MAX_BODY_BYTES, toQueueMessage } from './message';
+import { createSqsAuditCollector } from './audit';
 import { SqsRedriveMover } from './redrive';
 import { createSqsTuning } from './tuning';
 
@@ -105,6 +106,7 @@ export class SqsAdapter implements BrokerAdapter {
   private readonly endpoint: string;
   /** Whether the server implements ListDeadLetterSourceQueues: null until tried (fauxqs does not). */
   private sourcesApiSupported: boolean | null = null;
+  readonly audit = createSqsAuditCollector(() => this.config);
   /** DLQ redrive (issue 4): client-side moves with SendMessageBatch/DeleteMessageBatch, native StartMessageMoveTask. See {@link SqsRedriveMover}. */
   readonly redrive: SqsRedriveMover = new SqsRedriveMover({
     endpoint: () => this.endpoint,

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../context';
+import * as audit from './audit';
 import * as connections from './connections';
 import * as exportCommand from './export';
 import * as inspect from './inspect';
@@ -15,4 +16,4 @@ export interface CliCommandModule {
  * The CLI's commands, in the order `--help` lists them. One file per command; add a command by
  * adding its module here.
  */
-export const COMMANDS: readonly CliCommandModule[] = [connections, queues, peek, exportCommand, inspect];
+export const COMMANDS: readonly CliCommandModule[] = [connections, queues, peek, exportCommand, inspect, audit];

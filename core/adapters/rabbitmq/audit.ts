@@ -1,0 +1,293 @@
+/**
+ * Audit fact collector for RabbitMQ (management HTTP API, https://www.rabbitmq.com/docs/management#http-api):
+ * `/api/overview` (version), `/api/queues/<vhost>` (arguments, effective policy definition,
+ * durability, consumers, message counts and rates), `/api/exchanges`, `/api/bindings` (dead-letter
+ * routing resolved with the adapter's topology logic) and `/api/policies` (for the one-click fix).
+ *
+ * Dead-letter settings: a queue argument wins over a policy key for the dead-letter exchange and
+ * routing key; the lower value wins for TTL, max length and delivery limit
+ * (https://www.rabbitmq.com/docs/dlx, https://www.rabbitmq.com/docs/parameters#policies) — see
+ * `effectiveSettings` in topology.ts.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import { QueuescopeError } from '../../../shared/domain';
+import { matchesQueuePattern } from '../../../shared/config/project-config';
+import type { AuditFacts, AuditFix, FixPreview, RabbitQueueFacts, RabbitServerFacts, SourcedValue } from '../../../shared/audit/types';
+import type { AuditCollectOptions, AuditCollector } from '../audit-types';
+import { throwIfAborted } from '../../lib/abort';
+import { ManagementClient, ManagementNetworkError } from './management';
+import { parseArray, parseBinding, parseExchange, parseOverview, parsePage, parseQueue } from './parse';
+import type { RabbitmqSettings } from './settings';
+import { buildTopology, effectiveSettings, looksLikeDeadLetterQueue, resolveDeadLetterTargets, arrivalKeys, type RawBinding, type RawExchange, type RawQueue, type Setting, type Topology } from './topology';
+import { encodeQueueId } from './queue-id';
+
+const COLUMNS = 'name,type,durable,auto_delete,exclusive,state,policy,arguments,effective_policy_definition,messages,messages_ready,messages_unacknowledged,consumers,messages_details';
+const PAGE_SIZE = 500;
+const QUEUE_CAP = 20_000;
+const TIMEOUT_MS = 30_000;
+/** RabbitMQ's default `consumer_timeout` (ms) since 3.8.15. */
+export const DEFAULT_CONSUMER_TIMEOUT_MS = 1_800_000;
+
+function rec(v: unknown): Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+}
+
+function sourced<T>(s: Setting<T> | null): SourcedValue<T> | null {
+  return s ? { value: s.value, source: s.source } : null;
+}
+
+/** True when the version (e.g. `3.12.1`) supports a per-queue consumer timeout (x-consumer-timeout / consumer-timeout policy, 3.12+). */
+export function perQueueConsumerTimeout(version: string | null): boolean {
+  const m = /^(\d+)\.(\d+)/.exec(version ?? '');
+  if (!m) return false;
+  const major = Number(m[1]);
+  return major > 3 || (major === 3 && Number(m[2]) >= 12);
+}
+
+/** Names a dead-letter queue of `name` would have: `<name>.dlq`, `<name>-dlq`, `<base>.dlq` for `<base>.work`… */
+export function dlqCandidateNames(name: string): string[] {
+  const bases = [name];
+  const m = /^(.*?)[._-](work|queue|q|jobs|tasks)$/i.exec(name);
+  if (m?.[1]) bases.push(m[1]);
+  const out: string[] = [];
+  for (const b of bases) for (const suffix of ['.dlq', '-dlq', '_dlq', '.dead-letter', '-dead-letter']) out.push(`${b}${suffix}`);
+  return out;
+}
+
+class RabbitmqAuditCollector implements AuditCollector {
+  constructor(private readonly settings: () => RabbitmqSettings) {}
+
+  private get s(): RabbitmqSettings {
+    return this.settings();
+  }
+
+  private async withClient<T>(fn: (c: ManagementClient) => Promise<T>): Promise<T> {
+    const c = new ManagementClient(this.s);
+    try {
+      return await fn(c);
+    } finally {
+      c.close();
+    }
+  }
+
+  private async getJson(c: ManagementClient, path: string, signal?: AbortSignal): Promise<unknown> {
+    const res = await c.get(path, signal, TIMEOUT_MS);
+    if (res.status >= 200 && res.status < 300 && res.body !== null) return res.body;
+    if (res.status === 401) throw new QueuescopeError('AUTH_FAILED', `The RabbitMQ management API at ${c.base} refused the login (HTTP 401).`, { managementUrl: c.base });
+    if (res.status === 403) throw new QueuescopeError('PERMISSION_DENIED', `The RabbitMQ management API at ${c.base} refused ${path.split('?')[0] ?? path}: the user needs the monitoring (or management) tag${res.reason ? ` (${res.reason})` : ''}.`, { managementUrl: c.base });
+    if (res.status === 404) throw new QueuescopeError(path.startsWith('/api/queues/') ? 'UNKNOWN_VHOST' : 'MANAGEMENT_UNAVAILABLE', `${c.base}${path.split('?')[0] ?? ''} was not found${path.startsWith('/api/queues/') ? `: does virtual host '${this.s.vhost}' exist?` : ''}.`, { managementUrl: c.base });
+    throw new QueuescopeError('MANAGEMENT_UNAVAILABLE', `The RabbitMQ management API at ${c.base} answered HTTP ${String(res.status)} for ${path.split('?')[0] ?? path}${res.reason ? `: ${res.reason}` : ''}.`, { managementUrl: c.base, status: res.status });
+  }
+
+  private async readAll(c: ManagementClient, signal?: AbortSignal): Promise<{ queues: { raw: RawQueue; growth: number | null }[]; exchanges: RawExchange[]; bindings: RawBinding[]; version: string | null; notes: string[] }> {
+    const v = encodeURIComponent(this.s.vhost);
+    const notes: string[] = [];
+    const overview = parseOverview(await this.getJson(c, '/api/overview', signal));
+    const queues: { raw: RawQueue; growth: number | null }[] = [];
+    let pageCount = 1;
+    for (let page = 1; page <= pageCount && queues.length < QUEUE_CAP; page++) {
+      throwIfAborted(signal);
+      const p = parsePage(await this.getJson(c, `/api/queues/${v}?page=${String(page)}&page_size=${String(PAGE_SIZE)}&columns=${COLUMNS}`, signal));
+      if (!p) throw new QueuescopeError('MANAGEMENT_UNAVAILABLE', `${c.base}/api/queues returned an unexpected answer: this is not the RabbitMQ management API.`);
+      pageCount = p.pageCount;
+      for (const item of p.items) {
+        const raw = parseQueue(item);
+        const rate = rec(rec(item).messages_details).rate;
+        if (raw) queues.push({ raw, growth: typeof rate === 'number' && Number.isFinite(rate) ? rate : null });
+      }
+    }
+    if (queues.length >= QUEUE_CAP) notes.push(`Only the first ${String(QUEUE_CAP)} queues of vhost '${this.s.vhost}' were read.`);
+    const [ex, bi] = await Promise.all([this.getJson(c, `/api/exchanges/${v}?columns=name,type,arguments`, signal), this.getJson(c, `/api/bindings/${v}`, signal)]);
+    return {
+      queues,
+      exchanges: (parseArray(ex) ?? []).map(parseExchange).filter((x): x is RawExchange => x !== null),
+      bindings: (parseArray(bi) ?? []).map(parseBinding).filter((x): x is RawBinding => x !== null),
+      version: overview?.version ?? null,
+      notes,
+    };
+  }
+
+  private queueFacts(q: RawQueue, growth: number | null, topo: Topology, sources: Map<string, string[]>, version: string | null): RabbitQueueFacts {
+    const s = effectiveSettings(q);
+    let routing: RabbitQueueFacts['deadLetterRouting'] = null;
+    if (s.deadLetterExchange) {
+      const targets = resolveDeadLetterTargets(q, topo);
+      const exchange = s.deadLetterExchange.value;
+      const keys = s.deadLetterRoutingKey ? [s.deadLetterRoutingKey.value] : arrivalKeys(q, topo).keys;
+      routing = {
+        exchange,
+        exchangeExists: exchange === '' || topo.exchanges.has(exchange),
+        routingKeys: keys,
+        reachedQueues: targets.filter((t) => t.queueName !== null && t.problem === undefined).map((t) => t.queueName ?? ''),
+        unresolved: targets.filter((t) => t.queueName === null && t.problem === undefined).map((t) => t.via),
+        problem: targets.find((t) => t.queueName === null && t.problem !== undefined)?.problem ?? null,
+      };
+    }
+    let consumerTimeout: SourcedValue<number> | null = null;
+    if (perQueueConsumerTimeout(version)) {
+      const a = q.arguments['x-consumer-timeout'];
+      const p = q.policyDefinition['consumer-timeout'];
+      if (typeof a === 'number') consumerTimeout = { value: a, source: 'argument' };
+      else if (typeof p === 'number') consumerTimeout = { value: p, source: 'policy' };
+    }
+    const srcs = sources.get(q.name) ?? [];
+    let dlqCandidate: RabbitQueueFacts['dlqCandidate'] = null;
+    if (!s.deadLetterExchange) {
+      const found = dlqCandidateNames(q.name).find((n) => topo.queues.has(n));
+      if (found !== undefined) dlqCandidate = { queue: found, exchange: '', routingKey: found };
+    }
+    return {
+      kind: 'rabbitmq',
+      id: encodeQueueId({ vhost: this.s.vhost, name: q.name }),
+      vhost: this.s.vhost,
+      name: q.name,
+      type: q.type,
+      durable: q.durable,
+      autoDelete: q.autoDelete,
+      exclusive: q.exclusive,
+      policy: q.policy,
+      arguments: q.arguments,
+      policyDefinition: q.policyDefinition,
+      deadLetterExchange: sourced(s.deadLetterExchange),
+      deadLetterRoutingKey: sourced(s.deadLetterRoutingKey),
+      messageTtlMs: sourced(s.messageTtlMs),
+      maxLength: sourced(s.maxLength),
+      maxLengthBytes: sourced(s.maxLengthBytes),
+      overflow: sourced(s.overflow),
+      deliveryLimit: sourced(s.deliveryLimit),
+      consumerTimeoutMs: consumerTimeout,
+      deadLetterRouting: routing,
+      consumers: q.consumers,
+      messages: q.messages,
+      messagesGrowthPerS: growth,
+      deadLetterSources: srcs,
+      isDeadLetterQueue: srcs.length > 0 || looksLikeDeadLetterQueue(q.name),
+      dlqCandidate,
+    };
+  }
+
+  async collect(options: AuditCollectOptions, signal?: AbortSignal): Promise<AuditFacts> {
+    return this.withClient(async (c) => {
+      const all = await this.readAll(c, signal);
+      const topo = buildTopology(this.s.vhost, all.queues.map((q) => q.raw), all.exchanges, all.bindings);
+      const sources = new Map<string, string[]>();
+      for (const { raw } of all.queues) {
+        for (const t of resolveDeadLetterTargets(raw, topo)) {
+          if (t.queueName === null || t.queueName === raw.name) continue;
+          const l = sources.get(t.queueName) ?? [];
+          l.push(raw.name);
+          sources.set(t.queueName, l);
+        }
+      }
+      const pattern = options.pattern;
+      const queues = all.queues
+        .filter(({ raw }) => pattern === undefined || pattern === '' || matchesQueuePattern(pattern, raw.name))
+        .map(({ raw, growth }) => this.queueFacts(raw, growth, topo, sources, all.version))
+        .sort((a, b) => a.name.localeCompare(b.name));
+      const server: RabbitServerFacts = {
+        kind: 'rabbitmq-server',
+        label: this.s.label,
+        version: all.version,
+        // Not exposed by the management API: the default is assumed (override with the rule's threshold).
+        consumerTimeoutMs: null,
+      };
+      return { broker: 'rabbitmq', label: this.s.label, servers: [server], queues, notes: all.notes };
+    });
+  }
+
+  private async currentQueue(c: ManagementClient, name: string, signal?: AbortSignal): Promise<RawQueue> {
+    const res = await c.get(`/api/queues/${encodeURIComponent(this.s.vhost)}/${encodeURIComponent(name)}`, signal, TIMEOUT_MS);
+    if (res.status === 404) throw new QueuescopeError('QUEUE_NOT_FOUND', `Queue '${name}' does not exist in vhost '${this.s.vhost}'.`, { queue: name, vhost: this.s.vhost });
+    const q = res.status === 200 ? parseQueue(res.body) : null;
+    if (!q) throw new QueuescopeError('MANAGEMENT_UNAVAILABLE', `The management API answered HTTP ${String(res.status)} for queue '${name}'.`);
+    return q;
+  }
+
+  private async plan(c: ManagementClient, fix: AuditFix, signal?: AbortSignal): Promise<{ preview: FixPreview; body: Record<string, unknown> }> {
+    if (fix.kind !== 'rabbitmq.add-dlx-policy') throw new QueuescopeError('INVALID_INPUT', `A ${fix.kind} fix cannot be applied to RabbitMQ.`);
+    if (fix.vhost !== this.s.vhost) throw new QueuescopeError('INVALID_INPUT', `The fix is for vhost '${fix.vhost}', but this connection is to '${this.s.vhost}'.`);
+    const q = await this.currentQueue(c, fix.queueName, signal);
+    const s = effectiveSettings(q);
+    if (s.deadLetterExchange) throw new QueuescopeError('INVALID_INPUT', `Queue '${fix.queueName}' already has a dead-letter exchange ('${s.deadLetterExchange.value}', ${s.deadLetterExchange.source}); nothing to fix.`);
+    await this.currentQueue(c, fix.deadLetterQueue, signal); // the DLQ must exist
+    const policies = await this.getJson(c, `/api/policies/${encodeURIComponent(this.s.vhost)}`, signal).catch(() => null);
+    const current = (parseArray(policies) ?? []).map(rec).find((p) => p.name === q.policy);
+    const notes: string[] = [];
+    const definition: Record<string, unknown> = { ...(current ? rec(current.definition) : {}), 'dead-letter-exchange': fix.deadLetterExchange };
+    if (fix.deadLetterRoutingKey !== null) definition['dead-letter-routing-key'] = fix.deadLetterRoutingKey;
+    const priority = (current && typeof current.priority === 'number' ? current.priority : 0) + 1;
+    if (current) notes.push(`Only one policy applies to a queue: the new policy (priority ${String(priority)}) keeps the keys of its current policy '${String(current.name)}' and adds the dead-letter keys.`);
+    else if (q.policy !== null) notes.push(`The queue's current policy '${q.policy}' could not be read; the new policy replaces it for this queue.`);
+    notes.push(`Dead letters go ${fix.deadLetterExchange === '' ? `through the default exchange straight to queue '${fix.deadLetterQueue}'` : `to exchange '${fix.deadLetterExchange}'`}.`);
+    const pattern = `^${fix.queueName.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`;
+    const body = { pattern, definition, priority, 'apply-to': 'queues' };
+    const preview: FixPreview = {
+      fix,
+      summary: `Add policy '${fix.policyName}' to queue '${fix.queueName}' so its dead letters go to '${fix.deadLetterQueue}'.`,
+      before: { policy: q.policy, effectivePolicyDefinition: q.policyDefinition, 'x-dead-letter-exchange': q.arguments['x-dead-letter-exchange'] ?? null },
+      after: { policy: fix.policyName, effectivePolicyDefinition: definition, policyPattern: pattern, policyPriority: priority },
+      notes,
+    };
+    return { preview, body };
+  }
+
+  async previewFix(fix: AuditFix, signal?: AbortSignal): Promise<FixPreview> {
+    return this.withClient(async (c) => (await this.plan(c, fix, signal)).preview);
+  }
+
+  async applyFix(fix: AuditFix, signal?: AbortSignal): Promise<FixPreview> {
+    return this.withClient(async (c) => {
+      const { preview, body } = await this.plan(c, fix, signal);
+      if (fix.kind !== 'rabbitmq.add-dlx-policy') throw new QueuescopeError('INVALID_INPUT', 'Not a RabbitMQ fix.');
+      await this.put(`/api/policies/${encodeURIComponent(this.s.vhost)}/${encodeURIComponent(fix.policyName)}`, body, signal);
+      // Policies apply asynchronously; read the queue back until it shows the policy (≤ 5 s).
+      let after: RawQueue | null = null;
+      for (let i = 0; i < 25; i++) {
+        after = await this.currentQueue(c, fix.queueName, signal);
+        if (after.policy === fix.policyName) break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      return { ...preview, after: { policy: after?.policy ?? null, effectivePolicyDefinition: after?.policyDefinition ?? null } };
+    });
+  }
+
+  /** PUT with a JSON body. @throws QueuescopeError PERMISSION_DENIED (needs the policymaker tag), BROKER_ERROR. */
+  private put(path: string, body: unknown, signal?: AbortSignal): Promise<void> {
+    const s = this.s;
+    const url = new URL(s.managementBase.toString().replace(/\/$/, '') + path);
+    const mod = url.protocol === 'https:' ? https : http;
+    const data = JSON.stringify(body);
+    const auth = `Basic ${Buffer.from(`${s.managementUser}:${s.managementPassword}`).toString('base64')}`;
+    const timeout = AbortSignal.timeout(TIMEOUT_MS);
+    return new Promise<void>((resolve, reject) => {
+      const req = mod.request(
+        url,
+        { method: 'PUT', headers: { authorization: auth, 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) }, signal: signal ? AbortSignal.any([signal, timeout]) : timeout, ...(url.protocol === 'https:' ? s.managementTls : {}) },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (ch: Buffer) => chunks.push(ch));
+          res.on('end', () => {
+            const status = res.statusCode ?? 0;
+            if (status >= 200 && status < 300) return resolve();
+            const text = Buffer.concat(chunks).toString('utf8').slice(0, 300);
+            if (status === 401 || status === 403) return reject(new QueuescopeError('PERMISSION_DENIED', `RabbitMQ refused to create the policy (HTTP ${String(status)}): the user needs the policymaker (or administrator) tag.`, { status }));
+            reject(new QueuescopeError('BROKER_ERROR', `RabbitMQ refused the policy (HTTP ${String(status)}): ${text}`, { status }));
+          });
+        },
+      );
+      req.on('error', (e) => {
+        reject(signal?.aborted === true ? new QueuescopeError('CANCELLED', 'Applying the fix was cancelled.') : new ManagementNetworkError('HOST_UNREACHABLE', `The RabbitMQ management API could not be reached: ${e.message}`));
+      });
+      req.end(data);
+    });
+  }
+}
+
+/**
+ * Creates the RabbitMQ audit collector. `settings` is read at each call (the adapter resolves
+ * them in its constructor).
+ */
+export function createRabbitmqAuditCollector(settings: () => RabbitmqSettings): AuditCollector {
+  return new RabbitmqAuditCollector(settings);
+}

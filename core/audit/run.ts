@@ -1,0 +1,93 @@
+/**
+ * Runs an audit: loads the project file's `audit` section and the measurements file, collects
+ * facts through each adapter's `audit` collector, and evaluates the rule catalog (shared/audit).
+ * Used by the CLI (`queuescope audit`) and the app (API `audit.run`).
+ */
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { QueuescopeError } from '../../shared/domain';
+import type { ProjectConfig } from '../../shared/config/project-config';
+import { checkAuditConfig, evaluateAudit, parseMeasurements, type AuditFacts, type AuditReport, type Measurements } from '../../shared/audit';
+import type { BrokerAdapter } from '../adapters/types';
+import { loadProjectConfig } from '../config/project-file';
+
+/** Largest measurements file read, bytes. */
+export const MAX_MEASUREMENTS_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Reads a measurements file (JSON; see `shared/audit/measurements.ts` for the accepted shapes).
+ * @throws QueuescopeError `INVALID_INPUT` for a missing, unreadable, too large or non-JSON file, or one
+ *   with no usable entry.
+ */
+export async function loadMeasurements(path: string): Promise<{ measurements: Measurements; problems: string[] }> {
+  let text: string;
+  try {
+    const buf = await readFile(path);
+    if (buf.byteLength > MAX_MEASUREMENTS_BYTES) throw new QueuescopeError('INVALID_INPUT', `The measurements file ${path} is larger than ${String(MAX_MEASUREMENTS_BYTES)} bytes.`, { path });
+    text = buf.toString('utf8');
+  } catch (e) {
+    if (e instanceof QueuescopeError) throw e;
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new QueuescopeError('INVALID_INPUT', code === 'ENOENT' ? `The measurements file ${path} does not exist.` : `Cannot read the measurements file ${path}: ${e instanceof Error ? e.message : String(e)}.`, { path });
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text) as unknown;
+  } catch (e) {
+    throw new QueuescopeError('INVALID_INPUT', `The measurements file ${path} is not valid JSON: ${e instanceof Error ? e.message : String(e)}.`, { path });
+  }
+  const r = parseMeasurements(value);
+  if (r.measurements.size === 0) throw new QueuescopeError('INVALID_INPUT', `The measurements file ${path} has no usable measurement: ${r.problems.slice(0, 5).join('; ') || 'it is empty'}.`, { path, problems: r.problems });
+  return r;
+}
+
+/** Options of {@link runAudit}. */
+export interface RunAuditOptions {
+  /** Folder the project file is searched from (upward) and relative paths resolve against. */
+  cwd: string;
+  /** An explicit project file (`--config`). */
+  configPath?: string;
+  /** An already loaded project config (skips loading). */
+  config?: { config: ProjectConfig; path: string | null };
+  /** `--queues PATTERN`: only queues matching (also passed to the collectors). */
+  queuePattern?: string;
+  /** A measurements file, overriding the project file's `audit.measurements`. */
+  measurementsPath?: string;
+  /** SQS: messages received per queue for the payload/deduplication rules (0 = off). */
+  sampleMessages?: number;
+  now?: number;
+}
+
+/**
+ * Audits the connections of `adapters`.
+ * @throws QueuescopeError `INVALID_INPUT` for a bad project file (every problem by path) or
+ *   measurements file, `UNSUPPORTED` for a connection without an audit collector (snapshots), and
+ *   the collectors' connection errors.
+ */
+export async function runAudit(adapters: BrokerAdapter[], options: RunAuditOptions, signal?: AbortSignal): Promise<AuditReport> {
+  const loaded = options.config ?? (await loadProjectConfig({ cwd: options.cwd, ...(options.configPath !== undefined ? { explicitPath: options.configPath } : {}) }));
+  const issues = checkAuditConfig(loaded.config.audit);
+  if (issues.length > 0) {
+    throw new QueuescopeError('INVALID_INPUT', `${loaded.path ?? 'The project config'} has invalid audit settings: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}.`, { path: loaded.path, issues });
+  }
+  const mPath = options.measurementsPath ?? loaded.config.audit.measurements;
+  // A measurements path from the project file is relative to the file's folder.
+  const base = options.measurementsPath === undefined && loaded.path !== null ? resolve(loaded.path, '..') : options.cwd;
+  const absM = mPath === undefined ? null : resolve(base, mPath);
+  const m = absM === null ? { measurements: new Map() as Measurements, problems: [] as string[] } : await loadMeasurements(absM);
+  const facts: AuditFacts[] = [];
+  for (const a of adapters) {
+    if (!a.audit) throw new QueuescopeError('UNSUPPORTED', `A ${a.broker} connection cannot be audited: the audit reads live broker configuration (snapshots do not hold it).`);
+    facts.push(await a.audit.collect({ ...(options.queuePattern !== undefined ? { pattern: options.queuePattern } : {}), ...(options.sampleMessages !== undefined ? { sampleMessages: options.sampleMessages } : {}) }, signal));
+  }
+  return evaluateAudit(facts, {
+    config: loaded.config.audit,
+    measurements: m.measurements,
+    ...(options.queuePattern !== undefined ? { queuePatterns: [options.queuePattern] } : {}),
+    safetyFactor: loaded.config.tune.safetyFactor,
+    now: options.now ?? Date.now(),
+    configPath: loaded.path,
+    measurementsPath: absM,
+    notes: m.problems.map((p) => `measurements: ${p}`),
+  });
+}
