@@ -192,6 +192,8 @@ const PROPERTY_FIELDS = [
   ['parent', 'parent'],
   ['defa', 'deferredFailure'],
   ['returnvalue', 'returnvalue'],
+  // Queuescope's redrive counter (core/adapters/redis/redrive.ts): a hash field, job data stays untouched.
+  ['x-queuescope-redrive-count', 'x-queuescope-redrive-count'],
 ] as const;
 
 /**
@@ -376,7 +378,7 @@ export async function peekBullmq(ctx: RedisContext, prefix: string, name: string
  * 19 fields ≈ 30% slower than 13), so fields that only matter in some states are read there only.
  * Index 1 (`data`) is kept as bytes. The HGETALL fallback reads every field.
  */
-const BASE_FIELDS = ['name', 'data', 'opts', 'timestamp', 'delay', 'priority', 'processedOn', 'finishedOn', 'failedReason', 'stacktrace', 'atm', 'ats', 'deid'];
+const BASE_FIELDS = ['name', 'data', 'opts', 'timestamp', 'delay', 'priority', 'processedOn', 'finishedOn', 'failedReason', 'stacktrace', 'atm', 'ats', 'deid', 'x-queuescope-redrive-count'];
 const EXTRA_FIELDS: Partial<Record<BullmqState, string[]>> = {
   active: ['pb', 'progress', 'stc'],
   completed: ['returnvalue', 'pb', 'progress'],

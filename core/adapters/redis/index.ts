@@ -17,6 +17,8 @@ import { displayName, formatQueueId, parseQueueId, type RedisQueueRef } from './
 import { listSummary, peekList } from './list';
 import { peekStream, streamSummary } from './stream';
 import { bullmqSummary, peekBullmq } from './bullmq';
+import { createRedisRedriveMover } from './redrive';
+import type { RedriveMover } from '../redrive-types';
 import { abortable } from '../../lib/abort';
 import { createRedisAuditCollector } from './audit';
 import { createRedisTuning } from './tuning';
@@ -68,6 +70,8 @@ class RedisBrokerAdapter implements RedisAdapter, RedisContext {
   readonly broker = 'redis' as const;
   readonly endpoint: RedisEndpoint;
   lastDiscovery: RedisDiscoveryInfo | null = null;
+  /** DLQ redrive: BullMQ failed jobs, streams and lists (see `redrive.ts`). */
+  readonly redrive: RedriveMover = createRedisRedriveMover(this);
   readonly audit = createRedisAuditCollector(this, (o, s) => this.listQueues(o, s));
   readonly tuning = createRedisTuning(this);
   private readonly options: RedisOptions;

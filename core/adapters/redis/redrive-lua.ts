@@ -1,0 +1,153 @@
+import { reprocessJob } from 'bullmq/dist/cjs/scripts/reprocessJob-9';
+
+/**
+ * Lua scripts of the Redis redrive mover (core/adapters/redis/redrive.ts). Each runs one batch
+ * atomically: Redis runs a script to the end before serving another command
+ * (https://redis.io/docs/latest/develop/interactive/programmability/eval-intro/), and since
+ * Redis 7 its writes are replicated and appended to the AOF as one MULTI/EXEC, so a crash or a
+ * restart sees a batch either fully applied or not at all. Every script publishes to the target
+ * BEFORE it removes from the DLQ, so even a script aborted by an error midway leaves each message
+ * in at least one place.
+ */
+
+/**
+ * Moves one window of a list DLQ. It first checks that the window still holds exactly the
+ * elements the client read (so what moves is what was decided and backed up), then appends the
+ * moved elements to their targets in DLQ order (RPUSH: the list adapter reads index 0 = the left
+ * end as the head, so the target's tail is its right end), then removes them from the DLQ:
+ * - window at index 0: LTRIM the window off and LPUSH the kept elements back in their order;
+ * - window further in (skipped elements before it): LSET each moved element to a per-run
+ *   tombstone, then LREM that many tombstones from the head.
+ *
+ * KEYS[1] the DLQ list, KEYS[2..] the target lists.
+ * ARGV[1] window offset (index of its first element), ARGV[2] tombstone,
+ * then per element: target index into KEYS (0 = keep in the DLQ), the element's exact bytes.
+ * Returns {1, moved} on success; {-1, found} when the window is shorter than expected;
+ * {-2, i} when element i (1-based) differs from what was read: nothing was changed then.
+ */
+export const LIST_MOVE_LUA = `
+local src = KEYS[1]
+local off = tonumber(ARGV[1])
+local tomb = ARGV[2]
+local n = (#ARGV - 2) / 2
+local cur = redis.call('LRANGE', src, off, off + n - 1)
+if #cur ~= n then return {-1, #cur} end
+for i = 1, n do
+  if cur[i] ~= ARGV[2 + 2 * i] then return {-2, i} end
+end
+local per = {}
+local kept = {}
+local moved = 0
+for i = 1, n do
+  local t = tonumber(ARGV[1 + 2 * i])
+  if t > 0 then
+    local l = per[t]
+    if l == nil then l = {}; per[t] = l end
+    l[#l + 1] = cur[i]
+    moved = moved + 1
+  else
+    kept[#kept + 1] = cur[i]
+  end
+end
+for t, l in pairs(per) do
+  redis.call('RPUSH', KEYS[1 + t], unpack(l))
+end
+if moved == 0 then return {1, 0} end
+if off == 0 then
+  redis.call('LTRIM', src, n, -1)
+  if #kept > 0 then
+    local rev = {}
+    for i = #kept, 1, -1 do rev[#rev + 1] = kept[i] end
+    redis.call('LPUSH', src, unpack(rev))
+  end
+else
+  for i = 1, n do
+    if tonumber(ARGV[1 + 2 * i]) > 0 then redis.call('LSET', src, off + i - 1, tomb) end
+  end
+  redis.call('LREM', src, moved, tomb)
+end
+return {1, moved}
+`;
+
+/**
+ * Moves stream entries: for each id, reads the entry from the DLQ stream (XRANGE id id), XADDs
+ * its fields in the same order to the target with the redrive counter field set to its old value
+ * + 1 (appended when absent), then XDELs it from the DLQ and XACKs it in every consumer group of
+ * the DLQ (so no pending entries list keeps pointing at a deleted entry).
+ *
+ * KEYS[1] the DLQ stream, KEYS[2..] the target streams.
+ * ARGV[1] the counter field name, then pairs: entry id, target index into KEYS.
+ * Returns per id: the new entry id; "" when the entry is no longer in the DLQ (nothing done);
+ * or "!<error>" when XADD to the target failed (the entry stays in the DLQ).
+ */
+export const STREAM_MOVE_LUA = `
+local src = KEYS[1]
+local field = ARGV[1]
+local groups = {}
+local info = redis.call('XINFO', 'GROUPS', src)
+for _, g in ipairs(info) do
+  for j = 1, #g, 2 do
+    if g[j] == 'name' then groups[#groups + 1] = g[j + 1] end
+  end
+end
+local out = {}
+for i = 2, #ARGV, 2 do
+  local id = ARGV[i]
+  local e = redis.call('XRANGE', src, id, id)
+  if #e == 0 then
+    out[#out + 1] = ''
+  else
+    local f = e[1][2]
+    local found = false
+    for j = 1, #f, 2 do
+      if f[j] == field then
+        f[j + 1] = tostring((tonumber(f[j + 1]) or 0) + 1)
+        found = true
+      end
+    end
+    if not found then
+      f[#f + 1] = field
+      f[#f + 1] = '1'
+    end
+    local r = redis.pcall('XADD', KEYS[1 + tonumber(ARGV[i + 1])], '*', unpack(f))
+    if type(r) == 'table' and r.err then
+      out[#out + 1] = '!' .. r.err
+    else
+      redis.call('XDEL', src, id)
+      for _, g in ipairs(groups) do redis.call('XACK', src, g, id) end
+      out[#out + 1] = r
+    end
+  end
+end
+return out
+`;
+
+/**
+ * Retries BullMQ jobs of one queue in one script: BullMQ's own `reprocessJob` script (what
+ * `Job.retry()` runs, taken from the installed bullmq package so its semantics — paused queues,
+ * priorities, markers, the `waiting` event, parent dependencies — are exactly BullMQ's), called
+ * once per job with resetAttemptsMade and resetAttemptsStarted = "1" (a fresh attempt budget, as
+ * `Job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true })`), and, when it
+ * succeeds, HINCRBY of the redrive counter field in the job hash (job data is left untouched).
+ *
+ * KEYS[1] events stream, KEYS[2] state key (failed/completed), KEYS[3] wait, KEYS[4] meta,
+ * KEYS[5] active, KEYS[6] marker, KEYS[7] prioritized, KEYS[8] priority counter.
+ * ARGV[1] job key prefix ("<prefix>:<name>:"), ARGV[2] counter field, ARGV[3] prev state,
+ * ARGV[4] the field reprocessJob clears (failedReason/returnvalue), then pairs: job id, "LPUSH"/"RPUSH".
+ * Returns per job BullMQ's code: 1 moved to wait, -1 job gone, -3 not in that state.
+ */
+export const BULLMQ_RETRY_LUA = `
+local function reprocess(KEYS, ARGV)
+${reprocessJob.content}
+end
+local out = {}
+for i = 5, #ARGV, 2 do
+  local id = ARGV[i]
+  local jobKey = ARGV[1] .. id
+  local r = reprocess({jobKey, KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]},
+    {id, ARGV[i + 1], ARGV[4], ARGV[3], '1', '1'})
+  if r == 1 then redis.call('HINCRBY', jobKey, ARGV[2], 1) end
+  out[#out + 1] = r
+end
+return out
+`;

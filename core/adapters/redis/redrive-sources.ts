@@ -1,0 +1,407 @@
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { JobsOptions } from 'bullmq';
+import { QueuescopeError, type ErrorInfo, type HeaderValue, type QueueMessage } from '../../../shared/domain';
+import { REDRIVE_COUNT_HEADER, type MoveSummary } from '../redrive-types';
+import { toMessageBody } from './body';
+import { peekBullmq } from './bullmq';
+import { notFound, num, type RedisContext } from './context';
+import { decodeCursor, encodeCursor } from './cursor';
+import { formatQueueId, parseQueueId } from './ids';
+import { BULLMQ_RETRY_LUA, LIST_MOVE_LUA, STREAM_MOVE_LUA } from './redrive-lua';
+import { LuaScript } from './redrive-script';
+import { streamEntryMessage } from './stream';
+
+/** Hash field of a BullMQ job naming the job it was redriven from (`<queue id>|<job id>`), so a repeated run finds its own copy. */
+export const REDRIVEN_FROM_FIELD = 'x-queuescope-redriven-from';
+
+/** One message the engine decided to move. */
+export interface PlannedMove {
+  message: QueueMessage;
+  targetQueueId: string;
+}
+
+/** What committing one batch did. */
+export interface Committed {
+  moved: { id: string; targetQueueId: string }[];
+  failed: { id: string; error: ErrorInfo }[];
+  possibleDuplicates: { id: string; targetQueueId: string }[];
+  /** Set when the run cannot go on (the DLQ changed under it); thrown after the batch is reported. */
+  fatal?: QueuescopeError;
+}
+
+/** A DLQ read once from its head in batches, with its own atomic commit (see redrive.ts). */
+export interface BatchSource {
+  /** Reads up to `n` messages after the ones already examined; `end` set when nothing follows this batch. */
+  read(n: number, signal?: AbortSignal): Promise<{ messages: QueueMessage[]; end: MoveSummary['stoppedBecause'] | null }>;
+  /** Why `targetQueueId` cannot receive this DLQ's messages, or null when it can. */
+  checkTarget(targetQueueId: string): string | null;
+  /** Moves `moves` (a subset of `batch`, the batch just read) and advances the read position past `batch`. */
+  commit(moves: PlannedMove[], batch: QueueMessage[]): Promise<Committed>;
+  /** Advances the read position past `batch` with nothing moved (dry run, all skipped). */
+  advance(batch: QueueMessage[]): void;
+}
+
+const listMove = new LuaScript(LIST_MOVE_LUA);
+const streamMove = new LuaScript(STREAM_MOVE_LUA);
+const bullmqRetry = new LuaScript(BULLMQ_RETRY_LUA);
+
+function err(code: ErrorInfo['code'], message: string): ErrorInfo {
+  return { code, message };
+}
+
+function sameKind(kind: 'list' | 'stream' | 'bullmq', targetQueueId: string): string | null {
+  let ref;
+  try {
+    ref = parseQueueId(targetQueueId);
+  } catch (e) {
+    return (e as Error).message;
+  }
+  if (ref.kind !== kind) {
+    const what = { list: 'a Redis list', stream: 'a Redis stream', bullmq: 'a BullMQ queue' }[kind];
+    return `Messages of ${what} can only be redriven to ${what} of this connection; "${targetQueueId.slice(0, 200)}" is not one.`;
+  }
+  return null;
+}
+
+async function checkType(conn: Redis, key: string, queueId: string, want: 'list' | 'stream'): Promise<void> {
+  const type = await conn.type(key);
+  if (type === 'none') throw notFound(queueId, `the ${want} "${key}" does not exist (any more)`);
+  if (type !== want) throw notFound(queueId, `the key "${key}" is a ${type}, not a ${want}`);
+}
+
+// ---- lists ------------------------------------------------------------------------------------
+
+/**
+ * A list DLQ. Head = index 0 (the left end), as the list adapter's peek reads it; moved elements
+ * are appended to the target's right end in DLQ order. Bounded by the length at the start (lists
+ * carry no per-element time). Ids are `#<index>` at the time of the read, as in a peek.
+ */
+export class ListSource implements BatchSource {
+  private off = 0;
+  private left = 0;
+  private examined = 0;
+  private readonly tomb = `\u0000queuescope-redrive-tombstone:${randomUUID()}`;
+  private last: Buffer[] = [];
+
+  private constructor(
+    private readonly conn: Redis,
+    private readonly key: string,
+    private readonly maxBodyBytes: number,
+  ) {}
+
+  /** @throws QueuescopeError `QUEUE_NOT_FOUND` when the key is missing or not a list. */
+  static async open(conn: Redis, key: string, maxBodyBytes: number): Promise<ListSource> {
+    const s = new ListSource(conn, key, maxBodyBytes);
+    await checkType(conn, key, formatQueueId({ kind: 'list', key }), 'list');
+    s.left = await conn.llen(key);
+    return s;
+  }
+
+  checkTarget(t: string): string | null {
+    return sameKind('list', t);
+  }
+
+  async read(n: number): Promise<{ messages: QueueMessage[]; end: MoveSummary['stoppedBecause'] | null }> {
+    const k = Math.min(n, this.left);
+    const queueId = formatQueueId({ kind: 'list', key: this.key });
+    if (k === 0) return { messages: [], end: (await this.conn.llen(this.key)) > this.off ? 'cutoff' : 'exhausted' };
+    const vals = await this.conn.lrangeBuffer(this.key, this.off, this.off + k - 1);
+    this.last = vals;
+    this.left -= vals.length;
+    const messages = vals.map((buf, i): QueueMessage => ({
+      id: `#${this.off + i}`,
+      queueId,
+      queueName: this.key,
+      position: this.examined + i,
+      body: toMessageBody(buf, this.maxBodyBytes),
+      headers: {},
+      properties: { index: this.off + i },
+      meta: {},
+    }));
+    this.examined += vals.length;
+    let end: MoveSummary['stoppedBecause'] | null = null;
+    if (vals.length < k) end = 'exhausted';
+    else if (this.left === 0) end = (await this.conn.llen(this.key)) > this.off + vals.length ? 'cutoff' : 'exhausted';
+    return { messages, end };
+  }
+
+  advance(batch: QueueMessage[]): void {
+    this.off += batch.length;
+  }
+
+  async commit(moves: PlannedMove[], batch: QueueMessage[]): Promise<Committed> {
+    const targets = new Map<string, number>();
+    const keys: string[] = [this.key];
+    const byId = new Map<string, string>();
+    for (const m of moves) {
+      byId.set(m.message.id, m.targetQueueId);
+      if (!targets.has(m.targetQueueId)) {
+        keys.push((parseQueueId(m.targetQueueId) as { key: string }).key);
+        targets.set(m.targetQueueId, keys.length - 1);
+      }
+    }
+    const args: (string | Buffer)[] = [String(this.off), this.tomb];
+    batch.forEach((m, i) => {
+      const t = byId.get(m.id);
+      args.push(t === undefined ? '0' : String(targets.get(t)), this.last[i] as Buffer);
+    });
+    const r = (await listMove.run(this.conn, keys, args)) as number[];
+    if (r[0] !== 1) {
+      const why =
+        r[0] === -1
+          ? `the list "${this.key}" holds ${String(r[1])} elements from index ${this.off} instead of the ${batch.length} read`
+          : `element #${this.off + Number(r[1]) - 1} of "${this.key}" changed after it was read`;
+      const e = new QueuescopeError(
+        'BROKER_ERROR',
+        `The DLQ list changed while it was being redriven (${why}: another client pushed or popped at its head). Nothing in this batch was moved; stop the DLQ's other clients and run the redrive again.`,
+        { queueId: formatQueueId({ kind: 'list', key: this.key }) },
+      );
+      return { moved: [], failed: moves.map((m) => ({ id: m.message.id, error: e.toInfo() })), possibleDuplicates: [], fatal: e };
+    }
+    this.off += batch.length - moves.length;
+    return { moved: moves.map((m) => ({ id: m.message.id, targetQueueId: m.targetQueueId })), failed: [], possibleDuplicates: [] };
+  }
+}
+
+// ---- streams ----------------------------------------------------------------------------------
+
+/** A stream DLQ, read with XRANGE from its first entry up to the cutoff (entry id time ≤ cutoffMs). */
+export class StreamSource implements BatchSource {
+  private lastId: string | null = null;
+  private examined = 0;
+
+  private constructor(
+    private readonly conn: Redis,
+    private readonly key: string,
+    private readonly cutoffMs: number,
+    private readonly maxBodyBytes: number,
+  ) {}
+
+  /** @throws QueuescopeError `QUEUE_NOT_FOUND` when the key is missing or not a stream. */
+  static async open(conn: Redis, key: string, cutoffMs: number, maxBodyBytes: number): Promise<StreamSource> {
+    await checkType(conn, key, formatQueueId({ kind: 'stream', key }), 'stream');
+    return new StreamSource(conn, key, Math.max(0, Math.floor(cutoffMs)), maxBodyBytes);
+  }
+
+  checkTarget(t: string): string | null {
+    return sameKind('stream', t);
+  }
+
+  async read(n: number): Promise<{ messages: QueueMessage[]; end: MoveSummary['stoppedBecause'] | null }> {
+    const queueId = formatQueueId({ kind: 'stream', key: this.key });
+    const entries = (await this.conn.xrangeBuffer(this.key, this.lastId === null ? '-' : `(${this.lastId}`, String(this.cutoffMs), 'COUNT', n)) as unknown as [Buffer, Buffer[]][];
+    const messages = entries.map(([id, fields], i) => streamEntryMessage(id, fields, { queueId, queueName: this.key, position: this.examined + i, maxBodyBytes: this.maxBodyBytes }));
+    this.examined += messages.length;
+    const last = messages[messages.length - 1];
+    if (last) this.lastId = last.id;
+    let end: MoveSummary['stoppedBecause'] | null = null;
+    if (entries.length < n) {
+      const after = await this.conn.xrange(this.key, String(this.cutoffMs + 1), '+', 'COUNT', 1);
+      end = after.length > 0 ? 'cutoff' : 'exhausted';
+    }
+    return { messages, end };
+  }
+
+  advance(): void {
+    // The cursor is the last entry id read: nothing to do.
+  }
+
+  async commit(moves: PlannedMove[]): Promise<Committed> {
+    const targets = new Map<string, number>();
+    const keys: string[] = [this.key];
+    const args: string[] = [REDRIVE_COUNT_HEADER];
+    for (const m of moves) {
+      let t = targets.get(m.targetQueueId);
+      if (t === undefined) {
+        keys.push((parseQueueId(m.targetQueueId) as { key: string }).key);
+        t = keys.length - 1;
+        targets.set(m.targetQueueId, t);
+      }
+      args.push(m.message.id, String(t));
+    }
+    const r = (await streamMove.run(this.conn, keys, args)) as (string | undefined)[];
+    const out: Committed = { moved: [], failed: [], possibleDuplicates: [] };
+    moves.forEach((m, i) => {
+      const v = r[i] ?? '';
+      if (v === '') out.failed.push({ id: m.message.id, error: err('BROKER_ERROR', `Entry ${m.message.id} is no longer in the DLQ stream (deleted or moved by another client); nothing was published.`) });
+      else if (v.startsWith('!')) out.failed.push({ id: m.message.id, error: err('BROKER_ERROR', `Adding entry ${m.message.id} to ${m.targetQueueId} failed: ${v.slice(1, 300)}; it stays in the DLQ.`) });
+      else out.moved.push({ id: m.message.id, targetQueueId: m.targetQueueId });
+    });
+    return out;
+  }
+}
+
+// ---- BullMQ -----------------------------------------------------------------------------------
+
+/** Job options that must not follow a job into another queue (or a re-inject): they would delay, repeat, re-parent or silently deduplicate it away. */
+const DROPPED_OPTS = new Set(['jobId', 'delay', 'repeat', 'repeatJobKey', 'prevMillis', 'parent', 'deduplication', 'debounce', 'timestamp', 'de']);
+
+/** BullMQ job options for re-adding a message: its headers (the job's options, long names) minus {@link DROPPED_OPTS}. */
+export function jobOptionsFrom(message: QueueMessage): JobsOptions {
+  const out: JobsOptions & Record<string, HeaderValue> = {};
+  for (const [k, v] of Object.entries(message.headers)) if (!DROPPED_OPTS.has(k)) out[k] = v;
+  return out;
+}
+
+/** The job id a job gets in another queue: its own when custom (BullMQ forbids integer custom ids and `:`), else `qsr-<queue>-<id>` — stable, so a repeated run finds it. */
+export function redriveJobId(sourceName: string, jobId: string): string {
+  const custom = !/^\d+$/.test(jobId) && !jobId.includes(':');
+  return custom ? jobId : `qsr-${sourceName}-${jobId}`.replace(/:/g, '-');
+}
+
+/** The job data (the message body) parsed, or an error when it is not JSON (BullMQ stores data as JSON text). */
+export function jobData(message: QueueMessage): { ok: true; data: unknown } | { ok: false; why: string } {
+  if (message.body.encoding !== 'utf8') return { ok: false, why: 'its data is not UTF-8 JSON text' };
+  if (message.body.data === '') return { ok: true, data: {} };
+  try {
+    return { ok: true, data: JSON.parse(message.body.data) as unknown };
+  } catch {
+    return { ok: false, why: 'its data is not valid JSON' };
+  }
+}
+
+/**
+ * A BullMQ queue's `failed` (or `completed`) jobs, oldest `finishedOn` first (the sorted set's
+ * order), up to the cutoff. Read through the adapter's peek path (SORT_RO … GET), moved either
+ * back into the same queue (BullMQ's reprocessJob, in one script per batch) or into another queue
+ * (see {@link BullmqSource.commit}).
+ */
+export class BullmqSource implements BatchSource {
+  private off = 0;
+  private readEnd = 0;
+  private readonly queueId: string;
+  private readonly base: string;
+
+  constructor(
+    private readonly ctx: RedisContext,
+    private readonly conn: Redis,
+    private readonly prefix: string,
+    private readonly name: string,
+    private readonly state: 'failed' | 'completed',
+    private readonly cutoffMs: number,
+    private readonly maxBodyBytes: number,
+  ) {
+    this.queueId = formatQueueId({ kind: 'bullmq', prefix, name });
+    this.base = `${prefix}:${name}:`;
+  }
+
+  checkTarget(t: string): string | null {
+    return sameKind('bullmq', t);
+  }
+
+  async read(n: number, signal?: AbortSignal): Promise<{ messages: QueueMessage[]; end: MoveSummary['stoppedBecause'] | null }> {
+    const cursor = this.off > 0 ? encodeCursor({ v: 1, q: this.queueId, s: this.state, d: 'oldest', n: this.off, o: this.off }) : null;
+    const page = await peekBullmq(this.ctx, this.prefix, this.name, { limit: n, state: this.state, cursor, maxBodyBytes: this.maxBodyBytes }, signal);
+    this.readEnd = page.nextCursor ? (decodeCursor(page.nextCursor, { queueId: this.queueId, state: this.state, direction: 'oldest' }).o ?? this.off) : Infinity;
+    let messages = page.messages;
+    const beyond = messages.findIndex((m) => typeof m.meta.finishedOn === 'number' && m.meta.finishedOn > this.cutoffMs);
+    if (beyond >= 0) return { messages: messages.slice(0, beyond), end: 'cutoff' };
+    messages = messages.map((m, i) => ({ ...m, position: this.off + i }));
+    if (page.nextCursor !== null) return { messages, end: null };
+    const later = await this.conn.zcount(`${this.base}${this.state}`, `(${this.cutoffMs}`, '+inf');
+    return { messages, end: later > 0 ? 'cutoff' : 'exhausted' };
+  }
+
+  advance(batch: QueueMessage[]): void {
+    this.off = Number.isFinite(this.readEnd) ? this.readEnd : this.off + batch.length;
+  }
+
+  async commit(moves: PlannedMove[], batch: QueueMessage[]): Promise<Committed> {
+    const same = moves.filter((m) => m.targetQueueId === this.queueId);
+    const other = moves.filter((m) => m.targetQueueId !== this.queueId);
+    const out: Committed = { moved: [], failed: [], possibleDuplicates: [] };
+    if (same.length > 0) await this.retry(same, out);
+    if (other.length > 0) await this.moveToOtherQueues(other, out);
+    const removed = out.moved.length + out.possibleDuplicates.length;
+    const end = Number.isFinite(this.readEnd) ? this.readEnd : this.off + batch.length;
+    this.off = Math.max(0, end - removed);
+    return out;
+  }
+
+  /** Failed → waiting of the same queue with BullMQ's reprocessJob (fresh attempt budget) + counter, one script. */
+  private async retry(moves: PlannedMove[], out: Committed): Promise<void> {
+    const b = this.base;
+    const keys = [`${b}events`, `${b}${this.state}`, `${b}wait`, `${b}meta`, `${b}active`, `${b}marker`, `${b}prioritized`, `${b}pc`];
+    const args: string[] = [b, REDRIVE_COUNT_HEADER, this.state, this.state === 'failed' ? 'failedReason' : 'returnvalue'];
+    for (const m of moves) args.push(m.message.id, m.message.headers.lifo === true ? 'RPUSH' : 'LPUSH');
+    const r = (await bullmqRetry.run(this.conn, keys, args)) as number[];
+    moves.forEach((m, i) => {
+      const code = Number(r[i]);
+      if (code === 1) out.moved.push({ id: m.message.id, targetQueueId: m.targetQueueId });
+      else
+        out.failed.push({
+          id: m.message.id,
+          error: err('BROKER_ERROR', code === -1 ? `Job ${m.message.id} no longer exists.` : `Job ${m.message.id} is no longer in the ${this.state} set (retried or removed by another client).`),
+        });
+    });
+  }
+
+  /**
+   * Into another BullMQ queue. Not one script: adding a job is BullMQ's own addJob logic
+   * (markers, priorities, events, its Lua), so the steps are ordered to lose nothing instead:
+   * 1. ask whether each new job id already exists in the target, and whether it is our copy of
+   *    this very job ({@link REDRIVEN_FROM_FIELD}) — then step 2 is skipped for it (an earlier run
+   *    crashed after adding it); a foreign job with that id fails the message (left in the DLQ);
+   * 2. `Queue.addBulk` (one MULTI) with the same name, data and options and a stable job id;
+   * 3. mark the copies (redriven-from + redrive counter) in one MULTI;
+   * 4. only then remove the originals (BullMQ `Queue.remove`).
+   * A crash after 2 leaves the job in both queues — a duplicate, never a loss; it is reported in
+   * `possibleDuplicates` when step 3 or 4 fails.
+   */
+  private async moveToOtherQueues(moves: PlannedMove[], out: Committed): Promise<void> {
+    const plan = moves.map((m) => {
+      const ref = parseQueueId(m.targetQueueId) as { kind: 'bullmq'; prefix: string; name: string };
+      const newId = redriveJobId(this.name, m.message.id);
+      return { m, ref, newId, newKey: `${ref.prefix}:${ref.name}:${newId}`, origin: `${this.queueId}|${m.message.id}` };
+    });
+    const p = this.conn.pipeline();
+    for (const x of plan) p.exists(x.newKey).hget(x.newKey, REDRIVEN_FROM_FIELD).hget(`${this.base}${x.m.message.id}`, REDRIVE_COUNT_HEADER);
+    const res = (await p.exec()) ?? [];
+    const toAdd: typeof plan = [];
+    const added: (typeof plan[number] & { count: number })[] = [];
+    plan.forEach((x, i) => {
+      for (const [e] of res.slice(i * 3, i * 3 + 3)) if (e) throw e;
+      const exists = Number(res[i * 3]?.[1]) > 0;
+      const from = res[i * 3 + 1]?.[1];
+      const count = (num(res[i * 3 + 2]?.[1]) ?? 0) + 1;
+      if (exists && from !== x.origin) {
+        out.failed.push({ id: x.m.message.id, error: err('BROKER_ERROR', `A job with id "${x.newId}" already exists in ${x.m.targetQueueId} and is not a redrive of this job; job ${x.m.message.id} stays in the DLQ.`) });
+      } else if (exists) {
+        added.push({ ...x, count });
+      } else {
+        const data = jobData(x.m.message);
+        if (!data.ok) out.failed.push({ id: x.m.message.id, error: err('INVALID_INPUT', `Job ${x.m.message.id} cannot be re-added to another queue: ${data.why}.`) });
+        else toAdd.push(x);
+        if (data.ok) added.push({ ...x, count });
+      }
+    });
+    const byTarget = new Map<string, typeof plan>();
+    for (const x of toAdd) byTarget.set(x.m.targetQueueId, [...(byTarget.get(x.m.targetQueueId) ?? []), x]);
+    for (const [, xs] of byTarget) {
+      const ref = (xs[0] as (typeof plan)[number]).ref;
+      const q = await this.ctx.bullQueue(ref.prefix, ref.name);
+      await q.addBulk(
+        xs.map((x) => ({
+          name: typeof x.m.message.meta.jobName === 'string' && x.m.message.meta.jobName !== '' ? x.m.message.meta.jobName : 'job',
+          data: (jobData(x.m.message) as { data: unknown }).data,
+          opts: { ...jobOptionsFrom(x.m.message), jobId: x.newId },
+        })),
+      );
+    }
+    // From here on the copies exist: a failure reports possible duplicates, never a loss.
+    try {
+      const mark = this.conn.multi();
+      for (const x of added) mark.hset(x.newKey, REDRIVEN_FROM_FIELD, x.origin, REDRIVE_COUNT_HEADER, String(x.count));
+      await mark.exec();
+      const src = await this.ctx.bullQueue(this.prefix, this.name);
+      const removed = await Promise.all(added.map((x) => src.remove(x.m.message.id, { removeChildren: false }).catch(() => -1)));
+      added.forEach((x, i) => {
+        if (removed[i] === 1) out.moved.push({ id: x.m.message.id, targetQueueId: x.m.targetQueueId });
+        else out.possibleDuplicates.push({ id: x.m.message.id, targetQueueId: x.m.targetQueueId });
+      });
+    } catch {
+      for (const x of added) out.possibleDuplicates.push({ id: x.m.message.id, targetQueueId: x.m.targetQueueId });
+    }
+  }
+}

@@ -1,0 +1,432 @@
+import type { Redis } from 'ioredis';
+import type { Queue } from 'bullmq';
+import { QueuescopeError, type ErrorInfo, type HeaderValue, type QueueMessage, type QueueSummary } from '../../../shared/domain';
+import {
+  REDRIVE_COUNT_HEADER,
+  type ClientMoveOptions,
+  type MoveBatchResult,
+  type MoveHooks,
+  type MoveSummary,
+  type NativeMoveHandle,
+  type NativeMoveStatus,
+  type NativeMoveSupport,
+  type RedriveMover,
+} from '../redrive-types';
+import { DEFAULT_MAX_BODY_BYTES } from './body';
+import { mapRedisError } from './connection';
+import { num, throwIfAborted, type RedisContext } from './context';
+import { formatQueueId, parseQueueId } from './ids';
+import { BullmqSource, jobData, jobOptionsFrom, ListSource, redriveJobId, REDRIVEN_FROM_FIELD, StreamSource, type BatchSource, type PlannedMove } from './redrive-sources';
+
+/**
+ * The Redis {@link RedriveMover} (issue 4), exposed as the Redis adapter's `redrive`.
+ *
+ * What a DLQ is here, and how a message moves — always in one Lua script per batch (publish to the
+ * target, then remove from the DLQ; atomic: a crash or restart sees a batch fully applied or not at all):
+ * - **BullMQ**: the DLQ is a queue's `failed` set (ClientMoveOptions.state `failed`, or `completed`).
+ *   Target = the job's own queue: BullMQ's own `reprocessJob` script (what `Job.retry()` runs)
+ *   moves it failed → waiting with attemptsMade/attemptsStarted reset (a fresh attempt budget, as
+ *   `Job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true })`; BullMQ's
+ *   default retry and `queue.retryJobs` keep attemptsMade, so such a job gets one more attempt
+ *   only). The redrive counter is the job hash field `x-queuescope-redrive-count`, incremented in
+ *   the same script; job data is never modified. Target = another BullMQ queue: the job is re-added
+ *   there with the same name, data and options (custom job id kept), then removed — ordered, not
+ *   one script, see `BullmqSource.moveToOtherQueues`. Cutoff: the job's `finishedOn`.
+ * - **Streams**: XADD of the entry's fields, in order, to the target stream (new entry id) with
+ *   the counter field `x-queuescope-redrive-count` (+1), XDEL from the DLQ, and XACK in every
+ *   consumer group of the DLQ so no pending entries list keeps pointing at a deleted entry.
+ *   Cutoff: the entry id's time. The target must be set by the user (mapping); a
+ *   `<name>-dlq` / `<name>:dlq` / `dlq:<name>` naming convention is offered as a suggestion.
+ * - **Lists**: the head is index 0 (the left end, as the list adapter peeks); moved elements are
+ *   appended to the target's right end in DLQ order; skipped ones stay where they were. Bounded by
+ *   the list's length at the start. A list element has no headers: no redrive counter is added and
+ *   the bytes are moved unchanged.
+ *
+ * Moves run on a connection of their own that never re-sends a command after a reconnect (ioredis
+ * `autoResendUnfulfilledCommands` off) and does not reconnect: a script is never run twice, and a
+ * lost connection ends the run with an error instead of waiting.
+ */
+export function createRedisRedriveMover(ctx: RedisContext): RedriveMover {
+  return new RedisRedriveMover(ctx);
+}
+
+interface NativeRun {
+  handle: NativeMoveHandle;
+  status: NativeMoveStatus['status'];
+  error: string | null;
+  cancelled: boolean;
+  done: Promise<void>;
+}
+
+/** Jobs BullMQ's moveJobsToWait moves per call in a native retry (retryJobs' `count`). */
+const NATIVE_CHUNK = 1000;
+
+class RedisRedriveMover implements RedriveMover {
+  private readonly native = new Map<string, NativeRun>();
+
+  constructor(private readonly ctx: RedisContext) {}
+
+  /**
+   * BullMQ: the job's own queue (a retry). Streams and lists carry no origin: null, unless the DLQ's
+   * name follows `<name>-dlq`, `<name>_dlq`, `<name>.dlq`, `<name>:dlq` or `dlq:<name>` — then
+   * `<name>` of the same kind, offered with `via` saying it is only a naming convention.
+   */
+  resolveTarget(message: QueueMessage, dlq: QueueSummary): { queueId: string; via: string } | null {
+    let ref;
+    try {
+      ref = parseQueueId(dlq.id);
+    } catch {
+      return null;
+    }
+    if (ref.kind === 'bullmq') return { queueId: dlq.id, via: `BullMQ retry: the job's own queue "${ref.name}" (failed → waiting)` };
+    const m = /^(.+)[-_.:](?:dlq|dead[-_.]?letters?)$/i.exec(ref.key) ?? /^(?:dlq|dead[-_.]?letters?)[-_.:](.+)$/i.exec(ref.key);
+    if (!m?.[1] || message.queueId !== dlq.id) return null;
+    return {
+      queueId: formatQueueId({ kind: ref.kind, key: m[1] }),
+      via: `naming convention only ("${ref.key}" → "${m[1]}"): Redis ${ref.kind === 'stream' ? 'streams' : 'lists'} record no source — check the target`,
+    };
+  }
+
+  /**
+   * See {@link RedriveMover.moveClientSide} and this module's description.
+   * @throws QueuescopeError `QUEUE_NOT_FOUND` (DLQ missing), `INVALID_INPUT` (options), `CANCELLED`,
+   * `BROKER_ERROR` (the DLQ list changed under the run), connection codes (`HOST_UNREACHABLE`…).
+   */
+  async moveClientSide(options: ClientMoveOptions, hooks: MoveHooks, signal?: AbortSignal): Promise<MoveSummary> {
+    checkOptions(options);
+    const ref = parseQueueId(options.sourceQueueId);
+    const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    const conn = await this.openMoverConnection(signal);
+    const what = `Redriving ${options.sourceQueueId}`;
+    try {
+      let source: BatchSource;
+      if (ref.kind === 'list') {
+        if (options.state !== undefined && options.state !== 'list') throw new QueuescopeError('INVALID_INPUT', `A Redis list has no state "${options.state.slice(0, 100)}".`);
+        source = await ListSource.open(conn, ref.key, maxBody);
+      } else if (ref.kind === 'stream') {
+        if (options.state !== undefined && options.state !== 'all') throw new QueuescopeError('INVALID_INPUT', `A stream is redriven whole (state "all"), not "${options.state.slice(0, 100)}".`);
+        source = await StreamSource.open(conn, ref.key, options.cutoffMs, maxBody);
+      } else {
+        const state = options.state ?? 'failed';
+        if (state !== 'failed' && state !== 'completed') throw new QueuescopeError('INVALID_INPUT', `BullMQ jobs can be redriven from state "failed" or "completed", not "${state.slice(0, 100)}".`);
+        source = new BullmqSource(this.ctx, conn, ref.prefix, ref.name, state, options.cutoffMs, maxBody);
+      }
+      return await drive(source, options, hooks, signal, (e) => mapRedisError(e, this.ctx.endpoint, what));
+    } catch (e) {
+      throw mapRedisError(e, this.ctx.endpoint, what);
+    } finally {
+      conn.disconnect();
+    }
+  }
+
+  /** BullMQ `queue.retryJobs` back into the same queue; streams and lists have no server-side move. */
+  nativeMove(dlq: QueueSummary, targetQueueId: string | null): Promise<NativeMoveSupport> {
+    const ref = parseQueueId(dlq.id);
+    if (ref.kind !== 'bullmq') {
+      return Promise.resolve({
+        available: false,
+        mechanism: 'none',
+        note: `Redis has no server-side move for ${ref.kind === 'stream' ? 'streams' : 'lists'}; the client-side move runs one Lua script per batch, which is already atomic.`,
+        supportsRate: false,
+        supportsTarget: true,
+      });
+    }
+    const same = targetQueueId === null || targetQueueId === dlq.id;
+    return Promise.resolve({
+      available: same,
+      mechanism: 'BullMQ queue.retryJobs',
+      note: same
+        ? 'Retries every failed job that finished before the start, in BullMQ scripts of 1,000 jobs. BullMQ keeps attemptsMade, so each job gets one more attempt before it fails again (the client-side move resets it); no redrive counter is added; it cannot be rate-limited.'
+        : 'queue.retryJobs retries jobs into their own queue only; another queue needs the client-side move.',
+      supportsRate: false,
+      supportsTarget: false,
+    });
+  }
+
+  /**
+   * Starts retrying the queue's failed jobs that finished up to now (`timestamp` = the start), in
+   * chunks of {@link NATIVE_CHUNK}; runs in the background until done or cancelled. `total` = the
+   * failed jobs up to the start (ZCOUNT). BullMQ's moveJobsToWait has no rate: the rate is ignored (`supportsRate` false).
+   * @throws QueuescopeError `UNSUPPORTED` (not a BullMQ queue, or another target), `QUEUE_NOT_FOUND`, connection codes.
+   */
+  async startNativeMove(dlq: QueueSummary, targetQueueId: string | null, _ratePerSecond: number | null, signal?: AbortSignal): Promise<NativeMoveHandle> {
+    const support = await this.nativeMove(dlq, targetQueueId);
+    if (!support.available) throw new QueuescopeError('UNSUPPORTED', `No native move for ${dlq.id}${targetQueueId ? ` to ${targetQueueId}` : ''}: ${support.note ?? ''}`);
+    const ref = parseQueueId(dlq.id) as { kind: 'bullmq'; prefix: string; name: string };
+    const what = `Retrying the failed jobs of ${dlq.id}`;
+    try {
+      const client = await this.ctx.client(signal);
+      const queue = await this.ctx.bullQueue(ref.prefix, ref.name, signal);
+      const startedAt = Date.now();
+      const total = await client.zcount(`${ref.prefix}:${ref.name}:failed`, 0, startedAt);
+      const handle: NativeMoveHandle = { id: `retryJobs:${dlq.id}:${startedAt}`, sourceQueueId: dlq.id, targetQueueId: dlq.id, startedAt, total };
+      const run: NativeRun = { handle, status: 'running', error: null, cancelled: false, done: Promise.resolve() };
+      run.done = retryInChunks(queue, startedAt, () => run.cancelled).then(
+        () => {
+          run.status = run.cancelled ? 'cancelled' : 'completed';
+        },
+        (e: unknown) => {
+          run.status = 'failed';
+          run.error = mapRedisError(e, this.ctx.endpoint, what).message;
+        },
+      );
+      this.native.set(handle.id, run);
+      return handle;
+    } catch (e) {
+      throw mapRedisError(e, this.ctx.endpoint, what);
+    }
+  }
+
+  /**
+   * moved = failed jobs up to the start minus those still failed (ZCOUNT), so it also counts jobs
+   * another client retried or removed meanwhile.
+   * @throws QueuescopeError `INVALID_INPUT` for a handle this mover did not start; connection codes.
+   */
+  async nativeMoveStatus(handle: NativeMoveHandle, signal?: AbortSignal): Promise<NativeMoveStatus> {
+    const run = this.native.get(handle.id);
+    if (!run) throw new QueuescopeError('INVALID_INPUT', `No native move ${handle.id.slice(0, 200)} was started by this connection.`);
+    const ref = parseQueueId(handle.sourceQueueId) as { kind: 'bullmq'; prefix: string; name: string };
+    try {
+      const client = await this.ctx.client(signal);
+      const left = await client.zcount(`${ref.prefix}:${ref.name}:failed`, 0, handle.startedAt);
+      const total = handle.total ?? left;
+      return { status: run.status, moved: Math.max(0, total - left), total: handle.total, error: run.error };
+    } catch (e) {
+      throw mapRedisError(e, this.ctx.endpoint, `Reading the progress of ${handle.id}`);
+    }
+  }
+
+  /** Stops after the chunk in flight (jobs already retried stay retried); resolves when it has stopped. Idempotent. */
+  async cancelNativeMove(handle: NativeMoveHandle): Promise<void> {
+    const run = this.native.get(handle.id);
+    if (!run) return;
+    run.cancelled = true;
+    await run.done;
+  }
+
+  /**
+   * Re-injects messages (e.g. from a snapshot), adding the redrive counter where the kind has one:
+   * - list: RPUSH of the body bytes (right end = the tail), confirmed by the reply;
+   * - stream: XADD of the body under its original field (`properties.bodyField`, else the fields
+   *   of the JSON map the body then is) plus the headers as fields (`{ base64 }` values as bytes)
+   *   and the counter field; each reply (the new id) confirms one message;
+   * - BullMQ: `Queue.addBulk` with the job name, data (the JSON body) and options; custom job ids
+   *   are kept (a second re-inject then adds nothing), then the counter hash field is set.
+   * Truncated bodies are never published (reported failed).
+   * @throws QueuescopeError `QUEUE_NOT_FOUND` for an id that is not a Redis queue id; connection codes.
+   */
+  async publish(targetQueueId: string, messages: readonly QueueMessage[], signal?: AbortSignal): Promise<{ published: string[]; failed: { id: string; error: ErrorInfo }[] }> {
+    const ref = parseQueueId(targetQueueId);
+    const published: string[] = [];
+    const failed: { id: string; error: ErrorInfo }[] = [];
+    const ok: QueueMessage[] = [];
+    for (const m of messages) {
+      if (m.body.truncated) failed.push({ id: m.id, error: { code: 'INVALID_INPUT', message: `Message ${m.id} has a truncated body (${m.body.sizeBytes} bytes in full); it is not published.` } });
+      else ok.push(m);
+    }
+    if (ok.length === 0) return { published, failed };
+    const what = `Publishing to ${targetQueueId}`;
+    try {
+      throwIfAborted(signal);
+      const client = await this.ctx.client(signal);
+      if (ref.kind === 'list') {
+        for (let i = 0; i < ok.length; i += 1000) {
+          const chunk = ok.slice(i, i + 1000);
+          await client.rpush(ref.key, ...chunk.map(bodyBytes));
+          published.push(...chunk.map((m) => m.id));
+        }
+      } else if (ref.kind === 'stream') {
+        const p = client.pipeline();
+        const sent: QueueMessage[] = [];
+        for (const m of ok) {
+          const fields = streamFields(m);
+          if (typeof fields === 'string') failed.push({ id: m.id, error: { code: 'INVALID_INPUT', message: `Message ${m.id}: ${fields}.` } });
+          else {
+            p.xadd(ref.key, '*', ...fields);
+            sent.push(m);
+          }
+        }
+        const res = sent.length > 0 ? ((await p.exec()) ?? []) : [];
+        sent.forEach((m, i) => {
+          const e = res[i]?.[0];
+          if (e) failed.push({ id: m.id, error: mapRedisError(e, this.ctx.endpoint, what).toInfo() });
+          else published.push(m.id);
+        });
+      } else {
+        await this.publishJobs(ref.prefix, ref.name, ok, published, failed);
+      }
+    } catch (e) {
+      throw mapRedisError(e, this.ctx.endpoint, what);
+    }
+    return { published, failed };
+  }
+
+  private async publishJobs(prefix: string, name: string, messages: QueueMessage[], published: string[], failed: { id: string; error: ErrorInfo }[]): Promise<void> {
+    const queue = await this.ctx.bullQueue(prefix, name);
+    const jobs: { m: QueueMessage; data: unknown; jobId: string | undefined }[] = [];
+    for (const m of messages) {
+      const d = jobData(m);
+      if (!d.ok) failed.push({ id: m.id, error: { code: 'INVALID_INPUT', message: `Message ${m.id} cannot become a BullMQ job: ${d.why}.` } });
+      else jobs.push({ m, data: d.data, jobId: /^\d+$/.test(m.id) || m.id.includes(':') || m.id.startsWith('#') ? undefined : redriveJobId(name, m.id) });
+    }
+    for (let i = 0; i < jobs.length; i += 1000) {
+      const chunk = jobs.slice(i, i + 1000);
+      const added = await queue.addBulk(
+        chunk.map((j) => ({
+          name: typeof j.m.meta.jobName === 'string' && j.m.meta.jobName !== '' ? j.m.meta.jobName : 'job',
+          data: j.data,
+          opts: { ...jobOptionsFrom(j.m), ...(j.jobId !== undefined ? { jobId: j.jobId } : {}) },
+        })),
+      );
+      const client = await this.ctx.client();
+      const mark = client.multi();
+      chunk.forEach((j, k) => {
+        const id = added[k]?.id;
+        if (id !== undefined) mark.hset(`${prefix}:${name}:${id}`, REDRIVE_COUNT_HEADER, String(counterOf(j.m) + 1), REDRIVEN_FROM_FIELD, `${j.m.queueId}|${j.m.id}`);
+      });
+      await mark.exec();
+      published.push(...chunk.map((j) => j.m.id));
+    }
+  }
+
+  /** A connection for moves only: no command is ever re-sent after a reconnect (it would run a script twice), and it does not reconnect. */
+  private async openMoverConnection(signal?: AbortSignal): Promise<Redis> {
+    const shared = await this.ctx.client(signal);
+    const conn = shared.duplicate({ lazyConnect: true, autoResendUnfulfilledCommands: false, enableOfflineQueue: false, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    conn.on('error', () => undefined);
+    try {
+      await conn.connect();
+    } catch (e) {
+      conn.disconnect();
+      throw mapRedisError(e, this.ctx.endpoint, 'Opening a Redis connection for the redrive');
+    }
+    return conn;
+  }
+}
+
+/** Runs BullMQ's moveJobsToWait (what `queue.retryJobs({ state: 'failed', count, timestamp })` loops over) chunk by chunk so a cancel takes effect between chunks. */
+async function retryInChunks(queue: Queue, timestamp: number, cancelled: () => boolean): Promise<void> {
+  // `retryJobs` loops to the end on its own; its backend call is the same script one chunk at a
+  // time. Used when present (BullMQ 6), else the public call (then a cancel waits for the end).
+  const backend = (queue as unknown as { backend?: { retryFinishedJobs?: (state: string, count: number, timestamp: number) => Promise<number> } }).backend;
+  const step = backend?.retryFinishedJobs?.bind(backend);
+  if (!step) {
+    await queue.retryJobs({ state: 'failed', count: NATIVE_CHUNK, timestamp });
+    return;
+  }
+  while (!cancelled()) {
+    const more = await step('failed', NATIVE_CHUNK, timestamp);
+    if (!more) return;
+  }
+}
+
+function checkOptions(o: ClientMoveOptions): void {
+  if (!Number.isInteger(o.batchSize) || o.batchSize < 1 || o.batchSize > 1000) throw new QueuescopeError('INVALID_INPUT', `batchSize must be a whole number from 1 to 1000, got ${String(o.batchSize)}.`);
+  if (!Number.isFinite(o.cutoffMs) || o.cutoffMs < 0) throw new QueuescopeError('INVALID_INPUT', `cutoffMs must be a time in ms since the epoch, got ${String(o.cutoffMs)}.`);
+  if (o.maxMessages !== null && (!Number.isInteger(o.maxMessages) || o.maxMessages < 0)) throw new QueuescopeError('INVALID_INPUT', `maxMessages must be a whole number ≥ 0 or null, got ${String(o.maxMessages)}.`);
+  if (o.maxBodyBytes !== undefined && (!Number.isInteger(o.maxBodyBytes) || o.maxBodyBytes < 0)) throw new QueuescopeError('INVALID_INPUT', `maxBodyBytes must be a whole number ≥ 0, got ${String(o.maxBodyBytes)}.`);
+}
+
+/**
+ * The batch loop every kind shares: gate → read → decide → (backup → commit) → report.
+ * A commit that throws (connection lost mid-script) leaves the batch's outcome unknown — the
+ * script ran entirely or not at all — so its moves are reported failed with that said, then the error is thrown.
+ */
+async function drive(source: BatchSource, options: ClientMoveOptions, hooks: MoveHooks, signal: AbortSignal | undefined, map: (e: unknown) => QueuescopeError): Promise<MoveSummary> {
+  const totals = { examined: 0, moved: 0, skipped: 0, failed: 0, possibleDuplicates: 0 };
+  let stoppedBecause: MoveSummary['stoppedBecause'];
+  for (;;) {
+    const left = options.maxMessages === null ? Infinity : options.maxMessages - totals.examined;
+    if (left <= 0) {
+      stoppedBecause = 'max-messages';
+      break;
+    }
+    const n = Math.min(options.batchSize, left);
+    await hooks.gate(n);
+    throwIfAborted(signal);
+    const { messages, end } = await source.read(n, signal);
+    if (messages.length === 0) {
+      stoppedBecause = end ?? 'exhausted';
+      break;
+    }
+    const result: MoveBatchResult = { examined: messages.length, moved: [], skipped: [], failed: [], possibleDuplicates: [] };
+    const moves: PlannedMove[] = [];
+    for (const m of messages) {
+      const d = hooks.decide(m);
+      if (d.action === 'skip') {
+        result.skipped.push({ id: m.id, reason: d.reason });
+        continue;
+      }
+      const bad = m.body.truncated
+        ? `its body (${m.body.sizeBytes} bytes) is larger than the read limit of ${options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES} bytes, so it cannot be backed up whole`
+        : source.checkTarget(d.targetQueueId);
+      if (bad !== null) result.failed.push({ id: m.id, error: { code: 'INVALID_INPUT', message: `Message ${m.id} was not moved: ${bad}` } });
+      else moves.push({ message: m, targetQueueId: d.targetQueueId });
+    }
+    let fatal: QueuescopeError | undefined;
+    if (options.dryRun || moves.length === 0) {
+      if (options.dryRun) result.moved = moves.map((p) => ({ id: p.message.id, targetQueueId: p.targetQueueId }));
+      source.advance(messages);
+    } else {
+      await hooks.beforeMove(moves.map((p) => p.message));
+      try {
+        const c = await source.commit(moves, messages);
+        result.moved = c.moved;
+        result.failed.push(...c.failed);
+        result.possibleDuplicates = c.possibleDuplicates;
+        fatal = c.fatal;
+      } catch (e) {
+        const err = map(e);
+        for (const p of moves) {
+          result.failed.push({
+            id: p.message.id,
+            error: { code: err.code, message: `Outcome unknown: ${err.message} — the batch's move is one Lua script, so message ${p.message.id} is either still in the DLQ or in ${p.targetQueueId}, not lost; run the redrive again.` },
+          });
+        }
+        hooks.onBatch(result);
+        throw err;
+      }
+    }
+    hooks.onBatch(result);
+    totals.examined += result.examined;
+    totals.moved += result.moved.length;
+    totals.skipped += result.skipped.length;
+    totals.failed += result.failed.length;
+    totals.possibleDuplicates += result.possibleDuplicates.length;
+    if (fatal) throw fatal;
+    if (end) {
+      stoppedBecause = end;
+      break;
+    }
+  }
+  return { ...totals, stoppedBecause };
+}
+
+function bodyBytes(m: QueueMessage): Buffer {
+  return Buffer.from(m.body.data, m.body.encoding === 'utf8' ? 'utf8' : 'base64');
+}
+
+function counterOf(m: QueueMessage): number {
+  return num(m.headers[REDRIVE_COUNT_HEADER] ?? m.properties[REDRIVE_COUNT_HEADER]) ?? 0;
+}
+
+function fieldValue(v: HeaderValue): string | Buffer {
+  if (typeof v === 'string') return v;
+  if (v !== null && typeof v === 'object' && !Array.isArray(v) && typeof v.base64 === 'string' && Object.keys(v).length === 1) return Buffer.from(v.base64, 'base64');
+  return JSON.stringify(v);
+}
+
+/** Stream fields for re-publishing a stream message (see {@link RedisRedriveMover.publish}), or why it cannot be. */
+function streamFields(m: QueueMessage): (string | Buffer)[] | string {
+  const out: (string | Buffer)[] = [];
+  const bodyField = m.properties.bodyField;
+  if (typeof bodyField === 'string' && bodyField !== '') out.push(bodyField, bodyBytes(m));
+  else {
+    const map = jobData(m);
+    if (!map.ok || map.data === null || typeof map.data !== 'object' || Array.isArray(map.data)) return 'a stream message without a body field must carry a JSON object of fields as its body';
+    for (const [k, v] of Object.entries(map.data as Record<string, HeaderValue>)) if (k !== REDRIVE_COUNT_HEADER) out.push(k, fieldValue(v));
+  }
+  for (const [k, v] of Object.entries(m.headers)) if (k !== REDRIVE_COUNT_HEADER) out.push(k, fieldValue(v));
+  out.push(REDRIVE_COUNT_HEADER, String(counterOf(m) + 1));
+  return out;
+}
