@@ -1,0 +1,192 @@
+/**
+ * Per-queue "redelivery safety" summary benchmark (issue 3; `npm run bench` prints it through
+ * bench/run.ts). Target: the summary of 100,000 messages in the app in < 2 s.
+ *
+ * Measures what the app runs for the summary — `inspectQueue` (core/inspect): adapter peeks in
+ * pages, `analyzeMessage` per message into the streaming summary, per-message rows, duplicate
+ * groups — end to end, on 100,000 ~1 KiB JSON messages (a mix of ID-only commands with
+ * business-derived keys, random-UUID keys, missing keys, full mutable orders, and re-sends that
+ * form duplicate groups):
+ * - from a snapshot file (JSONL, through the snapshot adapter);
+ * - from a Redis list (LRANGE pages through the Redis adapter) in its own database
+ *   (`QUEUESCOPE_BENCH_REDIS_DB`, default 15), removed afterwards.
+ * Each timed run follows an untimed warm-up run on 5,000 messages.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { createAdapter } from '../core/adapters';
+import { inspectQueue } from '../core/inspect/inspect';
+import { SnapshotWriter } from '../core/snapshot/writer';
+import type { QueueMessage, QueueSummary } from '../shared/domain';
+
+/** One row: `seconds` is the inspection (reading + analysis + summary), seeding excluded. */
+export interface InspectSummaryResult {
+  name: string;
+  messages: number;
+  seconds: number;
+  perSecond: number;
+  peakRssMb: number;
+  flagged: number;
+  duplicateGroups: number;
+}
+
+const COUNT = 100_000;
+
+/** A ~1 KiB body in one of five styles; every 50th message re-sends an earlier order (same key). */
+export function benchBody(i: number): { body: string; key: string | null } {
+  const n = i % 50 === 49 ? i - 9 : i;
+  const orderId = `A-${String(100000 + n)}`;
+  const pad = 'x'.repeat(560);
+  switch (n % 5) {
+    case 0:
+      return { body: JSON.stringify({ type: 'order.charge', orderId, operation: 'charge', idempotencyKey: `${orderId}:charge`, amountCents: 1000 + (n % 5000), currency: 'EUR', note: pad }), key: `${orderId}:charge` };
+    case 1:
+      return { body: JSON.stringify({ type: 'order.refund', orderId, amountCents: 500, reason: 'customer request', note: pad }), key: null };
+    case 2: {
+      const uuid = `${randomBytes(4).toString('hex')}-${randomBytes(2).toString('hex')}-4${randomBytes(2).toString('hex').slice(1)}-a${randomBytes(2).toString('hex').slice(1)}-${randomBytes(6).toString('hex')}`;
+      return { body: JSON.stringify({ type: 'order.ship', orderId, idempotencyKey: uuid, carrier: 'dhl', note: pad }), key: uuid };
+    }
+    case 3:
+      return { body: JSON.stringify({ orderId, operation: 'capture', idempotencyKey: `${orderId}:capture`, note: pad.slice(0, 700) }), key: `${orderId}:capture` };
+    default:
+      return {
+        body: JSON.stringify({
+          type: 'order.updated',
+          order: {
+            id: orderId,
+            status: 'paid',
+            customer: { id: `C-${String(n % 977)}`, email: 'buyer@example.com', shippingAddress: { line1: '1 Harbour St', city: 'Lisbon', country: 'PT' } },
+            items: [
+              { sku: 'SKU-100', qty: 1, unitPriceCents: 1200 },
+              { sku: 'SKU-200', qty: 2, unitPriceCents: 800 },
+            ],
+            totalCents: 2800,
+            updatedAt: '2026-11-29T10:00:00Z',
+          },
+          note: pad.slice(0, 300),
+        }),
+        key: null,
+      };
+  }
+}
+
+function peakRss(): { stop: () => number } {
+  let peak = process.memoryUsage.rss();
+  const t = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage.rss());
+  }, 25);
+  return {
+    stop: () => {
+      clearInterval(t);
+      return Math.max(peak, process.memoryUsage.rss()) / 1024 / 1024;
+    },
+  };
+}
+
+async function timed(name: string, run: (limit?: number) => Promise<{ analysed: number; flagged: number; duplicateGroups: number }>): Promise<InspectSummaryResult> {
+  await run(5000); // warm-up
+  const rss = peakRss();
+  const t0 = performance.now();
+  const r = await run();
+  const seconds = (performance.now() - t0) / 1000;
+  return { name, messages: r.analysed, seconds, perSecond: r.analysed / seconds, peakRssMb: rss.stop(), flagged: r.flagged, duplicateGroups: r.duplicateGroups };
+}
+
+async function snapshotRow(dir: string): Promise<InspectSummaryResult> {
+  const path = join(dir, 'inspect-bench.jsonl');
+  const queue: QueueSummary = {
+    id: 'rabbitmq:%2F/bench.orders',
+    name: 'bench.orders',
+    broker: 'rabbitmq',
+    kind: 'rabbitmq-classic',
+    depth: COUNT,
+    inFlight: 0,
+    delayed: 0,
+    consumers: 0,
+    counts: {},
+    deadLetterTargets: [],
+    deadLetterSources: [],
+    isDeadLetterQueue: false,
+    capabilities: { canPeekNonDestructively: false, peekSideEffects: [], peekMayDeadLetter: false, canPageFromCursor: false, maxPeekWindow: 1000, peekStates: [] },
+    config: {},
+  };
+  const w = await SnapshotWriter.create(path, { overwrite: true });
+  await w.writeHeader({ exportedAt: Date.now(), source: { broker: 'rabbitmq', connection: 'bench', queue }, selection: 'all' });
+  for (let i = 0; i < COUNT; i++) {
+    const { body, key } = benchBody(i);
+    const m: QueueMessage = {
+      id: key ?? `#${String(i)}`,
+      queueId: queue.id,
+      queueName: queue.name,
+      position: i,
+      body: { encoding: 'utf8', data: body, sizeBytes: Buffer.byteLength(body), truncated: false },
+      headers: {},
+      properties: key !== null && i % 2 === 0 ? { messageId: key } : {},
+      meta: { state: 'ready', enqueuedAt: 1_790_000_000_000 + i },
+    };
+    await w.writeMessage(m);
+  }
+  await w.finish();
+  const adapter = createAdapter({ kind: 'snapshot', path });
+  try {
+    const [q] = await adapter.listQueues({});
+    if (q === undefined) throw new Error('the bench snapshot has no queue');
+    return await timed('inspect summary, snapshot file (100k × ~1 KiB JSON)', async (limit) => {
+      const r = await inspectQueue(adapter, q.id, { ...(limit !== undefined ? { limit } : {}), compareDeadLetter: false });
+      return { analysed: r.analysed, flagged: r.summary.flagged, duplicateGroups: r.summary.duplicateGroupCount };
+    });
+  } finally {
+    await adapter.close();
+  }
+}
+
+async function redisRow(): Promise<InspectSummaryResult> {
+  const u = new URL(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+  u.pathname = `/${process.env.QUEUESCOPE_BENCH_REDIS_DB ?? '15'}`;
+  const key = `qs-bench-inspect-${randomBytes(4).toString('hex')}`;
+  const redis = new Redis(u.toString());
+  const adapter = createAdapter({ kind: 'redis', url: u.toString() });
+  try {
+    for (let start = 0; start < COUNT; start += 1000) {
+      const batch: string[] = [];
+      for (let i = start; i < Math.min(COUNT, start + 1000); i++) batch.push(benchBody(i).body);
+      await redis.rpush(key, ...batch);
+    }
+    const q = await adapter.getQueue(`list:${key}`);
+    return await timed('inspect summary, Redis list (100k × ~1 KiB JSON)', async (limit) => {
+      const r = await inspectQueue(adapter, q.id, { ...(limit !== undefined ? { limit } : {}), compareDeadLetter: false, pageSize: 1000 });
+      return { analysed: r.analysed, flagged: r.summary.flagged, duplicateGroups: r.summary.duplicateGroupCount };
+    });
+  } finally {
+    await redis.del(key).catch(() => undefined);
+    redis.disconnect();
+    await adapter.close();
+  }
+}
+
+/** Both rows (snapshot file, Redis list). */
+export async function benchInspectSummary(): Promise<InspectSummaryResult[]> {
+  const dir = await mkdtemp(join(tmpdir(), 'qs-bench-inspect-'));
+  try {
+    return [await snapshotRow(dir), await redisRow()];
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+// Run alone: `npx tsx bench/inspect-summary.ts`.
+if (process.argv[1]?.endsWith('inspect-summary.ts') === true) {
+  benchInspectSummary().then(
+    (rows) => {
+      for (const r of rows) process.stdout.write(`${r.name}: ${String(r.messages)} in ${r.seconds.toFixed(2)} s (${String(Math.round(r.perSecond))}/s), peak RSS ${r.peakRssMb.toFixed(0)} MB, ${String(r.flagged)} flagged, ${String(r.duplicateGroups)} duplicate groups\n`);
+      process.exit(0);
+    },
+    (e: unknown) => {
+      process.stderr.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+      process.exit(1);
+    },
+  );
+}
