@@ -33,7 +33,7 @@ export interface DurationStats {
   p95Ms: number;
   p99Ms: number;
   maxMs: number;
-  /** Equal-width buckets from 0 (or the minimum) to the maximum. */
+  /** Equal-width buckets (width 1, 2 or 5 × 10^k ms) from just below the minimum to the maximum. */
   histogram: HistogramBucket[];
   /** Empirical CDF, at most ~200 points (evenly spaced ranks), ending at (max, 1). */
   cdf: CdfPoint[];
@@ -102,14 +102,17 @@ export function niceStep(raw: number): number {
 function histogram(sorted: readonly number[], bucketCount: number): HistogramBucket[] {
   const n = sorted.length;
   const buckets = Math.min(200, Math.max(1, Math.floor(bucketCount)));
+  const min = sorted[0] ?? 0;
   const max = sorted[n - 1] ?? 0;
-  let width = niceStep(max / buckets || 1);
-  if (!(width > 0) || max / width > 1000) width = max / buckets || 1;
-  const count = Math.min(1000, Math.max(1, Math.ceil(max / width)));
+  // Buckets cover [min, max] (not [0, max]): a narrow distribution far from 0 still gets detail.
+  let width = niceStep((max - min) / buckets || max / buckets || 1);
+  if (!(width > 0) || (max - min) / width > 1000) width = (max - min) / buckets || 1;
+  const start = Math.floor(min / width) * width;
+  const count = Math.min(1000, Math.max(1, Math.ceil((max - start) / width + (max === start ? 1 : 0))));
   const out: HistogramBucket[] = [];
-  for (let i = 0; i < count; i++) out.push({ fromMs: i * width, toMs: (i + 1) * width, count: 0, cumulative: 0 });
+  for (let i = 0; i < count; i++) out.push({ fromMs: start + i * width, toMs: start + (i + 1) * width, count: 0, cumulative: 0 });
   for (const x of sorted) {
-    const i = Math.min(count - 1, Math.floor(x / width));
+    const i = Math.min(count - 1, Math.floor((x - start) / width));
     const b = out[i];
     if (b) b.count++;
   }

@@ -1,0 +1,120 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { Queue, Worker } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { main, type CliIo } from '../../core/cli/main';
+import type { TuningReport } from '../../shared/tuning';
+import { REDIS_URL, SQS_ENDPOINT, SQS_REGION, SQS_TEST_CREDENTIALS, uniqueName } from './env';
+
+/** `queuescope tune` in-process against the real brokers. */
+const home = mkdtempSync(join(tmpdir(), 'qs-tune-cli-'));
+const sqs = new SQSClient({ region: SQS_REGION, endpoint: SQS_ENDPOINT, credentials: SQS_TEST_CREDENTIALS });
+const cleanups: (() => Promise<unknown>)[] = [];
+const SQS_URL = `sqs://${SQS_REGION}?endpoint=${SQS_ENDPOINT}`;
+const SQS_ENV = { AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test' };
+// The AWS SDK's default credential chain reads the process environment (the CLI never copies keys).
+process.env.AWS_ACCESS_KEY_ID ??= 'test';
+process.env.AWS_SECRET_ACCESS_KEY ??= 'test';
+
+async function run(argv: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const io: CliIo = { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) }, env: { QUEUESCOPE_HOME: home, ...env }, cwd: home };
+  const code = await main(argv, io);
+  return { code, stdout, stderr };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const prefix = uniqueName('tunecli');
+
+beforeAll(async () => {
+  // BullMQ queue drained by a 200 ms worker at concurrency 4
+  const connection = { host: '127.0.0.1', port: Number(new URL(REDIS_URL).port || 6379) };
+  const q = new Queue('payments', { connection, prefix });
+  cleanups.push(async () => {
+    await q.obliterate({ force: true });
+    await q.close();
+  });
+  await q.addBulk(Array.from({ length: 80 }, (_, i) => ({ name: 'charge', data: { orderId: `A-${i}` }, opts: { attempts: 4, backoff: { type: 'exponential', delay: 1000 } } })));
+  const w = new Worker('payments', () => sleep(200), { connection, prefix, concurrency: 4 });
+  w.on('error', () => undefined);
+  const until = Date.now() + 30_000;
+  while ((await q.getCompletedCount()) < 80 && Date.now() < until) await sleep(100);
+  await w.close();
+});
+
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c().catch(() => undefined);
+  sqs.destroy();
+  rmSync(home, { recursive: true, force: true });
+});
+
+describe('queuescope tune', () => {
+  it('BullMQ: text report with stats, histogram, recommendation, snippet and the retry-schedule flags', async () => {
+    const r = await run(['tune', REDIS_URL, `bullmq:${prefix}:payments`]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/Source: bullmq/);
+    expect(r.stdout).toMatch(/Confidence: exact/);
+    expect(r.stdout).toMatch(/Processing time \(80 samples/);
+    expect(r.stdout).toMatch(/│█+/);
+    expect(r.stdout).toMatch(/Recommended lockDuration: \d+ ms/);
+    expect(r.stdout).toMatch(/lockDuration: \d+, \/\/ ms/);
+    expect(r.stdout).toMatch(/FLAG exponential-without-jitter/);
+    expect(r.stdout).toMatch(/FLAG exponential-without-cap/);
+    expect(r.stdout).toMatch(/full jitter +│/);
+  });
+
+  it('BullMQ --json: the recommendation follows the measured 200 ms (p99 × 3 rounded up to 100 ms)', async () => {
+    const r = await run(['tune', REDIS_URL, `bullmq:${prefix}:payments`, '--json', '--current', '500ms']);
+    expect(r.code).toBe(0);
+    const report = JSON.parse(r.stdout) as TuningReport;
+    expect(report.units).toBe('ms');
+    expect(report.stats!.p99Ms).toBeGreaterThanOrEqual(200);
+    expect(report.stats!.p99Ms).toBeLessThan(260);
+    // p99 × 3, rounded up in 100 ms steps: 700 ms for a p99 of 200–233 ms
+    expect(report.recommendation!.recommendedMs).toBe(Math.ceil((report.stats!.p99Ms * 3) / 100) * 100);
+    expect(report.recommendation!.recommendedMs).toBeGreaterThanOrEqual(600);
+    expect(report.recommendation!.recommendedMs).toBeLessThanOrEqual(800);
+    expect(report.recommendation!.current).toMatchObject({ timeoutMs: 500, duplicateShare: 0 });
+    expect(report.retry!.steps.map((s) => s.delayMs)).toEqual([1000, 2000, 4000]);
+  });
+
+  it('--fail-on risk exits 6 when the current timeout is below the recommendation', async () => {
+    const r = await run(['tune', REDIS_URL, `bullmq:${prefix}:payments`, '--current', '100ms', '--fail-on', 'risk']);
+    expect(r.code).toBe(6);
+    expect(r.stdout).toMatch(/100\.0% of deliveries took longer/);
+  });
+
+  it('bad input exits 2 naming the option', async () => {
+    const r = await run(['tune', REDIS_URL, `bullmq:${prefix}:payments`, '--current', '30']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--current must be a duration/);
+    const f = await run(['tune', REDIS_URL, `bullmq:${prefix}:payments`, '--factor', '0']);
+    expect(f.code).toBe(2);
+  });
+
+  it('SQS: file import, --apply without --yes changes nothing, --apply --yes changes VisibilityTimeout and writes the audit log', async () => {
+    const name = uniqueName('tunecli');
+    const url = (await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: '2' } }))).QueueUrl!;
+    cleanups.push(() => sqs.send(new DeleteQueueCommand({ QueueUrl: url })));
+    const file = join(home, 'durations.jsonl');
+    writeFileSync(file, Array.from({ length: 200 }, (_, i) => JSON.stringify({ durationMs: 2000 + (i % 10) * 100 })).join('\n'));
+    const vt = async (): Promise<string | undefined> => (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['VisibilityTimeout'] }))).Attributes?.VisibilityTimeout;
+
+    const dry = await run(['tune', SQS_URL, name, '--file', file, '--apply'], SQS_ENV);
+    expect(dry.code).toBe(0);
+    expect(dry.stderr).toMatch(/would change VisibilityTimeout of .*: 2 s → 9 s/);
+    expect(await vt()).toBe('2');
+
+    const r = await run(['tune', SQS_URL, name, '--file', file, '--apply', '--yes'], SQS_ENV);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/Recommended VisibilityTimeout: 9 s \(9 s\)/);
+    expect(r.stdout).toMatch(/Applied: VisibilityTimeout 2 s → 9 s/);
+    expect(await vt()).toBe('9');
+    const log = readFileSync(join(home, 'audit-log.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(log.at(-1)).toMatchObject({ action: 'apply-visibility-timeout', actor: 'cli', details: { before: { VisibilityTimeout: '2' }, after: { VisibilityTimeout: '9' } } });
+  });
+});
