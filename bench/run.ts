@@ -8,6 +8,8 @@
 import Table from 'cli-table3';
 import { benchRedisRead } from './redis-read';
 import { benchRabbitmqList } from './rabbitmq-list';
+import { benchRedriveSqs } from './redrive-sqs';
+import { benchAnalysis } from './analysis';
 
 async function main(): Promise<void> {
   const table = new Table({ head: ['benchmark', 'items', 'seconds', 'items/s', 'peak RSS MB', 'target', 'met'] });
@@ -17,6 +19,10 @@ async function main(): Promise<void> {
   for (const r of await benchRabbitmqList()) {
     table.push([r.name, r.queues.toLocaleString('en'), r.seconds.toFixed(2), Math.round(r.queues / r.seconds).toLocaleString('en'), '', '< 2 s', r.seconds < 2 ? 'yes' : 'NO']);
   }
+  for (const r of benchAnalysis()) {
+    table.push([r.name, r.messages.toLocaleString('en'), r.seconds.toFixed(2), Math.round(r.perSecond).toLocaleString('en'), r.peakRssMb.toFixed(0), '≥ 100,000 msg/s (1 KiB JSON)', r.perSecond >= 100_000 ? 'yes' : 'NO']);
+  }
+  for (const r of await benchRedriveSqs()) table.push([`SQS redrive ${r.name} (${r.callsPerMessage.toFixed(3)} API calls/msg moved, ${r.callsPerExamined.toFixed(3)}/msg examined; ${r.vsRaw.toFixed(2)}× raw loop)`, r.moved.toLocaleString('en'), r.seconds.toFixed(2), Math.round(r.perSecond).toLocaleString('en'), '', r.name.includes('raw') ? 'baseline' : '≤ 0.35 API calls/msg moved', r.name.includes('raw') ? '' : r.callsPerMessage <= 0.35 ? 'yes' : 'NO']);
   process.stdout.write(`${table.toString()}\n`);
 }
 

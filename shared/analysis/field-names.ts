@@ -1,3 +1,5 @@
+import { hashString } from './hash';
+
 /**
  * What a JSON member name says about its value (rule F1–F14 in README.md). Names are compared
  * normalised: lower case, without `_`, `-`, spaces and dots, so `shipping_address`,
@@ -58,6 +60,13 @@ export interface NameInfo {
   entity: string | null;
   /** Transport metadata that differs per send; excluded from the business hash. */
   perSend: boolean;
+  /** The name can be written in a dotted path as is (`[A-Za-z_$][\w$-]*`). */
+  simple: boolean;
+  /** {@link norm} in the singular (`orders` → `order`, `entries` → `entry`). */
+  singular: string;
+  /** Hash lanes of the name (for the business hash; names repeat, so they are hashed once). */
+  ha: number;
+  hb: number;
 }
 
 const MARKERS = new Set(['asof', 'asofdate', 'asoftime', 'capturedat', 'capturedon', 'snapshotat', 'snapshottakenat', 'snapshottime', 'snapshotdate', 'occurredat', 'occurredon', 'occurrencetime', 'eventtime', 'eventtimestamp', 'eventdate', 'recordedat', 'effectiveat', 'pointintime']);
@@ -110,7 +119,10 @@ export function nameInfo(name: string): NameInfo {
 function compute(name: string): NameInfo {
   const norm = normalizeName(name);
   const perSend = PER_SEND.has(norm);
-  const r = (role: NameRole, entity: string | null = null): NameInfo => ({ role, norm, entity, perSend });
+  const simple = /^[A-Za-z_$][\w$-]*$/.test(name);
+  const h = hashString(name, 3, { a: 0, b: 0 });
+  const singular = norm.endsWith('ies') ? `${norm.slice(0, -3)}y` : norm.endsWith('s') && !norm.endsWith('ss') ? norm.slice(0, -1) : norm;
+  const r = (role: NameRole, entity: string | null = null): NameInfo => ({ role, norm, entity, perSend, simple, singular, ha: h.a, hb: h.b });
   if (MARKERS.has(norm)) return r('marker');
   if (SNAPSHOT_EXACT.has(norm) || norm.startsWith('snapshot') || (norm.endsWith('snapshot') && norm.length > 8)) return r('snapshot');
   if (NEW_VALUE_EXACT.has(norm) || /^(?:new|desired|target|updated|requested|proposed)[A-Z_-]/.test(name) || /^(?:new|desired|target|proposed)_/.test(name)) {
@@ -148,6 +160,18 @@ export const ROLE_PRIORITY: Readonly<Partial<Record<NameRole, number>>> = { stat
 
 /** Words of an operation name (`UpdateAddress`, `customer.update-address`, `set_status` → lower-case words). */
 export function operationWords(op: string): string[] {
+  const hit = opCache.get(op);
+  if (hit !== undefined) return hit;
+  const words = splitWords(op);
+  if (op.length <= 128) {
+    if (opCache.size >= 5000) opCache.clear();
+    opCache.set(op, words);
+  }
+  return words;
+}
+const opCache = new Map<string, string[]>();
+
+function splitWords(op: string): string[] {
   return op
     .slice(0, 128)
     .replace(/([a-z0-9])([A-Z])/g, '$1 $2')

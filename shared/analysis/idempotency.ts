@@ -257,32 +257,80 @@ interface Scalar {
 /**
  * Collects the body's scalar values (strings ≤ 256 chars, finite numbers) that occur in `key`,
  * walking at most {@link MAX_BODY_FIELDS} values per container, {@link MAX_BODY_DEPTH} levels and
- * 4 × {@link MAX_BODY_FIELDS} nodes in all. Iterative (no recursion), so deep bodies cannot overflow the stack.
+ * 4 × {@link MAX_BODY_FIELDS} nodes in all. Recursion is bounded by {@link MAX_BODY_DEPTH}, so deep
+ * bodies cannot overflow the stack; paths are built only for values that match.
  */
 function collectScalars(json: unknown, exclude: ReadonlySet<string>, key: string): Scalar[] {
-  const out: Scalar[] = [];
-  const stack: { v: unknown; path: string; depth: number }[] = [{ v: json, path: 'body', depth: 0 }];
-  let visited = 0;
-  while (stack.length > 0 && visited++ < MAX_BODY_FIELDS * 4 && out.length < MAX_BODY_FIELDS) {
-    const { v, path, depth } = stack.pop() as { v: unknown; path: string; depth: number };
-    if (exclude.size > 0 && exclude.has(path)) continue;
-    if (typeof v === 'string' || typeof v === 'number' || typeof v === 'bigint') {
-      const t = scalarText(v);
-      if (t !== undefined && t.length <= MAX_VALUE_LENGTH && (t.length >= 2 || (t >= '0' && t <= '9')) && key.includes(t)) out.push({ path, text: t });
-      continue;
-    }
-    if (depth >= MAX_BODY_DEPTH || v === null || typeof v !== 'object') continue;
-    if (Array.isArray(v)) {
-      for (let i = Math.min(v.length, MAX_BODY_FIELDS) - 1; i >= 0; i--) stack.push({ v: v[i] as unknown, path: `${path}[${i}]`, depth: depth + 1 });
-      continue;
-    }
-    const keys = Object.keys(v);
-    for (let i = Math.min(keys.length, MAX_BODY_FIELDS) - 1; i >= 0; i--) {
-      const k = keys[i] as string;
-      stack.push({ v: (v as Record<string, unknown>)[k], path: `${path}.${k}`, depth: depth + 1 });
-    }
-  }
+  const w: ScalarWalk = { out: [], key, exclude: [...exclude].map(pathSegs).filter((x): x is string[] => x !== null), segs: [], visited: 0 };
+  collect(w, json, 0);
+  return w.out;
+}
+
+interface ScalarWalk {
+  out: Scalar[];
+  key: string;
+  exclude: string[][];
+  segs: string[];
+  visited: number;
+}
+
+/** `body.a.b[0]` → `['a', 'b', '[0]']`; null for paths outside the body. */
+function pathSegs(path: string): string[] | null {
+  if (path !== 'body' && !path.startsWith('body.') && !path.startsWith('body[')) return null;
+  const out: string[] = [];
+  const re = /\.([^.[\]]+)|\[(\d{1,6})\]/gy;
+  re.lastIndex = 4;
+  let m: RegExpExecArray | null;
+  while ((m = re.exec(path)) !== null) out.push(m[1] ?? `[${m[2] ?? ''}]`);
   return out;
+}
+
+function excluded(w: ScalarWalk): boolean {
+  for (const ex of w.exclude) {
+    if (ex.length !== w.segs.length) continue;
+    let same = true;
+    for (let i = 0; i < ex.length && same; i++) if (ex[i] !== w.segs[i]) same = false;
+    if (same) return true;
+  }
+  return false;
+}
+
+function scalarPath(segs: readonly string[]): string {
+  let p = 'body';
+  for (const s of segs) p += s.startsWith('[') ? s : `.${s}`;
+  return p;
+}
+
+function collect(w: ScalarWalk, v: unknown, depth: number): void {
+  if (w.visited++ >= MAX_BODY_FIELDS * 4 || w.out.length >= MAX_BODY_FIELDS) return;
+  if (w.exclude.length > 0 && excluded(w)) return;
+  if (typeof v === 'string') {
+    if (v.length <= MAX_VALUE_LENGTH && v.length > 0 && (v.length >= 2 || (v >= '0' && v <= '9')) && w.key.includes(v)) w.out.push({ path: scalarPath(w.segs), text: v });
+    return;
+  }
+  if (typeof v === 'number' || typeof v === 'bigint') {
+    const t = scalarText(v);
+    if (t !== undefined && (t.length >= 2 || (t >= '0' && t <= '9')) && w.key.includes(t)) w.out.push({ path: scalarPath(w.segs), text: t });
+    return;
+  }
+  if (depth >= MAX_BODY_DEPTH || v === null || typeof v !== 'object') return;
+  if (Array.isArray(v)) {
+    const n = Math.min(v.length, MAX_BODY_FIELDS);
+    for (let i = 0; i < n; i++) {
+      w.segs.push(`[${i}]`);
+      collect(w, v[i], depth + 1);
+      w.segs.pop();
+    }
+    return;
+  }
+  const keys = Object.keys(v);
+  const n = Math.min(keys.length, MAX_BODY_FIELDS);
+  for (let i = 0; i < n; i++) {
+    const k = keys[i] as string;
+    w.segs.push(k);
+    collect(w, (v as Record<string, unknown>)[k], depth + 1);
+    w.segs.pop();
+  }
 }
 
 const SEPARATORS = new Set([':', '-', '_', '/', '.', '|', '#', '@', ' ', '\t', '\n']);
@@ -326,7 +374,14 @@ const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
 type Piece = { kind: 'timestamp' | 'epoch-ms' | 'epoch-s' | 'week' | 'date' | 'month' | 'uuid' | 'ulid' | 'nanoid' | 'hex' | 'random' | 'word'; text: string };
 
 /** Pulls typed pieces out of a key fragment: timestamps and periods first, then UUIDs, then tokens. */
+const UUID_ONLY = /^[:/.|#@\s_-]*([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})[:/.|#@\s_-]*$/i;
+
 function pieces(fragment: string): Piece[] {
+  // Fast path for the commonest random key: a bare UUID.
+  if (fragment.length >= 36 && fragment.length <= 44) {
+    const u = UUID_ONLY.exec(fragment);
+    if (u) return [{ kind: 'uuid', text: u[1] ?? '' }];
+  }
   const out: Piece[] = [];
   let rest = fragment;
   const take = (re: RegExp, kind: Piece['kind']): void => {
@@ -335,13 +390,15 @@ function pieces(fragment: string): Piece[] {
       return ' ';
     });
   };
-  if (/\d/.test(rest)) {
-    take(ISO_TIMESTAMP, 'timestamp');
-    take(ISO_WEEK, 'week');
+  // Cheap guards first: every pattern below needs a run of 4 digits (UUIDs: 8 hex digits and '-').
+  if (/\d{4}/.test(rest)) {
+    const dash = rest.includes('-');
+    if (rest.includes(':')) take(ISO_TIMESTAMP, 'timestamp');
+    if (rest.includes('W')) take(ISO_WEEK, 'week');
     take(ISO_DATE, 'date');
-    take(ISO_MONTH, 'month');
-    take(UUID, 'uuid');
+    if (dash) take(ISO_MONTH, 'month');
   }
+  if (rest.length >= 36 && rest.includes('-')) take(UUID, 'uuid');
   for (const chunk of rest.split(/[:/.|#@\s]+/)) {
     if (chunk.length === 0) continue;
     if (/^[A-Za-z0-9_-]{21}$/.test(chunk) && /[0-9]/.test(chunk) && /[a-z]/.test(chunk) && /[A-Z]/.test(chunk)) {
@@ -433,7 +490,8 @@ function classify(rawKey: string, message: QueueMessage, extraction?: Pick<KeyEx
       frag = '';
     }
   }
-  const matchedPieces = matches.map((m) => ({ m, kinds: pieces(m.text).map((p) => p.kind) }));
+  // Only values with a digit can be times or periods; plain words need no piece analysis.
+  const matchedPieces = matches.map((m) => ({ m, kinds: /\d/.test(m.text) ? pieces(m.text).map((p) => p.kind) : (['word'] as Piece['kind'][]) }));
   const q = `'${clip(key, 60)}'`;
   const time = residual.find((p) => TIME_KINDS.has(p.kind));
   const timeField = matchedPieces.find((x) => x.kinds.length > 0 && x.kinds.every((k) => TIME_KINDS.has(k)));

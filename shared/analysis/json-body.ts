@@ -3,7 +3,11 @@ import { decodeBody } from '../body/decode';
 
 /**
  * Shared, cached access to a message body's JSON for the analysis modules. Pure; never throws.
- * The cache is a WeakMap keyed by the body object, so it lives as long as the message does.
+ *
+ * The cache holds only the last {@link CACHE_SLOTS} bodies (compared by identity): one analysis
+ * reads a body several times in a row (key extraction, key verdict, payload), and nothing more is
+ * needed. A WeakMap would keep every parsed body alive as long as its message (100k messages held
+ * for a summary = every parsed tree in memory) and its ephemeron table slows garbage collection.
  */
 
 /** What the body is, for the analysis: parsed JSON (`json` set), text, binary or empty. */
@@ -13,17 +17,25 @@ export interface BodyView {
   json: unknown;
 }
 
-const cache = new WeakMap<object, BodyView>();
+const CACHE_SLOTS = 4;
+const cacheKeys: (object | null)[] = [null, null, null, null];
+const cacheViews: (BodyView | null)[] = [null, null, null, null];
+let cacheNext = 0;
 const NOT_JSON_TEXT: BodyView = { format: 'text', json: undefined };
+const EMPTY: BodyView = { format: 'empty', json: undefined };
 
-/** The body's parsed JSON and format. Never throws; bad bodies are `text`/`binary`. */
+/**
+ * The body's parsed JSON and format. Never throws; bad bodies are `text`/`binary`. Callers must not
+ * modify the returned JSON (it is shared with the other analysis steps of the same message).
+ */
 export function bodyView(message: QueueMessage): BodyView {
   const body = (message as { body?: unknown }).body;
-  if (body === null || typeof body !== 'object') return { format: 'empty', json: undefined };
-  const hit = cache.get(body);
-  if (hit !== undefined) return hit;
+  if (body === null || typeof body !== 'object') return EMPTY;
+  for (let i = 0; i < CACHE_SLOTS; i++) if (cacheKeys[i] === body) return cacheViews[i] as BodyView;
   const view = computeView(message.body);
-  cache.set(body, view);
+  cacheKeys[cacheNext] = body;
+  cacheViews[cacheNext] = view;
+  cacheNext = (cacheNext + 1) % CACHE_SLOTS;
   return view;
 }
 
@@ -33,8 +45,7 @@ export function bodyJson(message: QueueMessage): unknown {
 }
 
 function computeView(b: QueueMessage['body']): BodyView {
-  if (typeof b.data !== 'string') return { format: 'empty', json: undefined };
-  if (b.data.length === 0) return { format: 'empty', json: undefined };
+  if (typeof b.data !== 'string' || b.data.length === 0) return EMPTY;
   const fast = fastJson(b);
   if (fast !== undefined) return fast;
   try {
@@ -64,6 +75,8 @@ function fastJson(b: QueueMessage['body']): BodyView | undefined {
 }
 
 function firstNonSpace(s: string): string {
+  const c0 = s.charCodeAt(0);
+  if (c0 === 123 || c0 === 91) return c0 === 123 ? '{' : '[';
   const n = Math.min(s.length, 64);
   for (let i = 0; i < n; i++) {
     const c = s.charCodeAt(i);

@@ -294,14 +294,20 @@ interface Snap {
   /** Display paths of fields that would have been mutable state (first few). */
   suppressed: string[];
   count: number;
+  /** The snapshot cites its container (e.g. `newAddress`), not the members below it. */
+  fixed?: boolean;
 }
 
+/** A cited field; its path strings are built only if the reason shows it. */
 interface Cite {
-  display: string;
-  path: string;
+  segs: string[];
+  argsStart: number;
   prio: number;
   order: number;
 }
+
+const citeDisplay = (c: Cite): string => pathOf(c.segs, c.argsStart, '') || 'body';
+const citePath = (c: Cite): string => pathOf(c.segs, 0, 'body');
 
 /** An embedded entity (rule P4). */
 interface Entity {
@@ -355,6 +361,7 @@ interface Ctx {
   envelope: { name: string; argsPath: string; snapshot: Envelope['snapshot']; operation: Envelope['operation'] } | null;
   /** Second hash lane of the last walk() call (avoids an allocation per node). */
   h2: number;
+  infoPool: NameInfo[][];
 }
 
 const LEAF_H: Hash2 = { a: 0, b: 0 };
@@ -364,12 +371,11 @@ function pathOf(segs: readonly string[], from: number, prefix: string): string {
   for (let i = from; i < segs.length; i++) {
     const s = segs[i] ?? '';
     if (s.startsWith('[')) p += s;
-    else if (SIMPLE_KEY.test(s)) p += p.length === 0 ? s : `.${s}`;
+    else if (nameInfo(s).simple) p += p.length === 0 ? s : `.${s}`;
     else p += `[${JSON.stringify(s.slice(0, 100))}]`;
   }
   return p;
 }
-const SIMPLE_KEY = /^[A-Za-z_$][\w$-]*$/;
 
 const fullPath = (ctx: Ctx): string => pathOf(ctx.segs, 0, 'body');
 const displayPath = (ctx: Ctx): string => {
@@ -410,7 +416,11 @@ function sameSegs(a: readonly string[], b: readonly string[]): boolean {
   return true;
 }
 
-const isArgsRoot = (ctx: Ctx): boolean => ctx.argsRoots.some((a) => sameSegs(a, ctx.segs));
+function isArgsRoot(ctx: Ctx): boolean {
+  const roots = ctx.argsRoots;
+  for (let i = 0; i < roots.length; i++) if (sameSegs(roots[i] as string[], ctx.segs)) return true;
+  return false;
+}
 
 const ROLE_WORDS: Partial<Record<NameRole, string>> = {
   state: 'status/state',
@@ -424,6 +434,7 @@ const ROLE_WORDS: Partial<Record<NameRole, string>> = {
   amount: "the entity's current amount",
   currency: "the entity's currency",
   version: 'entity version',
+  'new-value': 'new value',
 };
 
 /**
@@ -433,8 +444,10 @@ const ROLE_WORDS: Partial<Record<NameRole, string>> = {
 function mutable(ctx: Ctx, scope: Scope, role: NameRole, cite: boolean): void {
   if (scope.snap !== null) {
     const s = scope.snap;
-    s.count++;
-    if (s.suppressed.length < 4 && cite && !scope.citeDone) s.suppressed.push(displayPath(ctx));
+    if (s.fixed !== true && !scope.citeDone) {
+      s.count++;
+      if (s.suppressed.length < 4 && cite && !scope.citeDone) s.suppressed.push(displayPath(ctx));
+    }
     annotate(ctx, 'immutable-snapshot', `${ROLE_WORDS[role] ?? 'state'}, but ${s.why}`);
     return;
   }
@@ -444,7 +457,7 @@ function mutable(ctx: Ctx, scope: Scope, role: NameRole, cite: boolean): void {
     annotate(ctx, 'mutable-state', `${ROLE_WORDS[role] ?? 'state'} ${where}: can change before a retry`);
   }
   if (!cite || scope.citeDone) return;
-  const c: Cite = { display: displayPath(ctx), path: fullPath(ctx), prio: ROLE_PRIORITY[role] ?? 20, order: ctx.order++ };
+  const c: Cite = { segs: ctx.segs.slice(), argsStart: ctx.argsStart, prio: ROLE_PRIORITY[role] ?? 20, order: ctx.order++ };
   if (entity !== null) {
     if (entity.cites.length < 64) entity.cites.push(c);
   } else if (ctx.loose.length < 64) ctx.loose.push(c);
@@ -598,7 +611,7 @@ function walkArray(ctx: Ctx, arr: unknown[], scope: Scope, depth: number, info: 
       classifyLeaf(ctx, scope, info, arr[0], name);
     }
   }
-  const parentNorm = info !== null ? singularNorm(info.norm) : scope.parentNorm;
+  const parentNorm = info !== null ? info.singular : scope.parentNorm;
   const prevStart = ctx.argsStart;
   if (isArgsRoot(ctx)) ctx.argsStart = Math.max(0, ctx.segs.length - 1);
   let h = 0x3c6ef372;
@@ -621,21 +634,26 @@ function walkArray(ctx: Ctx, arr: unknown[], scope: Scope, depth: number, info: 
   return fmix(h ^ arr.length);
 }
 
-function singularNorm(norm: string): string {
-  if (norm.endsWith('ies')) return `${norm.slice(0, -3)}y`;
-  if (norm.endsWith('s') && !norm.endsWith('ss')) return norm.slice(0, -1);
-  return norm;
-}
-
 /** A snapshot / command context opened by a container name (`snapshot`, `before`, `newAddress`…). */
 function containerSnap(ctx: Ctx, kind: 'marker' | 'command'): Snap {
   const d = displayPath(ctx);
   const s: Snap =
     kind === 'marker'
       ? { kind, label: d, why: `a point-in-time snapshot (\`${d}\`)`, suppressed: [], count: 0 }
-      : { kind, label: d, why: `a new value sent on purpose (\`${d}\`)`, suppressed: [d], count: 1 };
+      : { kind, label: d, why: `a new value sent on purpose (\`${d}\`)`, suppressed: [d], count: 1, fixed: true };
   ctx.snaps.push(s);
   return s;
+}
+
+/** A reusable array per depth for the members' {@link NameInfo}s (avoids an allocation per object). */
+function infoScratch(ctx: Ctx, depth: number, m: number): NameInfo[] {
+  let a = ctx.infoPool[depth];
+  if (a === undefined) {
+    a = [];
+    ctx.infoPool[depth] = a;
+  }
+  a.length = m;
+  return a;
 }
 
 function walkObject(ctx: Ctx, o: Record<string, unknown>, scope: Scope, depth: number, info: NameInfo | null): number {
@@ -666,8 +684,8 @@ function walkObject(ctx: Ctx, o: Record<string, unknown>, scope: Scope, depth: n
   let hasState = false;
   let marker: string | null = null;
   let cmd: string | null = null;
-  const infos = new Array<NameInfo>(m);
-  const ownNorm = info !== null ? singularNorm(info.norm) : scope.parentNorm;
+  const infos = infoScratch(ctx, depth, m);
+  const ownNorm = info !== null ? info.singular : scope.parentNorm;
   for (let i = 0; i < m; i++) {
     const k = keys[i] ?? '';
     const ki = nameInfo(k);
@@ -713,7 +731,7 @@ function walkObject(ctx: Ctx, o: Record<string, unknown>, scope: Scope, depth: n
     entity.count++;
     if (!argsHere) annotate(ctx, childScope.snap ? 'immutable-snapshot' : 'mutable-state', childScope.snap ? `embedded entity, but ${childScope.snap.why}` : 'embedded entity: an object with an id plus fields that can change');
     childScope = { ...childScope, stateful: { entity } };
-  } else if (info !== null && (role === 'address' || role === 'contact')) {
+  } else if (info !== null && (role === 'address' || role === 'contact' || (role === 'new-value' && scope.snap !== null))) {
     mutable(ctx, childScope, role, true);
     childScope = { ...childScope, stateful: childScope.stateful ?? { entity: null }, citeDone: true };
   }
@@ -743,9 +761,8 @@ function walkObject(ctx: Ctx, o: Record<string, unknown>, scope: Scope, depth: n
     const excluded = perSend || (ctx.hashExclude.length > 0 && ctx.hashExclude.some((e) => sameSegs(e, ctx.segs)));
     ctx.segs.pop();
     if (!excluded) {
-      hashString(k, 3, LEAF_H);
-      ha = (ha + mixOrdered(LEAF_H.a, x)) >>> 0;
-      hb = (hb + mixOrdered(LEAF_H.b, x2)) >>> 0;
+      ha = (ha + mixOrdered(ki.ha, x)) >>> 0;
+      hb = (hb + mixOrdered(ki.hb, x2)) >>> 0;
     }
     if (ctx.nodes > MAX_WALK_NODES) break;
   }
@@ -877,6 +894,9 @@ function list(xs: string[], more = 0): string {
   return `${all.slice(0, -1).join(', ')} and ${all[all.length - 1] ?? ''}`;
 }
 
+// Shared scratch arrays (one per depth); analysis is synchronous, so one set suffices.
+const INFO_POOL: NameInfo[][] = [];
+
 /**
  * Classifies the body's fields and gives the payload verdict (rules P1–P9, README.md).
  *
@@ -954,6 +974,7 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
     argsRoots: [],
     envelope: null,
     h2: 0,
+    infoPool: INFO_POOL,
   };
   const h1 = walkDocument(ctx, root, { snap: null, stateful: null, citeDone: false, parentNorm: '' }, 0, env);
   const businessHash = ctx.hashExact ? `j${hashHex({ a: h1, b: ctx.h2 })}` : `r${hashHex(hashString(data, 13, { a: 0, b: 0 }))}`;
@@ -963,7 +984,7 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
   for (const e of ctx.entities) {
     if (e.cites.length === 0) continue;
     const cites = [...e.cites].sort((a, b) => a.prio - b.prio || a.order - b.order);
-    const shown = cites.slice(0, 2).map((c) => code(c.display));
+    const shown = cites.slice(0, 2).map((c) => code(citeDisplay(c)));
     const more = cites.length - shown.length;
     const verb = shown.length === 1 && more === 0 ? 'embeds' : 'embed';
     const self = e.display.length === 0 ? ' (the message is the entity itself)' : e.count > 1 ? ` (in ${plural(e.count, 'entity', 'entities')})` : '';
@@ -971,18 +992,18 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
       rule: 'embedded-entity',
       severity: 'flag',
       text: `${list(shown, more)} ${verb} state that can change before a retry${self}; send ${e.suggestion} and read current state.`,
-      fields: cites.slice(0, 8).map((c) => c.path),
+      fields: cites.slice(0, 8).map(citePath),
     });
   }
   if (ctx.loose.length > 0) {
     const cites = [...ctx.loose].sort((a, b) => a.prio - b.prio || a.order - b.order);
-    const shown = cites.slice(0, 2).map((c) => code(c.display));
+    const shown = cites.slice(0, 2).map((c) => code(citeDisplay(c)));
     const more = cites.length - shown.length;
     findings.push({
       rule: 'loose-state',
       severity: 'review',
       text: `${list(shown, more)} ${shown.length === 1 && more === 0 ? 'carries' : 'carry'} state that can change before a retry; read it when processing, or mark it as an intentional snapshot if the copy is meant.`,
-      fields: cites.slice(0, 8).map((c) => c.path),
+      fields: cites.slice(0, 8).map(citePath),
     });
   }
   const intentional: string[] = [];
