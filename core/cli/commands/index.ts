@@ -6,6 +6,7 @@ import * as exportCommand from './export';
 import * as inspect from './inspect';
 import * as peek from './peek';
 import * as queues from './queues';
+import * as redrive from './redrive';
 import * as tune from './tune';
 
 /** A CLI command module: adds itself (with its options, help and action) to the program. */
@@ -17,4 +18,4 @@ export interface CliCommandModule {
  * The CLI's commands, in the order `--help` lists them. One file per command; add a command by
  * adding its module here.
  */
-export const COMMANDS: readonly CliCommandModule[] = [connections, queues, peek, exportCommand, inspect, audit, tune];
+export const COMMANDS: readonly CliCommandModule[] = [connections, queues, peek, exportCommand, inspect, audit, tune, redrive];

@@ -1,0 +1,291 @@
+import { createInterface } from 'node:readline/promises';
+import { resolve as resolvePath } from 'node:path';
+import type { Command } from 'commander';
+import { QueuescopeError, type OperationSnapshot, type QueueSummary } from '../../../shared/domain';
+import { parseFilter } from '../../../shared/redrive/filter';
+import { planRedrive, startRedrive, startReinject, type RedriveEnv, type RedrivePlan, type RedriveRequest, type RedriveResult, type ReinjectResult } from '../../redrive/engine';
+import { readSnapshot } from '../../snapshot/reader';
+import { AuditLog, type AuditEntry } from '../../services/audit-log';
+import { OperationManager } from '../../services/operations';
+import { defaultConfigDir } from '../../services/profile-store';
+import { connectionOptions, flagsOf, resolveQueue, splitPositionals, waitWithProgress, type CliContext, type CommonOpts } from '../context';
+import { EXIT } from '../exit-codes';
+import { cell, escapeForTerminal, formatTime, toJson } from '../format';
+import type { ResolvedConnection } from '../resolve-config';
+import type { BrokerAdapter } from '../../adapters/types';
+
+const REDRIVE_HELP = `
+Selection (--filter, repeatable; terms are ANDed, commas are OR):
+  class:non-retryable,transient,unknown    failure class of the last error
+  label:"HTTP 503",timeout                 failure label (as the dry run shows it)
+  reason:TEXT                              TEXT in the last error
+  key:business-derived,missing             idempotency-key verdict
+  text:TEXT                                TEXT in the body or a header
+  age>1h  age<2d                           time since the message was dead-lettered
+Non-retryable messages (HTTP 400/401/403/404/422, validation, not found…) stay in the DLQ
+unless --include-non-retryable. Before anything moves, the messages are written to a backup
+snapshot (default: <config dir>/backups/), and every run is added to the audit log
+(queuescope history). Without --yes the dry-run counts are shown and you are asked; without a
+terminal, --yes is required (exit 8).`;
+
+interface RedriveOpts extends CommonOpts {
+  to?: string;
+  filter?: string[];
+  includeNonRetryable?: boolean;
+  ids?: string;
+  state?: string;
+  rate?: string;
+  batch?: string;
+  limit?: string;
+  dryRun?: boolean;
+  dedupeByKey?: boolean;
+  native?: boolean;
+  backup?: string;
+  yes?: boolean;
+  confirmLoop?: boolean;
+}
+
+function positiveNumber(v: string | undefined, name: string, opts: { integer?: boolean; max?: number } = {}): number | null {
+  if (v === undefined) return null;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0 || (opts.integer === true && !Number.isInteger(n)) || (opts.max !== undefined && n > opts.max)) {
+    throw new QueuescopeError('INVALID_INPUT', `${name} must be ${opts.integer === true ? 'a whole number' : 'a number'} above 0${opts.max !== undefined ? ` and at most ${opts.max}` : ''}, got "${cell(v, 40)}".`);
+  }
+  return n;
+}
+
+function collect(v: string, prev: string[] | undefined): string[] {
+  return [...(prev ?? []), v];
+}
+
+/** Asks a yes/no question on the terminal; false without one. */
+async function confirm(ctx: CliContext, question: string): Promise<boolean | null> {
+  if (!process.stdin.isTTY || ctx.io.stderr.isTTY !== true) return null;
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    const answer = await rl.question(`${question} [y/N] `, { signal: ctx.signal });
+    return /^y(es)?$/i.test(answer.trim());
+  } catch {
+    return false;
+  } finally {
+    rl.close();
+  }
+}
+
+function envFor(ctx: CliContext, adapter: BrokerAdapter, resolved: ResolvedConnection): RedriveEnv {
+  const configDir = defaultConfigDir(ctx.io.env);
+  return { adapter, connectionLabel: resolved.label, actor: 'cli', auditLog: new AuditLog({ configDir }), configDir };
+}
+
+/** The dry run in words (untrusted names and reasons escaped). */
+export function formatPlan(plan: RedrivePlan): string {
+  const lines: string[] = [];
+  lines.push(`Dry run of ${cell(plan.dlq.name, 200)}: ${plan.examined} message${plan.examined === 1 ? '' : 's'} examined (selection: ${cell(plan.filter, 300)})`);
+  lines.push(`  would move ${plan.toMove}:`);
+  for (const t of plan.targets) lines.push(`    ${String(t.count).padStart(7)} → ${cell(t.queueName, 120)}  (${cell(t.via, 120)})`);
+  lines.push(`  would stay ${plan.toSkip}:`);
+  for (const s of plan.skipped) lines.push(`    ${String(s.count).padStart(7)}   ${cell(s.reason, 160)}`);
+  if (plan.failed > 0) lines.push(`  cannot move ${plan.failed} (read failed or body cut)`);
+  if (plan.groups.length > 0) {
+    lines.push('  failure groups (class, label, count, first reason):');
+    for (const g of plan.groups.slice(0, 15)) {
+      lines.push(`    ${g.class.padEnd(13)} ${cell(g.label, 24).padEnd(24)} ${String(g.count).padStart(7)}  ${cell(g.reason ?? '', 80)}${g.wastedRetries > 0 ? `  [${g.wastedRetries} wasted retries]` : ''}`);
+    }
+    if (plan.groups.length > 15) lines.push(`    … ${plan.groups.length - 15} more groups`);
+  }
+  if (plan.wastedRetries > 0) lines.push(`  wasted retries: ${plan.wastedRetries} non-retryable message${plan.wastedRetries === 1 ? '' : 's'} used all their attempts`);
+  for (const l of plan.loops) lines.push(`  LOOP: ${cell(l.loop ?? '', 200)} — pass --confirm-loop to move there anyway`);
+  for (const w of plan.warnings) lines.push(`  warning: ${cell(w, 200)}`);
+  lines.push(`  native move: ${plan.native.wouldUse ? 'yes' : 'no'} — ${cell(plan.native.why, 200)}`);
+  for (const n of plan.notes) lines.push(`  note: ${cell(n, 200)}`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** The final summary in words. */
+export function formatResult(r: RedriveResult, status: string): string {
+  const lines: string[] = [];
+  const head = status === 'completed' ? 'Redrive finished' : `Redrive ${status}`;
+  lines.push(`${head} (${r.mode}${r.mechanism !== null ? `: ${cell(r.mechanism, 80)}` : ''}): ${r.moved} moved, ${r.skipped} stayed, ${r.failed} failed, ${r.possibleDuplicates} possible duplicates of ${r.examined} examined in ${cell(r.dlqName, 120)}.`);
+  for (const t of r.targets) lines.push(`  ${String(t.count).padStart(7)} → ${cell(t.queueName, 120)}`);
+  for (const s of r.skipReasons.slice(0, 10)) lines.push(`  ${String(s.count).padStart(7)} stayed: ${cell(s.reason, 160)}`);
+  if (r.backupPath !== null) lines.push(`Backup: ${cell(r.backupPath, 400)} (put back with: queuescope reinject <connection> <queue> --from <backup>)`);
+  if (r.auditId !== null) lines.push(`Audit log: entry ${r.auditId} (queuescope history)`);
+  for (const n of r.notes) lines.push(`note: ${cell(n, 200)}`);
+  return `${lines.join('\n')}\n`;
+}
+
+async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: string | undefined, opts: RedriveOpts): Promise<void> {
+  const rate = positiveNumber(opts.rate, '--rate');
+  const batch = positiveNumber(opts.batch, '--batch', { integer: true, max: 1000 });
+  const limit = positiveNumber(opts.limit, '--limit', { integer: true });
+  const filter = parseFilter(opts.filter ?? []);
+  const ids = opts.ids?.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  if (ids !== undefined && opts.filter !== undefined) throw new QueuescopeError('INVALID_INPUT', 'Give either --ids or --filter, not both.');
+  if (ids?.length === 0) throw new QueuescopeError('INVALID_INPUT', '--ids needs at least one message id.');
+  const { connection, queue } = splitPositionals(a1, a2, opts);
+  await ctx.withAdapter(flagsOf(connection, opts), async (adapter, resolved) => {
+    const dlq = await resolveQueue(adapter, queue, resolved, ctx.signal);
+    let target: QueueSummary | null = null;
+    if (opts.to !== undefined) target = await resolveQueue(adapter, opts.to, resolved, ctx.signal);
+    const env = envFor(ctx, adapter, resolved);
+    const state = opts.state ?? (dlq.capabilities.peekStates.includes('failed') ? 'failed' : undefined);
+    const request: RedriveRequest = {
+      dlqId: dlq.id,
+      ...(state !== undefined ? { state } : {}),
+      selection: ids !== undefined ? { kind: 'ids', ids } : opts.filter !== undefined ? { kind: 'filter', filter } : { kind: 'all' },
+      includeNonRetryable: opts.includeNonRetryable === true,
+      dedupeByKey: opts.dedupeByKey === true,
+      targetQueueId: target?.id ?? null,
+      confirmLoop: opts.confirmLoop === true,
+      ratePerSecond: rate,
+      ...(batch !== null ? { batchSize: batch } : {}),
+      limit,
+      native: opts.native === true ? 'require' : opts.native === false ? 'never' : 'auto',
+      backupPath: opts.backup !== undefined ? resolvePath(ctx.cwd, opts.backup) : null,
+    };
+    const plan = await planRedrive(env, request, ctx.signal);
+    if (opts.dryRun === true) {
+      ctx.out(opts.json === true ? toJson(plan) : formatPlan(plan));
+      return;
+    }
+    if (opts.json !== true) ctx.err(formatPlan(plan));
+    if (plan.toMove === 0) {
+      if (opts.json === true) ctx.out(toJson({ moved: 0, plan }));
+      else ctx.out('Nothing to move.\n');
+      return;
+    }
+    if (opts.yes !== true) {
+      const where = plan.targets.map((t) => `${cell(t.queueName, 80)} (${t.count})`).join(', ');
+      const ok = await confirm(ctx, `Move ${plan.toMove} message${plan.toMove === 1 ? '' : 's'} from ${cell(dlq.name, 80)} to ${where}?`);
+      if (ok !== true) {
+        ctx.err(ok === null ? 'error: not moving anything without confirmation: pass --yes (no terminal to ask on).\n' : 'Nothing was moved.\n');
+        ctx.setExitCode(EXIT.NOT_CONFIRMED);
+        return;
+      }
+    }
+    const ops = new OperationManager();
+    const op = startRedrive(ops, env, request, `Redrive ${dlq.name}`);
+    const final = await waitWithProgress(ctx, ops, op.id, { label: 'redrive', ...(opts.json === true ? { json: true } : {}) });
+    finish(ctx, final, opts.json === true, (r) => formatResult(r as RedriveResult, final.status));
+  });
+}
+
+/**
+ * Prints the outcome and sets the exit code: completed cleanly → 0; completed with failed or
+ * possibly duplicated messages → 7; cancelled → 130; failed → the error's code (counts printed first).
+ */
+function finish(ctx: CliContext, final: OperationSnapshot, json: boolean, text: (r: Record<string, unknown>) => string): void {
+  const last = final.errors.at(-1);
+  const result = final.result ?? (last?.details?.result as Record<string, unknown> | undefined) ?? null;
+  if (json) ctx.out(toJson({ status: final.status, result, errors: final.errors }));
+  else if (result !== null) ctx.out(text(result));
+  if (final.status === 'cancelled') throw new QueuescopeError('CANCELLED', 'Cancelled; messages moved so far stay moved, the rest are still in the DLQ (see the counts above).');
+  if (final.status === 'failed') {
+    const e = last ?? { code: 'INTERNAL' as const, message: 'The operation failed.' };
+    throw new QueuescopeError(e.code, e.message);
+  }
+  const failed = typeof result?.failed === 'number' ? result.failed : 0;
+  const dups = typeof result?.possibleDuplicates === 'number' ? result.possibleDuplicates : 0;
+  if (failed > 0 || dups > 0) {
+    if (!json) for (const e of final.errors) ctx.err(`  ${escapeForTerminal(e.message)}\n`);
+    ctx.setExitCode(EXIT.PARTIAL);
+  }
+}
+
+function historyTable(entries: readonly AuditEntry[]): string {
+  const rows = entries.map((e) => {
+    const counts = Object.entries(e.counts)
+      .filter(([, v]) => v !== 0)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ');
+    return `${formatTime(e.time)}  ${e.actor.padEnd(3)}  ${cell(e.action, 24).padEnd(12)}  ${cell(e.status ?? '', 12).padEnd(10)}  ${cell(e.source ?? '', 60)} → ${cell(e.target ?? '', 60)}  ${cell(counts, 120)}${e.backupPath !== null ? `\n      backup: ${cell(e.backupPath, 300)}` : ''}${e.filter !== null ? `\n      filter: ${cell(e.filter, 200)}` : ''}`;
+  });
+  return rows.length === 0 ? 'The audit log is empty.\n' : `${rows.join('\n')}\n`;
+}
+
+/** `queuescope redrive`, `queuescope reinject` and `queuescope history`. */
+export function register(program: Command, ctx: CliContext): void {
+  connectionOptions(
+    program
+      .command('redrive')
+      .description('move messages from a dead-letter queue back to their source (or --to a queue): filtered, rate-limited, backed up, cancellable')
+      .argument('[connection]', 'URL or saved connection (default: from the environment)')
+      .argument('[dlq]', 'the dead-letter queue (name or id)')
+      .option('--to <queue>', 'target queue (default: each message’s original source)')
+      .option('--filter <expr>', 'select messages (repeatable; see below)', collect)
+      .option('--include-non-retryable', 'move non-retryable failures too (default: they stay with their reason)')
+      .option('--ids <ids>', 'move only these message ids (comma-separated)')
+      .option('--state <state>', 'message state to redrive (default: failed where the queue has states, e.g. BullMQ)')
+      .option('--rate <n>', 'at most N messages per second')
+      .option('--batch <n>', 'messages per batch, 1-1000 (default 100)')
+      .option('--limit <n>', 'examine at most N messages')
+      .option('--dry-run', 'only show what would move where')
+      .option('--dedupe-by-key', 'move one message per idempotency key')
+      .option('--native', 'require the broker’s native move (SQS move task, RabbitMQ shovel, BullMQ retryJobs)')
+      .option('--no-native', 'never use the native move')
+      .option('--backup <file>', 'backup snapshot to write before moving (default: in the config folder)')
+      .option('--confirm-loop', 'allow a target that dead-letters straight back into the DLQ (or the DLQ itself)')
+      .option('-y, --yes', 'do not ask for confirmation')
+      .addHelpText('after', REDRIVE_HELP),
+  ).action(async (a1: string | undefined, a2: string | undefined, opts: RedriveOpts) => runRedriveCommand(ctx, a1, a2, opts));
+
+  connectionOptions(
+    program
+      .command('reinject')
+      .description('publish the messages of a snapshot (e.g. a redrive backup) to a queue')
+      .argument('[connection]', 'URL or saved connection (default: from the environment)')
+      .argument('[queue]', 'target queue (name or id)')
+      .requiredOption('--from <snapshot>', 'snapshot file (.jsonl / .jsonl.gz)')
+      .option('--rate <n>', 'at most N messages per second')
+      .option('--batch <n>', 'messages per batch, 1-1000 (default 100)')
+      .option('-y, --yes', 'do not ask for confirmation'),
+  ).action(async (a1: string | undefined, a2: string | undefined, opts: CommonOpts & { from: string; rate?: string; batch?: string; yes?: boolean }) => {
+    const rate = positiveNumber(opts.rate, '--rate');
+    const batch = positiveNumber(opts.batch, '--batch', { integer: true, max: 1000 });
+    const path = resolvePath(ctx.cwd, opts.from);
+    const { connection, queue } = splitPositionals(a1, a2, opts);
+    await ctx.withAdapter(flagsOf(connection, opts), async (adapter, resolved) => {
+      const q = await resolveQueue(adapter, queue, resolved, ctx.signal);
+      let count = 0;
+      for await (const item of readSnapshot(path, ctx.signal)) if (item.type === 'message') count++;
+      if (opts.yes !== true) {
+        const ok = await confirm(ctx, `Publish ${count} message${count === 1 ? '' : 's'} from ${cell(path, 200)} to ${cell(q.name, 80)}?`);
+        if (ok !== true) {
+          ctx.err(ok === null ? 'error: not publishing without confirmation: pass --yes (no terminal to ask on).\n' : 'Nothing was published.\n');
+          ctx.setExitCode(EXIT.NOT_CONFIRMED);
+          return;
+        }
+      }
+      const ops = new OperationManager();
+      const env = envFor(ctx, adapter, resolved);
+      const op = startReinject(ops, env, { path, targetQueueId: q.id, ratePerSecond: rate, ...(batch !== null ? { batchSize: batch } : {}) });
+      const final = await waitWithProgress(ctx, ops, op.id, { label: 'reinject', ...(opts.json === true ? { json: true } : {}) });
+      finish(ctx, final, opts.json === true, (r) => {
+        const x = r as ReinjectResult;
+        return `Re-injected ${x.published} of ${x.read} message${x.read === 1 ? '' : 's'} from ${cell(x.path, 300)} into ${cell(x.targetName, 120)}${x.failed > 0 ? ` (${x.failed} failed)` : ''}.\n`;
+      });
+    });
+  });
+
+  program
+    .command('history')
+    .description('show the audit log of redrives, re-injects and other changes made by Queuescope (app and CLI)')
+    .option('--limit <n>', 'entries to show, newest first, 1-1000', '20')
+    .option('--before <n>', 'page: entries older than this index (printed as "next page")')
+    .option('--action <action>', 'only this action (redrive, reinject, apply-visibility-timeout, …)')
+    .option('--json', 'print JSON')
+    .action(async (opts: { limit: string; before?: string; action?: string; json?: boolean }) => {
+      const limit = positiveNumber(opts.limit, '--limit', { integer: true, max: 1000 }) ?? 20;
+      const before = opts.before === undefined ? undefined : Number(opts.before);
+      if (before !== undefined && (!Number.isInteger(before) || before < 0)) throw new QueuescopeError('INVALID_INPUT', `--before must be a whole number ≥ 0, got "${cell(opts.before, 40)}".`);
+      const log = new AuditLog({ configDir: defaultConfigDir(ctx.io.env) });
+      const page = await log.read({ limit, ...(before !== undefined ? { before } : {}), ...(opts.action !== undefined ? { action: opts.action } : {}) }, ctx.signal);
+      if (opts.json === true) {
+        ctx.out(toJson({ path: log.path, ...page }));
+        return;
+      }
+      ctx.out(historyTable(page.entries));
+      if (page.skippedLines > 0) ctx.err(`warning: ${page.skippedLines} unreadable line${page.skippedLines === 1 ? '' : 's'} in ${cell(log.path, 300)} skipped.\n`);
+      if (page.nextBefore !== null) ctx.out(`next page: queuescope history --before ${page.nextBefore}\n`);
+    });
+}
