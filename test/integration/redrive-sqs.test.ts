@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { createInterface } from 'node:readline';
 import {
   ChangeMessageVisibilityBatchCommand,
@@ -457,7 +458,8 @@ describe.each(EMULATORS)('SQS redrive mover on $label', ({ endpoint, label }) =>
 // ---------------------------------------------------------------------------- fault test
 
 const FIXTURE = join(__dirname, 'fixtures', 'sqs-redrive-child.ts');
-const TSX = join(__dirname, '..', '..', 'node_modules', 'tsx', 'dist', 'cli.mjs');
+/** tsx as a loader in the same process (its CLI would run the script in a grandchild that a SIGKILL would not reach). */
+const TSX_LOADER = pathToFileURL(join(__dirname, '..', '..', 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
 const FAULT_N = Number(process.env.QS_SQS_FAULT_MESSAGES ?? 10_000);
 const CHILD_VT_S = 4;
 
@@ -469,7 +471,7 @@ interface ChildRun {
 /** Runs the child mover; kills it with SIGKILL once it reports `killAfterMoved` moved (plus 0–300 ms), or lets it finish when null. */
 function runChild(endpoint: string, dlqId: string, targetId: string, killAfterMoved: number | null): Promise<ChildRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [TSX, FIXTURE, endpoint, dlqId, targetId, String(CHILD_VT_S), '100'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', TSX_LOADER, FIXTURE, endpoint, dlqId, targetId, String(CHILD_VT_S), '100'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let killedAt: number | null = null;
     let done = false;
     let stderr = '';
