@@ -446,7 +446,7 @@ function mutable(ctx: Ctx, scope: Scope, role: NameRole, cite: boolean): void {
     const s = scope.snap;
     if (s.fixed !== true && !scope.citeDone) {
       s.count++;
-      if (s.suppressed.length < 4 && cite && !scope.citeDone) s.suppressed.push(displayPath(ctx));
+      if (s.suppressed.length < 4 && cite) s.suppressed.push(displayPath(ctx));
     }
     annotate(ctx, 'immutable-snapshot', `${ROLE_WORDS[role] ?? 'state'}, but ${s.why}`);
     return;
