@@ -167,6 +167,14 @@ export interface RedriveMover {
    */
   moveClientSide(options: ClientMoveOptions, hooks: MoveHooks, signal?: AbortSignal): Promise<MoveSummary>;
 
+  /**
+   * Optional (added for RabbitMQ, backwards compatible): the side effects a client-side run — or,
+   * with `dryRun`, a dry run — has on `dlq` beyond moving the selected messages, in sentences for
+   * the plan / dry-run output (e.g. "messages that stay are copied to the end of the DLQ: its order
+   * changes"; "requeued messages come back marked redelivered"). Absent or empty = none.
+   */
+  clientMoveSideEffects?(dlq: QueueSummary, dryRun: boolean): string[];
+
   /** Whether a native whole-queue move is possible from `dlq` (to `targetQueueId`, or the original source when null). */
   nativeMove(dlq: QueueSummary, targetQueueId: string | null, signal?: AbortSignal): Promise<NativeMoveSupport>;
 

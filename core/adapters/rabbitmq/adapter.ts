@@ -36,6 +36,8 @@ import {
   type Topology,
 } from './topology';
 import { abortable } from '../../lib/abort';
+import type { RedriveMover } from '../redrive-types';
+import { RabbitmqRedriveMover } from './redrive';
 import { createRabbitmqTuning } from './tuning';
 import { createRabbitmqAuditCollector } from './audit';
 
@@ -122,9 +124,22 @@ export class RabbitmqAdapter implements BrokerAdapter {
   readonly audit = createRabbitmqAuditCollector(() => this.s);
   private conn: Promise<ChannelModel> | null = null;
 
+  /** DLQ redrive (issue 4): see `redrive.ts`. */
+  readonly redrive: RedriveMover;
+
   constructor(config: RabbitmqConnectionConfig) {
     this.s = resolveRabbitmqSettings(config);
     this.mgmt = new ManagementClient(this.s);
+    this.redrive = new RabbitmqRedriveMover({
+      vhost: this.s.vhost,
+      username: this.s.username,
+      mgmt: this.mgmt,
+      openConnection: (signal) => abortable(this.openConnection(signal), signal),
+      queueRef: (id) => this.queueRef(id),
+      queueInfo: (name, signal) => this.peekInfo(name, signal),
+      mgmtStatusError: (res, path) => this.mgmtStatusError(res, path),
+      readyCount: async (name, signal) => (await this.checkQueue(name, signal)).messageCount,
+    });
   }
 
   private get where(): string {

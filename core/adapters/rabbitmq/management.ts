@@ -50,13 +50,28 @@ export class ManagementClient {
    *   QueuescopeError `CANCELLED` when `signal` aborts.
    */
   async get(path: string, signal?: AbortSignal, timeoutMs = MANAGEMENT_TIMEOUT_MS): Promise<ManagementResponse> {
+    return this.request('GET', path, undefined, signal, timeoutMs);
+  }
+
+  /**
+   * Sends `method` to `path` (starting with `/api/`) with an optional JSON body (PUT/DELETE are used
+   * for dynamic shovels: `/api/parameters/shovel/<vhost>/<name>`), parsed like {@link get}.
+   * @throws like {@link get}.
+   */
+  async request(method: 'GET' | 'PUT' | 'DELETE', path: string, json: unknown, signal?: AbortSignal, timeoutMs = MANAGEMENT_TIMEOUT_MS): Promise<ManagementResponse> {
     if (signal?.aborted === true) throw cancelledError();
     const url = new URL(this.s.managementBase.toString().replace(/\/$/, '') + path);
     const mod = url.protocol === 'https:' ? https : http;
     const timeout = AbortSignal.timeout(timeoutMs);
     const both = signal ? AbortSignal.any([signal, timeout]) : timeout;
     return new Promise<ManagementResponse>((resolve, reject) => {
-      const req = mod.request(url, { method: 'GET', agent: this.agent, headers: { authorization: this.auth, accept: 'application/json' }, signal: both }, (res) => {
+      const payload = json === undefined ? null : Buffer.from(JSON.stringify(json), 'utf8');
+      const headers: Record<string, string | number> = { authorization: this.auth, accept: 'application/json' };
+      if (payload !== null) {
+        headers['content-type'] = 'application/json';
+        headers['content-length'] = payload.length;
+      }
+      const req = mod.request(url, { method, agent: this.agent, headers, signal: both }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('error', (e) => {
@@ -81,7 +96,7 @@ export class ManagementClient {
       req.on('error', (e) => {
         reject(this.failure(e, signal, timeout, timeoutMs));
       });
-      req.end();
+      req.end(payload ?? undefined);
     });
   }
 

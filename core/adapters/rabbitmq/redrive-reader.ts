@@ -1,0 +1,92 @@
+import type { Channel, Message } from 'amqplib';
+import { channelError } from './errors';
+
+/** Wait (ms) for the first delivery of a batch before calling the queue empty. */
+const FIRST_DELIVERY_MS = 1_000;
+/** With no further delivery for this long (ms), a batch is complete with what arrived. */
+const IDLE_MS = 300;
+
+/**
+ * Reads a classic or quorum DLQ in batches with manual acknowledgements
+ * (https://www.rabbitmq.com/docs/confirms#acknowledgement-modes): for each batch, `basic.qos(n)`
+ * (per consumer, https://www.rabbitmq.com/docs/consumer-prefetch) and a fresh consumer, which
+ * therefore receives at most `n` messages; the consumer is cancelled as soon as `n` arrived (or
+ * nothing more arrives), so the broker never delivers more than the run will examine, and messages
+ * held from earlier batches (unacked on the same channel) do not count against the next batch.
+ * Deliveries stay unacknowledged: the caller acks, nacks or keeps them.
+ */
+export class DlqReader {
+  private failure: Error | null = null;
+  private closed = false;
+
+  constructor(
+    readonly ch: Channel,
+    private readonly queue: string,
+    private readonly vhost: string,
+  ) {
+    ch.on('error', (e: Error) => {
+      this.failure = e;
+    });
+    ch.on('close', () => {
+      this.closed = true;
+    });
+  }
+
+  /** Whether the channel is still open (acks are only possible then). A method: it changes under callbacks. */
+  isOpen(): boolean {
+    return !this.closed;
+  }
+
+  /** Why the channel closed, as a QueuescopeError (or a generic lost-connection one). */
+  error(): Error {
+    return channelError(this.failure ?? new Error('Channel ended: the connection to RabbitMQ was lost'), this.queue, this.vhost);
+  }
+
+  /**
+   * Reads up to `n` messages (1–1000) from the head. Returns fewer when the queue has no more
+   * ready messages (none within 1 s, or a pause of 300 ms after the last one).
+   * @throws QueuescopeError when the channel fails (QUEUE_NOT_FOUND, HOST_UNREACHABLE…).
+   */
+  async read(n: number): Promise<Message[]> {
+    if (this.closed) throw this.error();
+    const got: Message[] = [];
+    let finish: () => void = () => undefined;
+    const done = new Promise<void>((r) => {
+      finish = r;
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const arm = (ms: number): void => {
+      clearTimeout(timer);
+      timer = setTimeout(finish, ms);
+    };
+    const onClose = (): void => finish();
+    this.ch.once('close', onClose);
+    try {
+      await this.ch.prefetch(n);
+      const ok = await this.ch.consume(
+        this.queue,
+        (m) => {
+          if (m === null) return finish(); // cancelled by the broker (queue deleted)
+          got.push(m);
+          if (got.length >= n) finish();
+          else arm(IDLE_MS);
+        },
+        { noAck: false },
+      );
+      if (got.length < n) arm(got.length === 0 ? FIRST_DELIVERY_MS : IDLE_MS);
+      await done;
+      clearTimeout(timer);
+      // Deliveries that arrive before cancel-ok are ours too (still at most n: the prefetch).
+      if (this.isOpen()) await this.ch.cancel(ok.consumerTag);
+    } catch (e) {
+      clearTimeout(timer);
+      this.ch.off('close', onClose);
+      if (got.length === 0) throw channelError(e, this.queue, this.vhost);
+      // Messages already delivered are in hand; the caller finds the channel closed when acking.
+      return got;
+    }
+    this.ch.off('close', onClose);
+    if (!this.isOpen() && got.length === 0) throw this.error();
+    return got;
+  }
+}

@@ -1,0 +1,165 @@
+import { randomBytes } from 'node:crypto';
+import { QueuescopeError, type QueueSummary } from '../../../shared/domain';
+import type { NativeMoveHandle, NativeMoveStatus, NativeMoveSupport } from '../redrive-types';
+import { throwIfAborted } from './errors';
+import type { ManagementClient, ManagementResponse } from './management';
+import { decodeQueueId } from './queue-id';
+
+/** What the shovel path needs from the adapter. */
+export interface ShovelDeps {
+  vhost: string;
+  mgmt: ManagementClient;
+  queueRef(queueId: string): string;
+  mgmtStatusError(res: ManagementResponse, path: string): QueuescopeError;
+  /** Ready messages of a queue right now (AMQP passive declare). @throws QueuescopeError QUEUE_NOT_FOUND. */
+  readyCount(name: string, signal?: AbortSignal): Promise<number>;
+}
+
+const MECHANISM = 'RabbitMQ dynamic shovel (Move messages)';
+/** The management UI's "Move messages" uses this prefetch; it is also the fastest setting measured here. */
+const SHOVEL_PREFETCH = 1000;
+
+/** The shovel parameter name for a move: `queuescope-redrive-<dlq>-<random>` (parameter names may hold any text). */
+function shovelName(dlq: string): string {
+  return `queuescope-redrive-${dlq.slice(0, 180)}-${randomBytes(4).toString('hex')}`;
+}
+
+/**
+ * Native whole-queue moves through a dynamic shovel, the mechanism behind the management UI's
+ * "Move messages" (https://www.rabbitmq.com/docs/shovel-dynamic): `PUT
+ * /api/parameters/shovel/<vhost>/<name>` with `src-queue` = the DLQ, `dest-queue` = the target
+ * (published through the default exchange), `src-delete-after: "queue-length"` (the shovel moves
+ * the messages present when it starts, then deletes itself), `ack-mode: "on-confirm"` (a message
+ * is acked on the DLQ only after the target confirmed it) and `src-prefetch-count` 1000. Needs the
+ * `rabbitmq_shovel` and `rabbitmq_shovel_management` plugins and a user with the `policymaker`
+ * (or `administrator`) tag. Body, properties and headers (x-death included) are kept; no redrive
+ * counter is added; shovels have no rate setting.
+ */
+export class ShovelMover {
+  private readonly cancelled = new Set<string>();
+
+  constructor(private readonly d: ShovelDeps) {}
+
+  private vhostPath(): string {
+    return encodeURIComponent(this.d.vhost);
+  }
+
+  private paramPath(name: string): string {
+    return `/api/parameters/shovel/${this.vhostPath()}/${encodeURIComponent(name)}`;
+  }
+
+  /** The target queue name: the chosen one, else the DLQ's single dead-letter source; null when there is no single source. */
+  private target(dlq: QueueSummary, targetQueueId: string | null): string | null {
+    if (targetQueueId !== null) return this.d.queueRef(targetQueueId);
+    if (dlq.deadLetterSources.length !== 1) return null;
+    const only = dlq.deadLetterSources[0];
+    return only === undefined ? null : decodeQueueId(only).name;
+  }
+
+  /**
+   * Whether a dynamic shovel can move `dlq` (to `targetQueueId`, else its single dead-letter
+   * source): not for streams, not without a single source when no target is given, not when the
+   * shovel management API (`GET /api/shovels/<vhost>`) is missing.
+   * @throws QueuescopeError INVALID_INPUT (bad target id), CANCELLED; management failures other
+   *   than a missing plugin (AUTH_FAILED, HOST_UNREACHABLE…).
+   */
+  async support(dlq: QueueSummary, targetQueueId: string | null, signal?: AbortSignal): Promise<NativeMoveSupport> {
+    const base = { mechanism: MECHANISM, supportsRate: false, supportsTarget: true };
+    const note =
+      'Moves every message in the DLQ when it starts (src-delete-after queue-length) to one queue through the default exchange, acking each after the target confirmed it; body, properties and headers (x-death) are kept; no redrive counter is added, messages cannot be filtered and the rate cannot be limited.';
+    if (dlq.kind === 'rabbitmq-stream') return { ...base, available: false, note: 'The DLQ is a stream: a shovel would copy it, not move it.' };
+    const target = this.target(dlq, targetQueueId);
+    if (target === null) {
+      return { ...base, available: false, note: `The DLQ has ${dlq.deadLetterSources.length === 0 ? 'no known dead-letter source' : `${dlq.deadLetterSources.length} dead-letter sources`}: choose the target queue.` };
+    }
+    if (target === dlq.name) return { ...base, available: false, note: 'The target is the DLQ itself.' };
+    throwIfAborted(signal);
+    const path = `/api/shovels/${this.vhostPath()}`;
+    const res = await this.d.mgmt.get(path, signal);
+    if (res.status === 404) return { ...base, available: false, note: 'The shovel plugins are not enabled on this broker (rabbitmq-plugins enable rabbitmq_shovel rabbitmq_shovel_management).' };
+    if (res.status !== 200) throw this.d.mgmtStatusError(res, path);
+    return { ...base, available: true, note };
+  }
+
+  /**
+   * Creates the shovel. `total` is the DLQ's ready count just before.
+   * @throws QueuescopeError UNSUPPORTED (not available, or a rate was asked for), PERMISSION_DENIED
+   *   (the user may not set parameters: needs the policymaker tag), QUEUE_NOT_FOUND, BROKER_ERROR
+   *   (the broker refused the definition, with its reason).
+   */
+  async start(dlq: QueueSummary, targetQueueId: string | null, ratePerSecond: number | null, signal?: AbortSignal): Promise<NativeMoveHandle> {
+    if (ratePerSecond !== null) throw new QueuescopeError('UNSUPPORTED', 'A RabbitMQ dynamic shovel cannot be rate-limited: use a client-side redrive for a rate limit.');
+    const support = await this.support(dlq, targetQueueId, signal);
+    if (!support.available) throw new QueuescopeError('UNSUPPORTED', `A dynamic shovel cannot move '${dlq.name}': ${support.note ?? ''}`);
+    const src = this.d.queueRef(dlq.id);
+    const dest = this.target(dlq, targetQueueId);
+    if (dest === null) throw new QueuescopeError('INVALID_INPUT', 'No target queue.');
+    await this.d.readyCount(dest, signal);
+    const total = await this.d.readyCount(src, signal);
+    const name = shovelName(src);
+    const uri = `amqp:///${encodeURIComponent(this.d.vhost)}`;
+    const value = {
+      'src-protocol': 'amqp091',
+      'src-uri': uri,
+      'src-queue': src,
+      'src-prefetch-count': SHOVEL_PREFETCH,
+      'src-delete-after': 'queue-length',
+      'dest-protocol': 'amqp091',
+      'dest-uri': uri,
+      'dest-queue': dest,
+      'ack-mode': 'on-confirm',
+    };
+    const path = this.paramPath(name);
+    const res = await this.d.mgmt.request('PUT', path, { value }, signal);
+    if (res.status === 400) throw new QueuescopeError('BROKER_ERROR', `RabbitMQ refused the shovel definition: ${res.reason ?? 'bad request'}.`, { shovel: name });
+    if (res.status < 200 || res.status >= 300) throw this.d.mgmtStatusError(res, path);
+    return { id: name, sourceQueueId: dlq.id, targetQueueId: targetQueueId ?? (dlq.deadLetterSources[0] ?? null), startedAt: Date.now(), total };
+  }
+
+  /**
+   * Polls a shovel: `running` while its parameter exists and its state (`GET /api/shovels/<vhost>`)
+   * is not `terminated`; `completed` once the parameter is gone (the shovel deleted itself after
+   * `queue-length` messages); `cancelled` after {@link cancel}; `failed` with the broker's reason
+   * when terminated. RabbitMQ 3.10 reports no transferred count, so `moved` is
+   * `total − ready messages left in the DLQ` (an estimate while messages keep arriving), and
+   * `total` when completed.
+   */
+  async status(handle: NativeMoveHandle, signal?: AbortSignal): Promise<NativeMoveStatus> {
+    const src = this.d.queueRef(handle.sourceQueueId);
+    const total = handle.total;
+    if (this.cancelled.has(handle.id)) return { status: 'cancelled', moved: await this.estimate(src, total, signal), total, error: null };
+    const listPath = `/api/shovels/${this.vhostPath()}`;
+    const list = await this.d.mgmt.get(listPath, signal);
+    if (list.status !== 200) throw this.d.mgmtStatusError(list, listPath);
+    const entry = Array.isArray(list.body) ? (list.body as unknown[]).find((x): x is Record<string, unknown> => x !== null && typeof x === 'object' && (x as { name?: unknown }).name === handle.id) : undefined;
+    if (entry?.state === 'terminated') {
+      const reason = typeof entry.reason === 'string' ? entry.reason : 'terminated';
+      return { status: 'failed', moved: await this.estimate(src, total, signal), total, error: `The shovel stopped: ${reason}` };
+    }
+    if (entry === undefined) {
+      const param = await this.d.mgmt.get(this.paramPath(handle.id), signal);
+      if (param.status === 404) return { status: 'completed', moved: total ?? 0, total, error: null };
+    }
+    return { status: 'running', moved: await this.estimate(src, total, signal), total, error: null };
+  }
+
+  private async estimate(src: string, total: number | null, signal?: AbortSignal): Promise<number> {
+    if (total === null) return 0;
+    try {
+      return Math.max(0, total - (await this.d.readyCount(src, signal)));
+    } catch {
+      return 0;
+    }
+  }
+
+  /** Deletes the shovel parameter (`DELETE /api/parameters/shovel/<vhost>/<name>`); idempotent. */
+  async cancel(handle: NativeMoveHandle, signal?: AbortSignal): Promise<void> {
+    const path = this.paramPath(handle.id);
+    const res = await this.d.mgmt.request('DELETE', path, undefined, signal);
+    if (res.status === 404 || (res.status >= 200 && res.status < 300)) {
+      if (res.status !== 404) this.cancelled.add(handle.id);
+      return;
+    }
+    throw this.d.mgmtStatusError(res, path);
+  }
+}

@@ -1,0 +1,589 @@
+import type { Channel, ChannelModel, Message } from 'amqplib';
+import { QueuescopeError, toErrorInfo, type ErrorInfo, type QueueKind, type QueueMessage, type QueueSummary } from '../../../shared/domain';
+import type {
+  ClientMoveOptions,
+  MoveBatchResult,
+  MoveHooks,
+  MoveSummary,
+  NativeMoveHandle,
+  NativeMoveStatus,
+  NativeMoveSupport,
+  RedriveDecision,
+  RedriveMover,
+} from '../redrive-types';
+import { DEFAULT_MAX_BODY_BYTES } from './body';
+import { cancelledError, channelError, messageOf, throwIfAborted } from './errors';
+import { deliveryCount, normaliseXDeath } from './headers';
+import { toQueueMessage } from './peek';
+import { decodeQueueId, encodeQueueId } from './queue-id';
+import { ConfirmPublisher, bodyBytes, copyFingerprint, publishOptionsFromJson, republishOptions } from './redrive-publish';
+import { DlqReader } from './redrive-reader';
+import { ShovelMover, type ShovelDeps } from './redrive-shovel';
+import type { EffectiveSettings } from './topology';
+
+/** What the RabbitMQ mover needs from its adapter (closures over the adapter's private state). */
+export interface RabbitmqRedriveDeps extends ShovelDeps {
+  /** The AMQP login: RabbitMQ refuses a publish whose `user-id` property differs from it. */
+  username: string;
+  /** Opens a NEW AMQP connection (not the adapter's shared one), failures mapped to QueuescopeError. */
+  openConnection(signal?: AbortSignal): Promise<ChannelModel>;
+  /** Type and effective settings of a queue from the management API; null when it cannot tell. */
+  queueInfo(name: string, signal?: AbortSignal): Promise<{ kind: QueueKind; settings: EffectiveSettings; messages: number | null } | null>;
+}
+
+/** How long (ms) to wait after a run for requeued messages to be counted again (quorum requeues apply asynchronously). */
+const SETTLE_MS = 2_000;
+
+/** One examined message of a batch and what happens to it. */
+interface Item {
+  m: Message;
+  qm: QueueMessage;
+  decision: RedriveDecision;
+  /** Target queue name for a move that passed the checks. */
+  target: string | null;
+  /** Why a selected move cannot be attempted (bad target, body cut, user-id): reported failed, kept in the DLQ. */
+  refused: ErrorInfo | null;
+}
+
+/** What the run does with a message it must leave in the DLQ. */
+type KeepHow = 'copy-to-tail' | 'hold';
+
+function validateMoveOptions(o: ClientMoveOptions): { batch: number; maxBodyBytes: number } {
+  if (!Number.isInteger(o.batchSize) || o.batchSize < 1 || o.batchSize > 1000) throw new QueuescopeError('INVALID_INPUT', `batchSize must be a whole number from 1 to 1,000, got ${String(o.batchSize)}.`);
+  if (typeof o.cutoffMs !== 'number' || !Number.isFinite(o.cutoffMs)) throw new QueuescopeError('INVALID_INPUT', 'cutoffMs must be a time in ms since the epoch.');
+  if (o.maxMessages !== null && (!Number.isSafeInteger(o.maxMessages) || o.maxMessages < 0)) throw new QueuescopeError('INVALID_INPUT', `maxMessages must be null or a whole number ≥ 0, got ${String(o.maxMessages)}.`);
+  const maxBodyBytes = o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes < 0) throw new QueuescopeError('INVALID_INPUT', `maxBodyBytes must be a whole number of bytes ≥ 0, got ${String(maxBodyBytes)}.`);
+  if (o.state !== undefined && o.state !== 'ready') throw new QueuescopeError('INVALID_INPUT', `RabbitMQ DLQs are redriven from their one state ("ready"), got state ${JSON.stringify(o.state).slice(0, 60)}.`);
+  return { batch: o.batchSize, maxBodyBytes };
+}
+
+/**
+ * DLQ redrive for RabbitMQ (classic and quorum DLQs; streams are refused), see {@link RedriveMover}.
+ *
+ * Client-side moves ({@link moveClientSide}) use two dedicated AMQP connections: a consumer channel
+ * reading the DLQ with manual acks (per batch: `basic.qos(batchSize)` and a fresh consumer, see
+ * {@link DlqReader}), and a confirm channel publishing through the default exchange with
+ * `mandatory` (see {@link ConfirmPublisher}). A message is acked on the DLQ only after the broker
+ * confirmed its copy. The next batch is read while the current one is being confirmed.
+ *
+ * Messages that stay in the DLQ (skipped by the engine, failed, or refused) are copied to the DLQ's
+ * tail (same body, properties and headers, confirmed) and then acked at the head — not requeued,
+ * because a requeued message returns to the head where the run would read it again, a quorum
+ * queue counts the requeue as a delivery (`x-delivery-count`) and dead-letters it at the delivery
+ * limit, and holding them unacked until the end would be closed by the broker's
+ * `consumer_timeout` (30 min by default) on long, rate-limited runs. Consequences (also returned by
+ * {@link clientMoveSideEffects}): the DLQ's order changes (kept messages end up behind those that
+ * arrived during the run); a quorum DLQ's delivery count of a kept message restarts at 0; a
+ * per-queue message TTL of the DLQ restarts; a crash between the copy's confirm and the ack leaves a
+ * kept message twice in the DLQ. A run recognises its own copies (fingerprint of body, properties
+ * and headers) and stops when it reaches them.
+ *
+ * A dry run holds every message it reads unacknowledged and requeues them all at the end, so the
+ * order is kept; they come back with `redelivered` set, and on quorum DLQs `x-delivery-count` +1.
+ * On a quorum DLQ with a delivery limit, a message whose next requeue would exceed the limit is
+ * copied to the tail instead (a requeue would dead-letter it).
+ */
+export class RabbitmqRedriveMover implements RedriveMover {
+  private readonly shovels: ShovelMover;
+
+  constructor(private readonly d: RabbitmqRedriveDeps) {
+    this.shovels = new ShovelMover(d);
+  }
+
+  /**
+   * The queue a dead-lettered message came from: the most recent `x-death` entry's queue
+   * (x-death is ordered most recent first, https://www.rabbitmq.com/docs/dlx#effects), skipping
+   * entries naming the DLQ itself; else `x-first-death-queue`. Null when neither is present (the
+   * message was published to the DLQ directly).
+   */
+  resolveTarget(message: QueueMessage, dlq: QueueSummary): { queueId: string; via: string } | null {
+    const deaths = message.meta.xDeath ?? [];
+    for (let i = 0; i < deaths.length; i++) {
+      const q = deaths[i]?.queue ?? '';
+      if (q !== '' && q !== dlq.name) return { queueId: encodeQueueId({ vhost: this.d.vhost, name: q }), via: `x-death[${i}] queue '${q}'` };
+    }
+    const first = message.meta.firstDeathQueue ?? null;
+    if (first !== null && first !== '' && first !== dlq.name) return { queueId: encodeQueueId({ vhost: this.d.vhost, name: first }), via: `x-first-death-queue '${first}'` };
+    return null;
+  }
+
+  /**
+   * The side effects a client-side run (or dry run) has on `dlq`, in sentences for the plan / dry
+   * run output. Pure: reads only `dlq.kind` and `dlq.config`.
+   */
+  clientMoveSideEffects(dlq: QueueSummary, dryRun: boolean): string[] {
+    const quorum = dlq.kind === 'rabbitmq-quorum';
+    const limit = quorum ? deliveryLimitOf(dlq) : null;
+    if (dryRun) {
+      return [
+        'Every message examined is held unacknowledged while the dry run lasts and requeued at the end, in its original order; nothing is published or removed.',
+        'Requeued messages come back with the redelivered flag set.',
+        ...(quorum ? ['This is a quorum queue: each message examined counts one delivery (x-delivery-count +1).'] : []),
+        ...(limit !== null ? [`Messages already at the delivery limit (${limit}) would be dead-lettered by a requeue, so they are copied to the end of the DLQ instead (their delivery count restarts at 0).`] : []),
+        'A dry run longer than the broker\'s consumer_timeout (30 min by default) is ended by the broker; held messages are then requeued by RabbitMQ.',
+      ];
+    }
+    return [
+      'Moved messages are published to the target through the default exchange (routing key = queue name) and removed from the DLQ only after RabbitMQ confirmed them; a crash in between can leave a copy in both queues.',
+      'Messages that stay (not selected, non-retryable, failed) are copied to the end of the DLQ and removed from the head: their body, properties and headers are kept, but the DLQ\'s order changes (they end up behind messages that arrived during the run) and a crash between copy and removal can leave one twice in the DLQ.',
+      ...(quorum ? ['This is a quorum queue: the copies of messages that stay start with a delivery count of 0.'] : []),
+      ...(typeof dlq.config.messageTtlMs === 'number' ? ['The DLQ has a message TTL: it restarts for the messages that stay.'] : []),
+      'Headers x-delivery-count, CC and BCC are not copied; x-death and x-first-death-* are.',
+    ];
+  }
+
+  // ------------------------------------------------------------------ client-side move
+
+  /**
+   * See {@link RedriveMover.moveClientSide} and the class comment. Reads at most
+   * `min(maxMessages, ready messages at the start)`; also stops at a message whose most recent
+   * `x-death` time is after `cutoffMs` (x-death times have 1 s resolution) or at one of the run's
+   * own copies. In a dry run, `onBatch` reports the moves that WOULD happen in `moved`.
+   * @throws QueuescopeError `INVALID_INPUT` (options, queue id), `QUEUE_NOT_FOUND`, `UNSUPPORTED`
+   *   (stream DLQ), `CANCELLED`, connection codes; a failure after messages were examined is thrown
+   *   after `onBatch` reported that batch's exact outcome.
+   */
+  async moveClientSide(options: ClientMoveOptions, hooks: MoveHooks, signal?: AbortSignal): Promise<MoveSummary> {
+    const { batch, maxBodyBytes } = validateMoveOptions(options);
+    const dlq = this.d.queueRef(options.sourceQueueId);
+    throwIfAborted(signal);
+    const info = await this.d.queueInfo(dlq, signal);
+    if (info?.kind === 'rabbitmq-stream') {
+      throw new QueuescopeError('UNSUPPORTED', `Queue '${dlq}' is a stream: reading a stream does not remove messages, so it cannot be redriven message by message. Use a dynamic shovel or choose a classic or quorum DLQ.`, { queue: dlq });
+    }
+    const kind: QueueKind | null = info?.kind ?? null;
+    const deliveryLimit = kind === 'rabbitmq-quorum' ? (info?.settings.deliveryLimit?.value ?? null) : null;
+    const run = new ClientRun(this.d, dlq, options, hooks, signal, { batch, maxBodyBytes, kind, deliveryLimit });
+    return run.execute();
+  }
+
+  // ------------------------------------------------------------------ native move (dynamic shovel)
+
+  /** See {@link ShovelMover.support}. */
+  nativeMove(dlq: QueueSummary, targetQueueId: string | null, signal?: AbortSignal): Promise<NativeMoveSupport> {
+    return this.shovels.support(dlq, targetQueueId, signal);
+  }
+
+  /** See {@link ShovelMover.start}. */
+  startNativeMove(dlq: QueueSummary, targetQueueId: string | null, ratePerSecond: number | null, signal?: AbortSignal): Promise<NativeMoveHandle> {
+    return this.shovels.start(dlq, targetQueueId, ratePerSecond, signal);
+  }
+
+  /** See {@link ShovelMover.status}. */
+  nativeMoveStatus(handle: NativeMoveHandle, signal?: AbortSignal): Promise<NativeMoveStatus> {
+    return this.shovels.status(handle, signal);
+  }
+
+  /** See {@link ShovelMover.cancel}. */
+  cancelNativeMove(handle: NativeMoveHandle, signal?: AbortSignal): Promise<void> {
+    return this.shovels.cancel(handle, signal);
+  }
+
+  // ------------------------------------------------------------------ re-inject
+
+  /**
+   * Publishes JSON messages (from a snapshot) to `targetQueueId` through the default exchange,
+   * confirmed and mandatory, on a dedicated connection; see {@link publishOptionsFromJson} for what
+   * is restored. A message whose body was cut when read (`body.truncated`) is never published.
+   * @throws QueuescopeError INVALID_INPUT (queue id), CANCELLED (before publishing; publishes in
+   *   flight are still reported), connection codes when no connection can be opened.
+   */
+  async publish(targetQueueId: string, messages: readonly QueueMessage[], signal?: AbortSignal): Promise<{ published: string[]; failed: { id: string; error: ErrorInfo }[] }> {
+    const queue = this.d.queueRef(targetQueueId);
+    throwIfAborted(signal);
+    const published: string[] = [];
+    const failed: { id: string; error: ErrorInfo }[] = [];
+    if (messages.length === 0) return { published, failed };
+    const conn = await this.d.openConnection(signal);
+    try {
+      const ch = await conn.createConfirmChannel();
+      const pub = new ConfirmPublisher(ch, this.d.vhost);
+      const inFlight: { id: string; confirmed: Promise<void> }[] = [];
+      for (const m of messages) {
+        if (signal?.aborted === true) break;
+        if (m.body.truncated) {
+          failed.push({ id: m.id, error: { code: 'INVALID_INPUT', message: `Message ${m.id.slice(0, 80)} has a cut body (${m.body.sizeBytes} bytes in full): it is never published partly.` } });
+          continue;
+        }
+        let opts;
+        try {
+          opts = publishOptionsFromJson(m);
+        } catch (e) {
+          failed.push({ id: m.id, error: toErrorInfo(e) });
+          continue;
+        }
+        if (opts.userId !== undefined && opts.userId !== this.d.username) {
+          failed.push({ id: m.id, error: userIdError(opts.userId, this.d.username) });
+          continue;
+        }
+        const { confirmed } = await pub.publish(queue, bodyBytes(m), opts);
+        inFlight.push({ id: m.id, confirmed });
+      }
+      const settled = await Promise.allSettled(inFlight.map((x) => x.confirmed));
+      settled.forEach((r, i) => {
+        const id = inFlight[i]?.id ?? '';
+        if (r.status === 'fulfilled') published.push(id);
+        else failed.push({ id, error: toErrorInfo(r.reason) });
+      });
+      await ch.close().catch(() => undefined);
+    } finally {
+      await conn.close().catch(() => undefined);
+    }
+    if (signal?.aborted === true && published.length + failed.length < messages.length) {
+      for (const m of messages.slice(published.length + failed.length)) failed.push({ id: m.id, error: cancelledError().toInfo() });
+    }
+    return { published, failed };
+  }
+}
+
+function deliveryLimitOf(dlq: QueueSummary): number | null {
+  const v = (dlq.config as Record<string, unknown> | null | undefined)?.deliveryLimit;
+  if (typeof v === 'number') return v;
+  if (v !== null && typeof v === 'object' && typeof (v as { value?: unknown }).value === 'number') return (v as { value: number }).value;
+  return null;
+}
+
+function userIdError(userId: string, login: string): ErrorInfo {
+  return {
+    code: 'PERMISSION_DENIED',
+    message: `The message carries user-id '${userId.slice(0, 80)}', but RabbitMQ only accepts a user-id equal to the publishing user ('${login}'; https://www.rabbitmq.com/docs/validated-user-id): it is left in the DLQ.`,
+  };
+}
+
+/** One client-side run (state for {@link RabbitmqRedriveMover.moveClientSide}). */
+class ClientRun {
+  private reader!: DlqReader;
+  private consumerCh: Channel | null = null;
+  private consumerConn: ChannelModel | null = null;
+  private pub: ConfirmPublisher | null = null;
+  /** Deliveries kept unacked until the end of the run, then requeued. */
+  private readonly held: Message[] = [];
+  /** Fingerprints of the copies this run put at the DLQ's tail. */
+  private readonly copies = new Set<number>();
+  private readonly totals = { examined: 0, moved: 0, skipped: 0, failed: 0, possibleDuplicates: 0 };
+  private stopAt: 'cutoff' | null = null;
+
+  constructor(
+    private readonly d: RabbitmqRedriveDeps,
+    private readonly dlq: string,
+    private readonly o: ClientMoveOptions,
+    private readonly hooks: MoveHooks,
+    private readonly signal: AbortSignal | undefined,
+    private readonly cfg: { batch: number; maxBodyBytes: number; kind: QueueKind | null; deliveryLimit: number | null },
+  ) {}
+
+  async execute(): Promise<MoveSummary> {
+    const conns: ChannelModel[] = [];
+    try {
+      const consumerConn = await this.d.openConnection(this.signal);
+      conns.push(consumerConn);
+      this.consumerConn = consumerConn;
+      const publisherConn = await this.d.openConnection(this.signal);
+      conns.push(publisherConn);
+      this.consumerCh = await consumerConn.createChannel();
+      this.reader = new DlqReader(this.consumerCh, this.dlq, this.d.vhost);
+      let depth: number;
+      try {
+        depth = (await this.consumerCh.checkQueue(this.dlq)).messageCount;
+      } catch (e) {
+        throw channelError(e, this.dlq, this.d.vhost);
+      }
+      const pch = await publisherConn.createConfirmChannel();
+      this.pub = new ConfirmPublisher(pch, this.d.vhost);
+      return await this.loop(depth);
+    } finally {
+      await this.release();
+      for (const c of conns) await c.close().catch(() => undefined);
+    }
+  }
+
+  private async loop(depth: number): Promise<MoveSummary> {
+    const limitByUser = this.o.maxMessages !== null && this.o.maxMessages <= depth;
+    const max = Math.min(this.o.maxMessages ?? depth, depth);
+    let read = 0;
+    let fatal: unknown = null;
+    let exhausted = false;
+    const startRead = (n: number): Promise<Message[]> => {
+      const p = (async () => {
+        await this.hooks.gate(n);
+        throwIfAborted(this.signal);
+        return this.reader.read(n);
+      })();
+      p.catch(() => undefined);
+      return p;
+    };
+    let next: Promise<Message[]> | null = max > 0 ? startRead(Math.min(this.cfg.batch, max)) : null;
+    while (next !== null) {
+      let msgs: Message[];
+      try {
+        msgs = await next;
+      } catch (e) {
+        fatal = e;
+        next = null;
+        break;
+      }
+      next = null;
+      if (msgs.length === 0) {
+        exhausted = true;
+        break;
+      }
+      read += msgs.length;
+      const { items, unexamined } = this.classify(msgs);
+      // Read ahead: the next batch arrives while this one is confirmed.
+      if (this.stopAt === null && read < max && this.signal?.aborted !== true && this.pub?.closed() === null && this.reader.isOpen()) next = startRead(Math.min(this.cfg.batch, max - read));
+      try {
+        await this.process(items, unexamined);
+      } catch (e) {
+        fatal = e;
+        break;
+      }
+    }
+    if (next !== null) {
+      // A failure while a read-ahead was in progress: what it got stays in the DLQ.
+      const extra = await next.catch(() => [] as Message[]);
+      this.held.push(...extra);
+    }
+    if (fatal !== null) throw fatal instanceof QueuescopeError ? fatal : new QueuescopeError('BROKER_ERROR', `The redrive stopped: ${messageOf(fatal)}`);
+    throwIfAborted(this.signal);
+    const stoppedBecause: MoveSummary['stoppedBecause'] = this.stopAt ?? (exhausted || max === 0 && depth === 0 ? 'exhausted' : limitByUser ? 'max-messages' : 'cutoff');
+    return { ...this.totals, stoppedBecause };
+  }
+
+  /** Decides each message of a batch, stopping at the cutoff or at the run's own copies. */
+  private classify(msgs: Message[]): { items: Item[]; unexamined: Message[] } {
+    const items: Item[] = [];
+    const unexamined: Message[] = [];
+    for (const m of msgs) {
+      if (this.stopAt !== null) {
+        unexamined.push(m);
+        continue;
+      }
+      const headers = (m.properties.headers ?? {}) as Record<string, unknown>;
+      const deathTime = normaliseXDeath(headers['x-death'])[0]?.time ?? null;
+      if ((deathTime !== null && deathTime > this.o.cutoffMs) || (this.copies.size > 0 && this.copies.has(copyFingerprint(m)))) {
+        this.stopAt = 'cutoff';
+        unexamined.push(m);
+        continue;
+      }
+      const qm = toQueueMessage(m, this.totals.examined + items.length, this.o.sourceQueueId, this.dlq, this.cfg.kind, this.cfg.maxBodyBytes);
+      const decision = this.hooks.decide(qm);
+      const item: Item = { m, qm, decision, target: null, refused: null };
+      if (decision.action === 'move') {
+        try {
+          const ref = decodeQueueId(decision.targetQueueId);
+          if (ref.vhost !== this.d.vhost) item.refused = { code: 'INVALID_INPUT', message: `Target ${decision.targetQueueId.slice(0, 120)} is in vhost '${ref.vhost}', not in this connection's vhost '${this.d.vhost}'.` };
+          else item.target = ref.name;
+        } catch (e) {
+          item.refused = toErrorInfo(e);
+        }
+        if (item.refused === null && m.content.length > this.cfg.maxBodyBytes) {
+          item.refused = { code: 'INVALID_INPUT', message: `The body (${m.content.length} bytes) is larger than the ${this.cfg.maxBodyBytes}-byte read limit: it is not moved.` };
+        }
+        const userId = m.properties.userId as unknown;
+        if (item.refused === null && typeof userId === 'string' && userId !== this.d.username) item.refused = userIdError(userId, this.d.username);
+        if (item.refused !== null) item.target = null;
+      }
+      items.push(item);
+    }
+    return { items, unexamined };
+  }
+
+  /** Would requeueing this delivery dead-letter it (quorum DLQ at its delivery limit)? */
+  private requeueWouldDeadLetter(m: Message): boolean {
+    if (this.cfg.deliveryLimit === null) return false;
+    return (deliveryCount(m.properties.headers) ?? 0) >= this.cfg.deliveryLimit;
+  }
+
+  private keepHow(m: Message, dry: boolean): KeepHow {
+    if (!dry) return 'copy-to-tail';
+    return this.requeueWouldDeadLetter(m) ? 'copy-to-tail' : 'hold';
+  }
+
+  /** Publishes a copy of `m` to the DLQ's tail (no redrive count). */
+  private async copyToTail(m: Message): Promise<{ confirmed: Promise<void> }> {
+    this.copies.add(copyFingerprint(m));
+    if (this.pub === null) throw new QueuescopeError('INTERNAL', 'publisher missing');
+    return this.pub.publish(this.dlq, m.content, republishOptions(m, false));
+  }
+
+  /** Runs one batch: backup hook, publishes, confirms, acks, then reports it. */
+  private async process(items: Item[], unexamined: Message[]): Promise<void> {
+    const dry = this.o.dryRun;
+    const result: MoveBatchResult = { examined: items.length, moved: [], skipped: [], failed: [], possibleDuplicates: [] };
+    const toAck: Message[] = [];
+    const acked: { kind: 'moved' | 'kept'; item?: Item }[] = [];
+    const moves = items.filter((i) => i.decision.action === 'move' && i.target !== null);
+    let fatal: Error | null = null;
+
+    // Messages not examined (cutoff / own copies) go back unchanged.
+    const unexaminedCopies: { m: Message; confirmed: Promise<void> }[] = [];
+    for (const m of unexamined) {
+      if (this.requeueWouldDeadLetter(m) && this.pub?.closed() === null) unexaminedCopies.push({ m, ...(await this.copyToTail(m)) });
+      else this.held.push(m);
+    }
+
+    if (dry) {
+      const copies: { item: Item; confirmed: Promise<void> }[] = [];
+      for (const it of items) {
+        if (this.keepHow(it.m, true) === 'hold' || this.pub?.closed() !== null) this.held.push(it.m);
+        else copies.push({ item: it, ...(await this.copyToTail(it.m)) });
+        this.report(result, it, it.decision.action === 'move' && it.target !== null ? 'moved' : 'kept');
+      }
+      const settled = await Promise.allSettled(copies.map((c) => c.confirmed));
+      settled.forEach((r, i) => {
+        const c = copies[i];
+        if (!c) return;
+        if (r.status === 'fulfilled') toAck.push(c.item.m);
+        else this.held.push(c.item.m);
+      });
+    } else {
+      if (moves.length > 0) {
+        try {
+          await this.hooks.beforeMove(moves.map((i) => i.qm));
+        } catch (e) {
+          // Nothing of this batch is published: everything stays (requeued at the end), and the run fails.
+          for (const it of items) this.held.push(it.m);
+          for (const c of unexaminedCopies) await c.confirmed.then(() => toAck.push(c.m), () => this.held.push(c.m));
+          this.ackAll(toAck);
+          throw e;
+        }
+      }
+      // Phase 1: moves to their targets, kept messages to the DLQ's tail — all in flight together.
+      const flights: { item: Item; to: 'target' | 'tail'; confirmed: Promise<void> }[] = [];
+      for (const it of items) {
+        if (it.target !== null) flights.push({ item: it, to: 'target', ...(await this.pubOrThrow().publish(it.target, it.m.content, republishOptions(it.m, true))) });
+        else flights.push({ item: it, to: 'tail', ...(await this.copyToTail(it.m)) });
+      }
+      const settled = await Promise.allSettled(flights.map((f) => f.confirmed));
+      // Phase 2: a move that failed keeps its message: copy it to the tail too.
+      const retries: { item: Item; error: ErrorInfo; confirmed: Promise<void> }[] = [];
+      for (let i = 0; i < flights.length; i++) {
+        const f = flights[i];
+        const r = settled[i];
+        if (!f || !r) continue;
+        if (r.status === 'fulfilled') {
+          toAck.push(f.item.m);
+          acked.push({ kind: f.to === 'target' ? 'moved' : 'kept', item: f.item });
+          continue;
+        }
+        const error = toErrorInfo(r.reason);
+        if (f.to === 'target' && this.pub?.closed() === null) {
+          retries.push({ item: f.item, error, ...(await this.copyToTail(f.item.m)) });
+        } else {
+          this.held.push(f.item.m);
+          if (f.to === 'target') result.failed.push({ id: f.item.qm.id, error });
+          else this.report(result, f.item, 'kept');
+          const gone = this.pub?.closed() ?? null;
+      if (gone !== null) fatal ??= gone;
+        }
+      }
+      const retried = await Promise.allSettled(retries.map((x) => x.confirmed));
+      retries.forEach((x, i) => {
+        if (retried[i]?.status === 'fulfilled') toAck.push(x.item.m);
+        else this.held.push(x.item.m);
+        result.failed.push({ id: x.item.qm.id, error: x.error });
+      });
+      const gone = this.pub?.closed() ?? null;
+      if (gone !== null) fatal ??= gone;
+    }
+    for (const c of unexaminedCopies) {
+      try {
+        await c.confirmed;
+        toAck.push(c.m);
+      } catch {
+        this.held.push(c.m);
+      }
+    }
+
+    // Remove what is confirmed elsewhere, and prove the broker got the acks (a later synchronous
+    // reply on the same channel comes after them).
+    const ackedOk = this.ackAll(toAck) && (await this.syncAcks());
+    if (!dry) {
+      for (const a of acked) {
+        const it = a.item;
+        if (!it) continue;
+        if (a.kind === 'moved' && it.target !== null && it.decision.action === 'move') {
+          if (ackedOk) result.moved.push({ id: it.qm.id, targetQueueId: it.decision.targetQueueId });
+          else result.possibleDuplicates.push({ id: it.qm.id, targetQueueId: it.decision.targetQueueId });
+        } else this.report(result, it, 'kept');
+      }
+      if (!ackedOk) fatal ??= this.reader.error();
+    }
+    this.totals.examined += result.examined;
+    this.totals.moved += result.moved.length;
+    this.totals.skipped += result.skipped.length;
+    this.totals.failed += result.failed.length;
+    this.totals.possibleDuplicates += result.possibleDuplicates.length;
+    this.hooks.onBatch(result);
+    if (fatal !== null) throw fatal;
+  }
+
+  private pubOrThrow(): ConfirmPublisher {
+    if (this.pub === null) throw new QueuescopeError('INTERNAL', 'publisher missing');
+    return this.pub;
+  }
+
+  /** Adds a kept (or, in a dry run, would-move) item to the batch result. */
+  private report(result: MoveBatchResult, it: Item, as: 'moved' | 'kept'): void {
+    if (as === 'moved' && it.decision.action === 'move') result.moved.push({ id: it.qm.id, targetQueueId: it.decision.targetQueueId });
+    else if (it.refused !== null) result.failed.push({ id: it.qm.id, error: it.refused });
+    else result.skipped.push({ id: it.qm.id, reason: it.decision.action === 'skip' ? it.decision.reason : 'not moved' });
+  }
+
+  /** Acks deliveries on the consumer channel; false when the channel is gone (the broker requeues them). */
+  private ackAll(ms: Message[]): boolean {
+    if (ms.length === 0) return true;
+    if (!this.reader.isOpen()) return false;
+    try {
+      for (const m of ms) this.consumerCh?.ack(m);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** A synchronous round trip on the consumer channel after its acks. */
+  private async syncAcks(): Promise<boolean> {
+    if (!this.reader.isOpen()) return false;
+    try {
+      if (this.consumerCh === null) return false;
+      await this.consumerCh.checkQueue(this.dlq);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Requeues held deliveries (in delivery order), closes the consumer channel, and waits until the DLQ counts them again. */
+  private async release(): Promise<void> {
+    const cch = this.consumerCh;
+    if (cch === null) return;
+    const held = this.held.length;
+    if (this.reader.isOpen() && held > 0) {
+      try {
+        this.held.sort((a, b) => a.fields.deliveryTag - b.fields.deliveryTag);
+        for (const m of this.held) cch.nack(m, false, true);
+      } catch {
+        /* channel closed: the broker requeues every unacked message itself */
+      }
+    }
+    const wasOpen = this.reader.isOpen();
+    await cch.close().catch(() => undefined);
+    if (held === 0 || !wasOpen || this.consumerConn === null) return;
+    let ch: Channel | null = null;
+    try {
+      ch = await this.consumerConn.createChannel();
+      ch.on('error', () => undefined);
+      const until = Date.now() + SETTLE_MS;
+      while (Date.now() < until) {
+        if ((await ch.checkQueue(this.dlq)).messageCount >= held) return;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    } catch {
+      /* queue or connection gone: nothing to wait for */
+    } finally {
+      await ch?.close().catch(() => undefined);
+    }
+  }
+}
