@@ -1,0 +1,177 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRedisAdapter } from '../../core/adapters/redis';
+import type { BrokerAdapter } from '../../core/adapters/types';
+import { defaultProjectConfig, type AuditConfig } from '../../shared/config/project-config';
+import { evaluateAudit, type AuditReport, type Measurements } from '../../shared/audit';
+import { REDIS_URL, uniqueName } from './env';
+
+// Queue-level rules on the shared Redis (unique keys, removed afterwards; read-only checks of its
+// server settings: it runs with --save "" --appendonly no, so redis.no-persistence fires there).
+// Server-level passing/failing sides on private redis-servers started here and stopped by pid.
+const p = uniqueName('aud');
+const redis = new Redis(REDIS_URL);
+const adapter: BrokerAdapter = createRedisAdapter({ kind: 'redis', url: REDIS_URL });
+const bullQueues: Queue[] = [];
+
+async function audit(a: BrokerAdapter, pattern: string, config: Partial<AuditConfig> = {}, measurements: Measurements = new Map()): Promise<AuditReport> {
+  const facts = await a.audit!.collect({ pattern });
+  return evaluateAudit([facts], { config: { ...defaultProjectConfig().audit, ...config }, measurements, now: Date.now() });
+}
+const on = (r: AuditReport, name: string): string[] => r.findings.filter((f) => f.target === name).map((f) => f.ruleId).sort();
+
+async function bull(name: string, opts: Record<string, unknown>, n = 3): Promise<Queue> {
+  const q = new Queue(name, { connection: redis.duplicate() });
+  bullQueues.push(q);
+  for (let i = 0; i < n; i++) await q.add('charge', { orderId: `A-${String(i)}` }, opts);
+  return q;
+}
+
+/** A stream with group `g` that read all 10 entries (all pending on consumer `c1`). */
+async function pendingStream(key: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < 10; i++) ids.push((await redis.xadd(key, '*', 'body', `{"orderId":"A-${String(i)}"}`)) ?? '');
+  await redis.xgroup('CREATE', key, 'g', '0');
+  await redis.xreadgroup('GROUP', 'g', 'c1', 'COUNT', 10, 'STREAMS', key, '>');
+  return ids;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      const port = typeof a === 'object' && a !== null ? a.port : 0;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts a private redis-server; returns its port and a stop function (by pid). */
+async function privateRedis(args: string[]): Promise<{ port: number; stop: () => Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), 'qs-audit-redis-'));
+  const port = await freePort();
+  execFileSync('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--daemonize', 'yes', '--pidfile', join(dir, 'redis.pid'), '--logfile', join(dir, 'redis.log'), '--dir', dir, ...args]);
+  let pid = 0;
+  for (let i = 0; i < 100 && pid === 0; i++) {
+    try {
+      pid = Number(readFileSync(join(dir, 'redis.pid'), 'utf8').trim());
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  const stop = async (): Promise<void> => {
+    try {
+      process.kill(pid, 'SIGTERM');
+      for (let i = 0; i < 100; i++) {
+        process.kill(pid, 0);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    } catch {
+      // gone
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  return { port, stop };
+}
+
+let report: AuditReport;
+const measurements: Measurements = new Map([
+  [`${p}-slow`, { p99Ms: 60_000, meanMs: 20_000, source: 'file' }],
+  [`${p}-keep`, { p99Ms: 2_000, meanMs: 500, source: 'file' }],
+]);
+
+beforeAll(async () => {
+  await bull(`${p}-rof`, { removeOnFail: true });
+  await bull(`${p}-small`, { removeOnFail: 10 });
+  await bull(`${p}-keep`, { attempts: 3, removeOnFail: { count: 5000 } });
+  await bull(`${p}-slow`, {});
+  const trimmed = await pendingStream(`${p}-trimmed`);
+  await redis.xtrim(`${p}-trimmed`, 'MAXLEN', 2); // removes 8 pending entries
+  expect(trimmed.length).toBe(10);
+  await pendingStream(`${p}-fresh`);
+  const stranded = await pendingStream(`${p}-stranded`);
+  // Make 3 entries look abandoned for an hour (XCLAIM … IDLE sets the idle time).
+  await redis.xclaim(`${p}-stranded`, 'g', 'c1', 0, ...stranded.slice(0, 3), 'IDLE', 3_600_000, 'JUSTID');
+  report = await audit(adapter, `${p}*`, {}, measurements);
+}, 60_000);
+
+afterAll(async () => {
+  for (const q of bullQueues) {
+    await q.obliterate({ force: true }).catch(() => undefined);
+    await q.close();
+  }
+  await redis.del(`${p}-trimmed`, `${p}-fresh`, `${p}-stranded`);
+  redis.disconnect();
+  await adapter.close();
+});
+
+describe('Redis audit: queues on the shared server', () => {
+  it('BullMQ removeOnFail true and a count of 10 are found; { count: 5000 } passes', () => {
+    expect(on(report, `${p}-rof`)).toEqual(['redis.bullmq-remove-on-fail']);
+    expect(report.findings.find((f) => f.target === `${p}-rof`)?.message).toContain('3 of 3 recent jobs');
+    expect(on(report, `${p}-small`)).toEqual(['redis.bullmq-remove-on-fail']);
+    expect(on(report, `${p}-keep`)).toEqual([]);
+  });
+
+  it('lockDuration (BullMQ default 30 s) below a measured p99 of 60 s; a 2 s p99 passes', () => {
+    expect(on(report, `${p}-slow`)).toEqual(['redis.bullmq-lock-duration-below-processing-time']);
+    expect(report.checks.find((c) => c.target === `${p}-keep` && c.ruleId === 'redis.bullmq-lock-duration-below-processing-time')?.status).toBe('pass');
+  });
+
+  it('a stream trimmed (XTRIM MAXLEN 2) while 10 entries were pending; an untrimmed one passes', () => {
+    expect(on(report, `${p}-trimmed`)).toEqual(['redis.stream-trimmed-while-pending']);
+    expect(report.findings.find((f) => f.target === `${p}-trimmed`)?.message).toMatch(/^8 pending entries of group g/);
+    expect(on(report, `${p}-fresh`)).toEqual([]);
+  });
+
+  it('pending entries idle for an hour (claim time 60 s × 10) are stranded; fresh ones are not; a 1 h claim time passes', async () => {
+    expect(on(report, `${p}-stranded`)).toEqual(['redis.stream-stranded-pending-entries']);
+    expect(report.findings.find((f) => f.target === `${p}-stranded`)?.message).toMatch(/^3 pending entries of group g/);
+    const relaxed = await audit(adapter, `${p}-stranded`, { thresholds: { 'redis.stream-stranded-pending-entries': { claimIdleMs: 3_600_000 } } });
+    expect(on(relaxed, `${p}-stranded`)).toEqual([]);
+  });
+
+  it('the shared server (save "" and appendonly no) has no persistence; its noeviction policy passes', () => {
+    const server = report.findings.filter((f) => f.queueId === null).map((f) => f.ruleId);
+    expect(server).toEqual(['redis.no-persistence']);
+    expect(report.checks.find((c) => c.ruleId === 'redis.maxmemory-policy')?.status).toBe('pass');
+  });
+});
+
+describe('Redis audit: server settings on private servers', () => {
+  it('noeviction + appendonly yes passes; allkeys-lru without persistence fails both; CONFIG renamed is not checked', async () => {
+    const good = await privateRedis(['--save', '', '--appendonly', 'yes', '--maxmemory-policy', 'noeviction']);
+    const bad = await privateRedis(['--save', '', '--appendonly', 'no', '--maxmemory-policy', 'allkeys-lru']);
+    const hidden = await privateRedis(['--save', '', '--appendonly', 'no', '--rename-command', 'CONFIG', '""']);
+    try {
+      const results: Record<string, AuditReport> = {};
+      for (const [name, s] of Object.entries({ good, bad, hidden })) {
+        const c = new Redis({ port: s.port, host: '127.0.0.1' });
+        await c.xadd('events', '*', 'body', '{}');
+        c.disconnect();
+        const a = createRedisAdapter({ kind: 'redis', url: `redis://127.0.0.1:${String(s.port)}` });
+        results[name] = await audit(a, '*');
+        await a.close();
+      }
+      expect(results.good?.findings.map((f) => f.ruleId)).toEqual([]);
+      expect(results.good?.checks.filter((c) => c.queueId === null).map((c) => `${c.ruleId}:${c.status}`).sort()).toEqual(['redis.maxmemory-policy:pass', 'redis.no-persistence:pass']);
+      expect(results.bad?.findings.map((f) => f.ruleId).sort()).toEqual(['redis.maxmemory-policy', 'redis.no-persistence']);
+      expect(results.bad?.findings.find((f) => f.ruleId === 'redis.maxmemory-policy')?.message).toContain('allkeys-lru');
+      expect(results.hidden?.findings).toEqual([]);
+      expect(results.hidden?.checks.filter((c) => c.queueId === null).map((c) => c.status)).toEqual(['not-checked', 'not-checked']);
+      expect(results.hidden?.checks.find((c) => c.ruleId === 'redis.no-persistence')?.note).toMatch(/^not checked: CONFIG GET is not available: ERR unknown command 'CONFIG'/);
+    } finally {
+      await good.stop();
+      await bad.stop();
+      await hidden.stop();
+    }
+  }, 60_000);
+});
