@@ -2,6 +2,7 @@ import { useMemo, type ReactNode } from 'react';
 import type { FieldAnnotation, MessageAnalysis } from '../../../shared/analysis/types';
 import type { QueueMessage } from '../../../shared/domain/message';
 import { decodedOf } from '../lib/decoded-cache';
+import { bytes as formatBytes } from '../lib/format';
 import { useStore } from '../store';
 import { KEY_VERDICT_LABEL, KeyBadge, VerdictBadge, analysisOf, useQueueRules } from './InspectBadges';
 
@@ -131,7 +132,8 @@ export function InspectMessagePanel({ message }: { message: QueueMessage }) {
         {a.payload.envelope !== null && <span className="muted"> · envelope {a.payload.envelope} (arguments at {a.payload.argumentsPath})</span>}
         <span className="muted">
           {' '}
-          · {a.size.bytes} bytes{a.size.limitBytes !== null ? ` of ${a.size.limitBytes} (${a.size.limitSource})` : ''}
+          · {formatBytes(a.size.bytes)}
+          {a.size.limitBytes !== null ? ` of at most ${formatBytes(a.size.limitBytes)} (${a.size.limitSource})` : ''}
         </span>
       </div>
       {a.reasons.length > 0 && (

@@ -153,7 +153,7 @@ function ReportView({ report, stale, onPick }: { report: InspectReport; stale: b
         ))}
       </div>
       {s.reasons.length > 0 && (
-        <details className="drill" open={s.flagged > 0}>
+        <details className="drill">
           <summary>Reasons ({s.reasons.length})</summary>
           <table className="kv-table">
             <tbody>
