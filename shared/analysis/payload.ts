@@ -665,7 +665,8 @@ function walkObject(ctx: Ctx, o: Record<string, unknown>, scope: Scope, depth: n
   }
   const argsHere = isArgsRoot(ctx);
   const prevStart = ctx.argsStart;
-  if (argsHere) ctx.argsStart = ctx.segs.length;
+  // With several argument containers (Celery `args` + `kwargs`), paths keep the container's name.
+  if (argsHere) ctx.argsStart = ctx.argsRoots.length > 1 ? Math.max(0, ctx.segs.length - 1) : ctx.segs.length;
   const isEnvRoot = depth === ctx.envDepth0 && ctx.envMeta !== null;
   let childScope = scope;
   const role = info?.role ?? 'other';
@@ -839,7 +840,7 @@ function walkDocument(ctx: Ctx, root: unknown, scope: Scope, depth: number, know
 // ---------------------------------------------------------------------------------------------
 // Operation (rule O1)
 
-const OP_HEADERS = ['type', 'event', 'event-type', 'eventtype', 'x-event-type', 'task', 'ce-type', 'ce_type', 'operation', 'command', 'x-github-event'];
+const OP_HEADERS = ['type', 'event', 'event-type', 'eventtype', 'x-event-type', 'task', 'ce-type', 'ce_type', 'operation', 'command'];
 const OP_BODY_KEYS = ['command', 'cmd', 'operation', 'op', 'type', 'eventType', 'event_type', 'event', 'eventName', 'action', 'task'];
 
 /** The message-level operation: BullMQ job name, AMQP `type`, a type/event/task header. */
@@ -888,10 +889,10 @@ function bodySegs(path: string): string[] | null {
 
 const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
 const code = (s: string): string => `\`${s}\``;
+/** "`a` and `b`", "`a`, `b` and `c`", plus " (and 4 more fields)". */
 function list(xs: string[], more = 0): string {
-  const all = more > 0 ? [...xs, plural(more, 'more field')] : xs;
-  if (all.length <= 1) return all[0] ?? '';
-  return `${all.slice(0, -1).join(', ')} and ${all[all.length - 1] ?? ''}`;
+  const head = xs.length <= 1 ? (xs[0] ?? '') : `${xs.slice(0, -1).join(', ')} and ${xs[xs.length - 1] ?? ''}`;
+  return more > 0 ? `${head} (and ${plural(more, 'more field')})` : head;
 }
 
 // Shared scratch arrays (one per depth); analysis is synchronous, so one set suffices.

@@ -115,7 +115,7 @@ export function compileSnapshotPattern(source: string): SnapshotPattern | null {
 
 /**
  * True when the pattern matches a prefix of `path` (so it covers the subtree below); a trailing
- * `*` may also match nothing (`order.*` covers `order` itself). `path` holds key segments and index
+ * `*` or `[*]` may also match nothing (`order.*` covers `order` itself, `items[*]` the array). `path` holds key segments and index
  * segments written `[n]`.
  */
 export function matchesPrefix(pattern: readonly string[], path: readonly string[], from = 0): boolean {
@@ -130,7 +130,7 @@ function matchAt(p: readonly string[], i: number, path: readonly string[], j: nu
     return false;
   }
   // `order.*` also covers `order` itself: a trailing `*` may match nothing.
-  if (j >= path.length) return seg === '*' && i === p.length - 1;
+  if (j >= path.length) return (seg === '*' || seg === '[]') && i === p.length - 1;
   const actual = path[j] ?? '';
   const isIndex = actual.startsWith('[');
   let ok: boolean;

@@ -25,7 +25,7 @@ export interface InspectRules {
    * against the path inside the job/event envelope (so `order.*` matches `body.data.order.status`
    * in a BullMQ/CloudEvents envelope). `*` matches one path segment, `**` any number (also zero),
    * `[*]` or `[]` any array index; a pattern also covers everything below what it matches
-   * (`order` ≡ `order.**`).
+   * (`order` ≡ `order.**`), and a trailing `*` / `[*]` also covers the container itself.
    */
   snapshotFields: string[];
   /** The whole queue carries intentional snapshots (e.g. an audit/event log): no payload is flagged, and the verdict says so. */
