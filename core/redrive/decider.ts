@@ -1,8 +1,11 @@
 import { classifyKey, extractIdempotencyKey, type KeyRule, type KeyVerdictKind } from '../../shared/analysis/idempotency';
 import type { QueueMessage, QueueSummary } from '../../shared/domain';
-import { classifyFailure, type FailureClass, type FailureInfo } from '../../shared/redrive/failure-class';
+import { classifyFailure, type FailureInfo } from '../../shared/redrive/failure-class';
 import { isEmptyFilter, matchFilter, type RedriveFilter } from '../../shared/redrive/filter';
+import type { DecisionSample, FailureGroup, SkipCategory, TargetInfo } from '../../shared/redrive/types';
 import type { RedriveDecision, RedriveMover } from '../adapters/redrive-types';
+
+export type { DecisionSample, FailureGroup, SkipCategory, TargetInfo };
 
 /** Which messages of the DLQ a redrive selects. */
 export type RedriveSelection =
@@ -12,50 +15,6 @@ export type RedriveSelection =
   | { kind: 'filter'; filter: RedriveFilter }
   /** Messages picked by id (e.g. in the app's list). */
   | { kind: 'ids'; ids: string[] };
-
-/** Skip categories, counted per category in plans and results. */
-export type SkipCategory = 'non-retryable' | 'not selected' | 'not picked' | 'duplicate key' | 'no target' | 'target missing' | 'loop';
-
-/** One target of a redrive with what is known about it. */
-export interface TargetInfo {
-  queueId: string;
-  /** Display name (the id when the queue is unknown). */
-  queueName: string;
-  /** How it was chosen: "chosen by the user", or the mover's `via` ("x-death queue 'orders.work'"…). */
-  via: string;
-  /** False when the queue was not found on the connection. */
-  exists: boolean;
-  /** Set when moving there needs confirmation: it is the DLQ itself, or a DLQ that dead-letters straight back into it. */
-  loop: string | null;
-  /** Things to know that do not block (e.g. "orders.work has no consumers"). */
-  warnings: string[];
-}
-
-/** A sample decision shown in a dry run. */
-export interface DecisionSample {
-  id: string;
-  action: 'move' | 'skip';
-  targetQueueId: string | null;
-  /** Skip reason in words. */
-  reason: string | null;
-  failureClass: FailureClass;
-  failureLabel: string;
-  failureReason: string | null;
-}
-
-/** Messages grouped by how they failed (the DLQ view's rows). */
-export interface FailureGroup {
-  groupKey: string;
-  class: FailureClass;
-  label: string;
-  /** The reason text of the first message of the group. */
-  reason: string | null;
-  count: number;
-  /** Messages of the group that used all their attempts on a non-retryable error. */
-  wastedRetries: number;
-  /** Up to 5 message ids of the group. */
-  sampleIds: string[];
-}
 
 /** Options of {@link Decider}. */
 export interface DeciderOptions {

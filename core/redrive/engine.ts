@@ -8,7 +8,10 @@ import { readSnapshot } from '../snapshot/reader';
 import type { AuditLog } from '../services/audit-log';
 import type { OperationContext, OperationManager } from '../services/operations';
 import { RedriveBackup, defaultBackupPath } from './backup';
-import { Decider, describeTarget, type DecisionSample, type FailureGroup, type RedriveSelection, type SkipCategory, type TargetInfo } from './decider';
+import type { RedrivePlan, RedriveResult } from '../../shared/redrive/types';
+import { Decider, describeTarget, type RedriveSelection } from './decider';
+
+export type { RedrivePlan, RedriveResult };
 
 export type { RedriveSelection } from './decider';
 
@@ -63,57 +66,6 @@ export interface RedriveEnv {
   now?: () => number;
   /** Native move poll interval, ms (tests). */
   nativePollMs?: number;
-}
-
-/** Dry-run result: exactly what a run would move where, with the same messages read now. */
-export interface RedrivePlan {
-  dlq: { id: string; name: string; depth: number | null };
-  /** Messages examined. */
-  examined: number;
-  /** Messages that would move. */
-  toMove: number;
-  /** Messages that would stay, by reason (largest first). */
-  skipped: { reason: string; category: SkipCategory; count: number }[];
-  toSkip: number;
-  /** Messages that could not be read whole (body cut) and would not move. */
-  failed: number;
-  /** Per target, with its loop check. */
-  targets: (TargetInfo & { count: number })[];
-  /** Targets that need confirmation (the DLQ itself, or a DLQ that dead-letters back): messages for them are counted under `loop` skips until confirmed. */
-  loops: TargetInfo[];
-  /** Non-blocking warnings (targets without consumers…). */
-  warnings: string[];
-  /** Messages grouped by failure class and reason. */
-  groups: FailureGroup[];
-  /** Non-retryable messages that used all their attempts. */
-  wastedRetries: number;
-  samples: DecisionSample[];
-  /** The native path: what the broker offers and whether a run with these options would use it. */
-  native: { support: NativeMoveSupport | null; wouldUse: boolean; why: string };
-  filter: string;
-  stoppedBecause: MoveSummary['stoppedBecause'];
-  notes: string[];
-}
-
-/** What a finished redrive did (the operation's `result`). */
-export interface RedriveResult extends Record<string, unknown> {
-  mode: 'client-side' | 'native';
-  mechanism: string | null;
-  dlqId: string;
-  dlqName: string;
-  examined: number;
-  moved: number;
-  skipped: number;
-  failed: number;
-  possibleDuplicates: number;
-  targets: { queueId: string; queueName: string; count: number }[];
-  skipReasons: { reason: string; category: SkipCategory; count: number }[];
-  wastedRetries: number;
-  stoppedBecause: MoveSummary['stoppedBecause'] | 'native' | null;
-  backupPath: string | null;
-  auditId: string | null;
-  filter: string;
-  notes: string[];
 }
 
 /** Re-inject request: publish a snapshot's messages to a queue. */

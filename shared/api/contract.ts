@@ -10,6 +10,9 @@ import {
 } from '../domain';
 import { API_METHOD_NAMES, type ApiMethodName } from './methods';
 import { inspectQueueInputSchema, inspectRulesSetInputSchema, type InspectRulesState } from './inspect';
+import { tuningApplyInputSchema, tuningMeasureInputSchema, tuningSourcesInputSchema, type TuningApplyResult, type TuningSourcesResult } from '../tuning/api';
+import { redriveHistoryInputSchema, redrivePlanInputSchema, redriveStartInputSchema, type AuditLogPageView } from './redrive';
+import type { RedrivePlan } from '../redrive/types';
 
 /**
  * The one API between the renderer and the main process (and, in the browser
@@ -78,10 +81,21 @@ export const apiInputSchemas = {
     .strict(),
   'operations.get': z.object({ operationId: id }).strict(),
   'operations.cancel': z.object({ operationId: id }).strict(),
+  /** Pauses a running operation at its next batch boundary (a native redrive is cancelled on the broker and restarted on resume). */
+  'operations.pause': z.object({ operationId: id }).strict(),
+  'operations.resume': z.object({ operationId: id }).strict(),
   /** Redelivery safety of a queue (issue 3): starts an `inspect` operation; see shared/api/inspect.ts. */
   'inspect.queue': inspectQueueInputSchema,
   'inspect.rules.get': z.object({ connectionId: id }).strict(),
   'inspect.rules.set': inspectRulesSetInputSchema,
+  /** Visibility-timeout tuning (issue 5); see shared/tuning/api.ts. */
+  'tuning.sources': tuningSourcesInputSchema,
+  'tuning.measure': tuningMeasureInputSchema,
+  'tuning.apply': tuningApplyInputSchema,
+  /** DLQ redrive (issue 4), see shared/api/redrive.ts: dry run, start (an operation), audit log. */
+  'redrive.plan': redrivePlanInputSchema,
+  'redrive.start': redriveStartInputSchema,
+  'redrive.history': redriveHistoryInputSchema,
 } as const;
 
 export type ApiMethod = keyof typeof apiInputSchemas;
@@ -136,10 +150,20 @@ export interface ApiOutputs {
   'snapshots.open': ConnectionProfile | null;
   'operations.get': OperationSnapshot;
   'operations.cancel': OperationSnapshot;
+  'operations.pause': OperationSnapshot;
+  'operations.resume': OperationSnapshot;
   /** The `inspect` operation; when completed, `result.report` is an `InspectReport` (shared/api/inspect.ts). */
   'inspect.queue': OperationSnapshot;
   'inspect.rules.get': InspectRulesState;
   'inspect.rules.set': InspectRulesState;
+  'tuning.sources': TuningSourcesResult;
+  /** The `tune` operation; when completed, `result.report` is a `TuningReport` (shared/tuning). */
+  'tuning.measure': OperationSnapshot;
+  'tuning.apply': TuningApplyResult;
+  'redrive.plan': RedrivePlan;
+  /** The `redrive` operation; when completed, `result` is a `RedriveResult` (shared/redrive/types.ts). */
+  'redrive.start': OperationSnapshot;
+  'redrive.history': AuditLogPageView;
 }
 
 export type ApiInput<M extends ApiMethod> = z.input<(typeof apiInputSchemas)[M]>;

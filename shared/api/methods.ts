@@ -16,9 +16,17 @@ export const API_METHOD_NAMES = [
   'snapshots.open',
   'operations.get',
   'operations.cancel',
+  'operations.pause',
+  'operations.resume',
   'inspect.queue',
   'inspect.rules.get',
   'inspect.rules.set',
+  'tuning.sources',
+  'tuning.measure',
+  'tuning.apply',
+  'redrive.plan',
+  'redrive.start',
+  'redrive.history',
 ] as const;
 
 export type ApiMethodName = (typeof API_METHOD_NAMES)[number];

@@ -1,0 +1,70 @@
+import type { ApiHandlers, ApiParsedInput } from '../../shared/api/contract';
+import { describeConnection } from '../../shared/domain';
+import type { ConnectionManager } from '../services/connection-manager';
+import { AuditLog } from '../services/audit-log';
+import type { OperationManager } from '../services/operations';
+import { planRedrive, startRedrive, type RedriveEnv, type RedriveRequest } from './engine';
+
+/** What the redrive handlers need (a subset of `ApiDeps`). */
+export interface RedriveHandlerDeps {
+  connections: ConnectionManager;
+  operations: OperationManager;
+  /** Config folder (audit log, default backups); default: the profile store's folder. */
+  configDir?: string;
+}
+
+type PlanInput = ApiParsedInput<'redrive.plan'>;
+
+function requestOf(input: PlanInput & { ratePerSecond?: number | null | undefined; batchSize?: number | undefined }): RedriveRequest {
+  return {
+    dlqId: input.dlqId,
+    ...(input.state !== undefined ? { state: input.state } : {}),
+    selection: input.selection.kind === 'filter' ? { kind: 'filter', filter: { ...input.selection.filter } } : input.selection,
+    includeNonRetryable: input.includeNonRetryable === true,
+    dedupeByKey: input.dedupeByKey === true,
+    targetQueueId: input.targetQueueId ?? null,
+    confirmLoop: input.confirmLoop === true,
+    limit: input.limit ?? null,
+    native: input.native ?? 'auto',
+    ratePerSecond: input.ratePerSecond ?? null,
+    ...(input.batchSize !== undefined ? { batchSize: input.batchSize } : {}),
+    ...('samples' in input && input.samples !== undefined ? { samples: input.samples } : {}),
+  };
+}
+
+/**
+ * Handlers of `redrive.plan`, `redrive.start`, `redrive.history`, `operations.pause` and
+ * `operations.resume`, spread into `createApiHandlers`. Runs are logged with actor `app` in
+ * `<config dir>/audit-log.jsonl`; backups go to `<config dir>/backups/`.
+ */
+export function createRedriveHandlers(deps: RedriveHandlerDeps): Pick<ApiHandlers, 'redrive.plan' | 'redrive.start' | 'redrive.history' | 'operations.pause' | 'operations.resume'> {
+  const { connections, operations } = deps;
+  const configDir = (): string => deps.configDir ?? connections.profileStore.configDir;
+  const auditLog = (): AuditLog => new AuditLog({ configDir: configDir() });
+  const envFor = (connectionId: string): RedriveEnv => ({
+    adapter: connections.adapter(connectionId),
+    connectionLabel: describeConnection(connections.get(connectionId).config),
+    actor: 'app',
+    auditLog: auditLog(),
+    configDir: configDir(),
+  });
+  return {
+    'redrive.plan': (input) => planRedrive(envFor(input.connectionId), requestOf(input)),
+    'redrive.start': async (input) => {
+      const env = envFor(input.connectionId);
+      const dlq = await env.adapter.getQueue(input.dlqId);
+      return startRedrive(operations, env, requestOf(input), `Redrive ${dlq.name}`);
+    },
+    'redrive.history': async (input) => {
+      const log = auditLog();
+      const page = await log.read({
+        ...(input.limit !== undefined ? { limit: input.limit } : {}),
+        ...(input.before !== undefined ? { before: input.before } : {}),
+        ...(input.action !== undefined ? { action: input.action } : {}),
+      });
+      return { ...page, path: log.path };
+    },
+    'operations.pause': (input) => Promise.resolve(operations.pause(input.operationId)),
+    'operations.resume': (input) => Promise.resolve(operations.resume(input.operationId)),
+  };
+}

@@ -1,0 +1,93 @@
+import { z } from 'zod';
+import { redriveFilterSchema } from '../redrive/filter';
+
+/**
+ * API shapes of DLQ redrive (issue 4): `redrive.plan` (dry run), `redrive.start` (an operation
+ * whose `result` is a `RedriveResult`), `redrive.history` (the audit log), and pause/resume of
+ * operations. Pure zod schemas; output types are in `shared/redrive/types.ts` and
+ * `AuditLogPageView` below.
+ */
+
+const id = z.string().min(1).max(512);
+
+/** Which messages: all, a filter, or picked ids. */
+export const redriveSelectionSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('all') }).strict(),
+  z.object({ kind: z.literal('filter'), filter: redriveFilterSchema }).strict(),
+  z.object({ kind: z.literal('ids'), ids: z.array(z.string().min(1).max(2048)).min(1).max(100_000) }).strict(),
+]);
+
+const common = {
+  connectionId: id,
+  /** The DLQ's queue id. */
+  dlqId: z.string().min(1).max(2048),
+  /** Peek state where the broker has states (BullMQ `failed`). */
+  state: z.string().max(64).optional(),
+  selection: redriveSelectionSchema,
+  /** Move non-retryable failures too (default false). */
+  includeNonRetryable: z.boolean().optional(),
+  /** One message per idempotency key. */
+  dedupeByKey: z.boolean().optional(),
+  /** Target queue id; absent/null = each message's original source. */
+  targetQueueId: z.string().min(1).max(2048).nullable().optional(),
+  /** Allow a target that loops back into the DLQ. */
+  confirmLoop: z.boolean().optional(),
+  /** Examine at most this many messages. */
+  limit: z.number().int().min(1).max(100_000_000).nullable().optional(),
+  /** `auto` (default), `never`, `require`. */
+  native: z.enum(['auto', 'never', 'require']).optional(),
+};
+
+/** Input of `redrive.plan` (dry run). */
+export const redrivePlanInputSchema = z.object({ ...common, samples: z.number().int().min(0).max(100).optional() }).strict();
+
+/** Input of `redrive.start`. The backup goes to `<config dir>/backups/` (paths are not taken from the renderer). */
+export const redriveStartInputSchema = z
+  .object({
+    ...common,
+    /** Messages per second, null = unlimited. */
+    ratePerSecond: z.number().positive().max(1_000_000).nullable().optional(),
+    /** Messages per batch, 1–1000. */
+    batchSize: z.number().int().min(1).max(1000).optional(),
+  })
+  .strict();
+
+/** Input of `redrive.history`. */
+export const redriveHistoryInputSchema = z
+  .object({
+    limit: z.number().int().min(1).max(1000).optional(),
+    /** Page: entries with index < before (from `nextBefore`). */
+    before: z.number().int().min(0).optional(),
+    action: z.string().max(64).optional(),
+  })
+  .strict();
+
+/** One audit-log entry as the app shows it (same fields as core/services/audit-log.ts `AuditEntry`). */
+export interface AuditEntryView {
+  version: 1;
+  id: string;
+  /** ms since epoch. */
+  time: number;
+  actor: 'app' | 'cli';
+  action: string;
+  connection: string | null;
+  source: string | null;
+  target: string | null;
+  filter: string | null;
+  status: string | null;
+  counts: Record<string, number>;
+  operationId: string | null;
+  backupPath: string | null;
+  details: Record<string, unknown>;
+}
+
+/** Output of `redrive.history`: newest first. */
+export interface AuditLogPageView {
+  entries: AuditEntryView[];
+  total: number;
+  /** Lines of the file that could not be read (skipped). */
+  skippedLines: number;
+  nextBefore: number | null;
+  /** The log file. */
+  path: string;
+}

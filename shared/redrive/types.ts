@@ -1,0 +1,114 @@
+import type { FailureClass } from './failure-class';
+
+/**
+ * Shapes of a redrive plan (dry run) and result, shared by the engine (core/redrive), the API and
+ * the app. Pure types.
+ */
+
+/** Skip categories, counted per category in plans and results. */
+export type SkipCategory = 'non-retryable' | 'not selected' | 'not picked' | 'duplicate key' | 'no target' | 'target missing' | 'loop';
+
+/** One target of a redrive with what is known about it. */
+export interface TargetInfo {
+  queueId: string;
+  /** Display name (the id when the queue is unknown). */
+  queueName: string;
+  /** How it was chosen: "chosen by the user", or the mover's `via` ("x-death queue 'orders.work'"…). */
+  via: string;
+  /** False when the queue was not found on the connection. */
+  exists: boolean;
+  /** Set when moving there needs confirmation: it is the DLQ itself, or a DLQ that dead-letters straight back into it. */
+  loop: string | null;
+  /** Things to know that do not block (e.g. "orders.work has no consumers"). */
+  warnings: string[];
+}
+
+/** A sample decision shown in a dry run. */
+export interface DecisionSample {
+  id: string;
+  action: 'move' | 'skip';
+  targetQueueId: string | null;
+  /** Skip reason in words. */
+  reason: string | null;
+  failureClass: FailureClass;
+  failureLabel: string;
+  failureReason: string | null;
+}
+
+/** Messages grouped by how they failed (the DLQ view's rows). */
+export interface FailureGroup {
+  groupKey: string;
+  class: FailureClass;
+  label: string;
+  /** The reason text of the first message of the group. */
+  reason: string | null;
+  count: number;
+  /** Messages of the group that used all their attempts on a non-retryable error. */
+  wastedRetries: number;
+  /** Up to 5 message ids of the group. */
+  sampleIds: string[];
+}
+
+/** What a broker's native move offers (same shape as the adapters' NativeMoveSupport). */
+export interface NativeSupportInfo {
+  available: boolean;
+  mechanism: string;
+  note: string | null;
+  supportsRate: boolean;
+  supportsTarget: boolean;
+}
+
+/** Why a client-side read stopped. */
+export type StoppedBecause = 'exhausted' | 'cutoff' | 'max-messages';
+
+/** Dry-run result: exactly what a run would move where, with the same messages read now. */
+export interface RedrivePlan {
+  dlq: { id: string; name: string; depth: number | null };
+  /** Messages examined. */
+  examined: number;
+  /** Messages that would move. */
+  toMove: number;
+  /** Messages that would stay, by reason (largest first). */
+  skipped: { reason: string; category: SkipCategory; count: number }[];
+  toSkip: number;
+  /** Messages that could not be read whole (body cut) and would not move. */
+  failed: number;
+  /** Per target, with its loop check. */
+  targets: (TargetInfo & { count: number })[];
+  /** Targets that need confirmation (the DLQ itself, or a DLQ that dead-letters back): messages for them are counted under `loop` skips until confirmed. */
+  loops: TargetInfo[];
+  /** Non-blocking warnings (targets without consumers…). */
+  warnings: string[];
+  /** Messages grouped by failure class and reason. */
+  groups: FailureGroup[];
+  /** Non-retryable messages that used all their attempts. */
+  wastedRetries: number;
+  samples: DecisionSample[];
+  /** The native path: what the broker offers and whether a run with these options would use it. */
+  native: { support: NativeSupportInfo | null; wouldUse: boolean; why: string };
+  /** The selection in words. */
+  filter: string;
+  stoppedBecause: StoppedBecause;
+  notes: string[];
+}
+
+/** What a finished redrive did (the operation's `result`; also in `details.result` of a failed run's last error). */
+export interface RedriveResult extends Record<string, unknown> {
+  mode: 'client-side' | 'native';
+  mechanism: string | null;
+  dlqId: string;
+  dlqName: string;
+  examined: number;
+  moved: number;
+  skipped: number;
+  failed: number;
+  possibleDuplicates: number;
+  targets: { queueId: string; queueName: string; count: number }[];
+  skipReasons: { reason: string; category: SkipCategory; count: number }[];
+  wastedRetries: number;
+  stoppedBecause: StoppedBecause | 'native' | null;
+  backupPath: string | null;
+  auditId: string | null;
+  filter: string;
+  notes: string[];
+}
