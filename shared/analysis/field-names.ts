@@ -12,7 +12,7 @@ import { hashString } from './hash';
  * - `marker`: an event-time / snapshot-time sibling (`asOf`, `capturedAt`, `snapshotAt`, `occurredAt`, `eventTime`…):
  *   the object holding it is a point-in-time record;
  * - `snapshot`: a snapshot container (`snapshot`, `orderSnapshot`, `before`, `after`, `previous`, `previous_attributes`, `old`);
- * - `new-value`: a value a command sets on purpose (`newAddress`, `new_email`, `desiredState`, `targetStatus`, `to`, `changes`, `patch`);
+ * - `new-value`: a value a command sets on purpose (`newAddress`, `new_email`, `desiredState`, `targetStatus`, `changes`, `patch`);
  * - `id`: an identifier (`id`, `_id`, `uuid`, `…Id`, `…_id`, `…Ids`);
  * - `updated`: a modification stamp (`updatedAt`, `modified_at`, `lastModified`, `etag`, `revision`);
  * - `time`: an event fact time (`createdAt`, `sentAt`, `requestedAt`, `timestamp`…);
@@ -71,7 +71,7 @@ export interface NameInfo {
 
 const MARKERS = new Set(['asof', 'asofdate', 'asoftime', 'capturedat', 'capturedon', 'snapshotat', 'snapshottakenat', 'snapshottime', 'snapshotdate', 'occurredat', 'occurredon', 'occurrencetime', 'eventtime', 'eventtimestamp', 'eventdate', 'recordedat', 'effectiveat', 'pointintime']);
 const SNAPSHOT_EXACT = new Set(['before', 'after', 'previous', 'previousattributes', 'previousvalues', 'old', 'oldvalues', 'original', 'prior']);
-const NEW_VALUE_EXACT = new Set(['to', 'changes', 'patch', 'updates', 'set', 'newvalues', 'values', 'desired', 'target', 'replacement']);
+const NEW_VALUE_EXACT = new Set(['changes', 'patch', 'updates', 'newvalues', 'desired', 'target', 'replacement']);
 const ID_EXACT = new Set(['id', 'uuid', 'guid', 'oid', 'pk']);
 const UPDATED = new Set(['updatedat', 'updatedon', 'updated', 'modifiedat', 'modifiedon', 'modified', 'lastmodified', 'lastmodifiedat', 'lastupdated', 'lastupdatedat', 'etag', 'revision', 'lockversion', 'changedat', 'lastchangedat']);
 const TIME_EXACT = new Set(['timestamp', 'ts', 'time', 'created', 'date', 'datetime', 'createdon', 'senttime', 'sentdate', 'eventts', 'tsms']);
@@ -125,7 +125,7 @@ function compute(name: string): NameInfo {
   const r = (role: NameRole, entity: string | null = null): NameInfo => ({ role, norm, entity, perSend, simple, singular, ha: h.a, hb: h.b });
   if (MARKERS.has(norm)) return r('marker');
   if (SNAPSHOT_EXACT.has(norm) || norm.startsWith('snapshot') || (norm.endsWith('snapshot') && norm.length > 8)) return r('snapshot');
-  if (NEW_VALUE_EXACT.has(norm) || /^(?:new|desired|target|updated|requested|proposed)[A-Z_-]/.test(name) || /^(?:new|desired|target|proposed)_/.test(name)) {
+  if (NEW_VALUE_EXACT.has(norm) || /^(?:new|desired|target|proposed)[A-Z_-]/.test(name) || /^(?:new|desired|target|proposed)_/.test(name)) {
     // `newId`/`targetId` are still identifiers; `requestedAt`/`updatedAt` are times (checked below).
     if (!/(?:Id|ID|Ids|IDs|_id|_ids|At|_at)$/.test(name)) return r('new-value');
   }
