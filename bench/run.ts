@@ -23,6 +23,7 @@ async function main(): Promise<void> {
     table.push([r.name, r.messages.toLocaleString('en'), r.seconds.toFixed(2), Math.round(r.perSecond).toLocaleString('en'), r.peakRssMb.toFixed(0), '≥ 100,000 msg/s (1 KiB JSON)', r.perSecond >= 100_000 ? 'yes' : 'NO']);
   }
   for (const r of await benchRedriveSqs()) table.push([`SQS redrive ${r.name} (${r.callsPerMessage.toFixed(3)} API calls/msg moved, ${r.callsPerExamined.toFixed(3)}/msg examined; ${r.vsRaw.toFixed(2)}× raw loop)`, r.moved.toLocaleString('en'), r.seconds.toFixed(2), Math.round(r.perSecond).toLocaleString('en'), '', r.name.includes('raw') ? 'baseline' : '≤ 0.35 API calls/msg moved', r.name.includes('raw') ? '' : r.callsPerMessage <= 0.35 ? 'yes' : 'NO']);
+  for (const r of await (await import('./inspect-summary')).benchInspectSummary()) table.push([r.name, r.messages.toLocaleString('en'), r.seconds.toFixed(2), Math.round(r.perSecond).toLocaleString('en'), r.peakRssMb.toFixed(0), '< 2 s for 100k (app summary)', r.seconds < 2 ? 'yes' : 'NO']);
   for (const r of await (await import('./redrive-redis')).benchRedisRedrive()) table.push([`Redis ${r.name}`, r.items.toLocaleString('en'), r.seconds.toFixed(2), Math.round(r.perSecond).toLocaleString('en'), r.peakRssMb?.toFixed(0) ?? '', r.target, r.met]);
   process.stdout.write(`${table.toString()}\n`);
 }
