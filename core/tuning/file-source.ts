@@ -1,7 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { QueuescopeError } from '../../shared/domain';
-import { DurationImportError, parseDurations, type DurationFormat, type DurationUnit, type Measurement } from '../../shared/tuning';
+import { DurationImportError, parseDurations, type DurationFormat, type DurationUnit, type Measurement, type ParsedDurations } from '../../shared/tuning';
 
 /** Largest durations file read, bytes (256 MiB). */
 export const MAX_DURATIONS_FILE_BYTES = 256 * 1024 * 1024;
@@ -50,11 +50,31 @@ export async function importDurations(options: ImportDurationsOptions): Promise<
     if (e instanceof DurationImportError) throw new QueuescopeError('INVALID_INPUT', `${options.path}: ${e.message}`, { path: options.path });
     throw e;
   }
+  return toMeasurement(parsed, options.path, format, options.unit ?? 'ms');
+}
+
+/**
+ * Like {@link importDurations} for text the app sends (pasted or read in the renderer).
+ * @throws QueuescopeError `INVALID_INPUT` as there.
+ */
+export function importDurationsText(text: string, options: { format: DurationFormat; unit?: DurationUnit; field?: string; regex?: string; label?: string }): Measurement {
+  const label = options.label ?? 'the pasted durations';
+  let parsed;
+  try {
+    parsed = parseDurations(text, { format: options.format, unit: options.unit ?? 'ms', ...(options.field !== undefined ? { field: options.field } : {}), ...(options.regex !== undefined ? { regex: options.regex } : {}) });
+  } catch (e) {
+    if (e instanceof DurationImportError) throw new QueuescopeError('INVALID_INPUT', `${label}: ${e.message}`);
+    throw e;
+  }
+  return toMeasurement(parsed, label, options.format, options.unit ?? 'ms');
+}
+
+function toMeasurement(parsed: ParsedDurations, label: string, format: DurationFormat, unit: DurationUnit): Measurement {
   if (parsed.samplesMs.length === 0) {
     const why = parsed.problems.map((p) => (p.line > 0 ? `line ${p.line}: ${p.reason}` : p.reason)).join('; ');
-    throw new QueuescopeError('INVALID_INPUT', `${options.path} holds no usable duration${why ? ` (${why})` : ''}.`, { path: options.path });
+    throw new QueuescopeError('INVALID_INPUT', `${label} holds no usable duration${why ? ` (${why})` : ''}.`, { source: label });
   }
-  const notes: string[] = [`Read ${parsed.samplesMs.length.toLocaleString('en-US')} durations from ${options.path} (${format}${parsed.fieldUsed !== null ? `, ${format === 'log' ? 'regex' : 'field'} ${parsed.fieldUsed}` : ''}, unit ${options.unit ?? 'ms'}).`];
+  const notes: string[] = [`Read ${parsed.samplesMs.length.toLocaleString('en-US')} durations from ${label} (${format}${parsed.fieldUsed !== null ? `, ${format === 'log' ? 'regex' : 'field'} ${parsed.fieldUsed}` : ''}, unit ${unit}).`];
   if (parsed.skipped > 0) notes.push(`${parsed.skipped} line(s) skipped, e.g. ${parsed.problems.map((p) => `line ${p.line}: ${p.reason}`).join('; ')}.`);
   return {
     source: 'file',

@@ -9,11 +9,13 @@ import {
   type SourceOption,
   type TuningReport,
   type TuningSource,
+  type DurationFormat,
+  type DurationUnit,
 } from '../../shared/tuning';
 import type { BrokerAdapter } from '../adapters';
 import type { AppliedChange, BrokerTuning } from '../adapters/tuning-types';
 import type { OperationContext, OperationManager } from '../services/operations';
-import { importDurations, type ImportDurationsOptions } from './file-source';
+import { importDurations, importDurationsText, type ImportDurationsOptions } from './file-source';
 
 /** Default sampling window, ms. */
 export const DEFAULT_WINDOW_MS = 60_000;
@@ -49,8 +51,10 @@ export interface TuneOptions {
   consumerOverrideMs?: number;
   /** A retry policy entered by the user (wins over the broker's). */
   retryPolicy?: RetryPolicy;
-  /** For `source: 'file'`. */
+  /** For `source: 'file'`: a file to read (CLI)… */
   file?: ImportDurationsOptions;
+  /** …or the text itself (the app sends the content, never a path). */
+  durations?: { text: string; format: DurationFormat; unit?: DurationUnit; field?: string; regex?: string; label?: string };
   /** Allow measuring reads that count as deliveries (SQS receive-count peek). */
   acceptSideEffects?: boolean;
   /** Progress callback (fraction 0–1). */
@@ -124,8 +128,9 @@ export async function tuneQueue(adapter: BrokerAdapter, queueId: string, options
   const current = await tuning.readSettings(queueId, signal);
   let measurement: Measurement;
   if (source === 'file') {
-    if (!options.file) throw new QueuescopeError('INVALID_INPUT', 'The file source needs a file (--file durations.csv).');
-    measurement = await importDurations(options.file);
+    if (options.durations) measurement = importDurationsText(options.durations.text, options.durations);
+    else if (options.file) measurement = await importDurations(options.file);
+    else throw new QueuescopeError('INVALID_INPUT', 'The file source needs durations: a file (--file durations.csv) or pasted text.');
     options.onProgress?.({ fraction: 1, polls: 0, samples: measurement.samplesMs.length });
   } else {
     measurement = await tuning.measure(

@@ -35,6 +35,9 @@ function fakeHandlers(calls: { method: string; input: unknown }[]): ApiHandlers 
     'inspect.queue': unused,
     'inspect.rules.get': unused,
     'inspect.rules.set': unused,
+    'tuning.sources': unused,
+    'tuning.measure': unused,
+    'tuning.apply': unused,
   };
 }
 

@@ -5,3 +5,4 @@ export * from './brokers';
 export * from './types';
 export * from './recommend';
 export * from './import';
+export * from './api';
