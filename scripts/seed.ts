@@ -12,6 +12,7 @@ import { seedRedis } from './seed/redis';
 import { seedRabbitmq } from './seed/rabbitmq';
 import { seedSqs } from './seed/sqs';
 import { buildDemoSnapshot } from './seed/demo-snapshot';
+import { seedMisconfig } from './seed/misconfig';
 import { seedInspectCases } from './seed/inspect-cases';
 
 const { values } = parseArgs({
@@ -38,6 +39,7 @@ async function main(): Promise<void> {
   if (only.has('rabbitmq')) await step(`RabbitMQ (${amqpUrl.replace(/:[^:@/]*@/, ':***@')})`, () => seedRabbitmq(amqpUrl, managementUrl));
   if (only.has('rabbitmq')) await step('inspect cases (re-sent orders sharing keys with orders.dlq)', () => seedInspectCases(amqpUrl, managementUrl));
   if (only.has('sqs')) await step(`SQS (${sqsEndpoint})`, () => seedSqs(sqsEndpoint, 'us-east-1'));
+  await step('deliberate misconfigurations (for queuescope audit)', () => seedMisconfig({ only, redisUrl, amqpUrl, sqsEndpoint }));
   const demo = values['demo-snapshot'];
   if (demo !== undefined) await step(`demo snapshot ${demo}`, () => buildDemoSnapshot(demo, { redisUrl, amqpUrl, managementUrl, sqsEndpoint }));
 }

@@ -257,15 +257,18 @@ export const rabbitDlqNoConsumers: RabbitRule = {
     why: 'A dead-letter queue nobody consumes or watches grows until memory or disk alarms block publishers, and the failures it holds go unnoticed.',
     fix: 'Alert on the first dead letter, inspect and redrive or discard them; cap the DLQ (max-length with overflow reject-publish) or give it a consumer that parks failures elsewhere.',
     docUrl: DLX_DOC,
-    thresholds: { maxMessages: { default: 1000, min: 0, description: 'messages in a consumer-less DLQ at which it is reported even without growth' } },
+    thresholds: {
+      maxMessages: { default: 1000, min: 0, description: 'messages in a consumer-less DLQ at which it is reported even without growth' },
+      minGrowingMessages: { default: 100, min: 0, description: 'messages from which a consumer-less DLQ that is growing (messages_details.rate > 0) is reported' },
+    },
   },
   check(q, ctx) {
     if (!q.isDeadLetterQueue) return notApplicable;
     if (q.consumers === null || q.messages === null) return notChecked('queue statistics are not available yet (management API stats lag a few seconds)');
     if (q.consumers > 0 || q.messages === 0) return pass();
     const max = ctx.threshold('maxMessages');
-    const growing = q.messagesGrowthPerS !== null && q.messagesGrowthPerS > 0;
-    if (!growing && q.messages < max) return pass(`${q.messages} messages, not growing`);
+    const growing = q.messagesGrowthPerS !== null && q.messagesGrowthPerS > 0 && q.messages >= ctx.threshold('minGrowingMessages');
+    if (!growing && q.messages < max) return pass(`${q.messages} messages${q.messagesGrowthPerS !== null && q.messagesGrowthPerS > 0 ? '' : ', not growing'}`);
     return {
       status: 'fail',
       message: `${q.name} has no consumers and holds ${q.messages} messages${growing ? `, growing by ${q.messagesGrowthPerS?.toFixed(2) ?? '?'} per second` : ` (at least ${max})`}.`,

@@ -212,8 +212,9 @@ describe('RabbitMQ rules', () => {
     expect(ids(run([rabbit()], { measurements: m('work', 2_000) }))).toEqual([]);
     expect(ids(run([rabbit({ durable: false })]))).toEqual(['work:rabbitmq.non-durable-queue']);
     expect(ids(run([rabbit({ durable: false, exclusive: true })]))).toEqual([]);
-    const dlq = rabbit({ name: 'work.dlq', isDeadLetterQueue: true, deadLetterExchange: null, deadLetterRouting: null, deadLetterRoutingKey: null, consumers: 0, messages: 20 });
+    const dlq = rabbit({ name: 'work.dlq', isDeadLetterQueue: true, deadLetterExchange: null, deadLetterRouting: null, deadLetterRoutingKey: null, consumers: 0, messages: 200 });
     expect(ids(run([{ ...dlq, messagesGrowthPerS: 0.5 }]))).toEqual(['work.dlq:rabbitmq.dlq-growing-without-consumers']);
+    expect(ids(run([{ ...dlq, messages: 20, messagesGrowthPerS: 0.5 }]))).toEqual([]);
     expect(ids(run([{ ...dlq, messagesGrowthPerS: 0 }]))).toEqual([]);
     expect(ids(run([{ ...dlq, messagesGrowthPerS: 0, messages: 5000 }]))).toEqual(['work.dlq:rabbitmq.dlq-growing-without-consumers']);
   });
