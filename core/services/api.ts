@@ -20,7 +20,6 @@ import { assertPeekAllowed, exportQueue } from './export';
 import type { OperationManager } from './operations';
 import { createInspectHandlers } from '../inspect/api-handlers';
 import { createTuningHandlers } from '../tuning/api-handlers';
-import { createTuningHandlers } from '../tuning/api-handlers';
 import { createRedriveHandlers } from '../redrive/api-handlers';
 
 /** File dialogs, provided by the runtime (Electron `dialog`, or the browser bridge's own). */
@@ -214,7 +213,6 @@ export function createApiHandlers(deps: ApiDeps): ApiHandlers {
     'operations.get': (input) => Promise.resolve(operations.get(input.operationId)),
     'operations.cancel': (input) => Promise.resolve(operations.cancel(input.operationId)),
     ...createInspectHandlers({ connections, operations }),
-    ...createTuningHandlers({ connections, operations }),
     ...createTuningHandlers({ connections, operations }),
     ...createRedriveHandlers({ connections, operations }),
   };

@@ -11,7 +11,6 @@ import {
 import { API_METHOD_NAMES, type ApiMethodName } from './methods';
 import { inspectQueueInputSchema, inspectRulesSetInputSchema, type InspectRulesState } from './inspect';
 import { tuningApplyInputSchema, tuningMeasureInputSchema, tuningSourcesInputSchema, type TuningApplyResult, type TuningSourcesResult } from '../tuning/api';
-import { tuningApplyInputSchema, tuningMeasureInputSchema, tuningSourcesInputSchema, type TuningApplyResult, type TuningSourcesResult } from '../tuning/api';
 import { redriveHistoryInputSchema, redrivePlanInputSchema, redriveStartInputSchema, type AuditLogPageView } from './redrive';
 import type { RedrivePlan } from '../redrive/types';
 
@@ -93,10 +92,6 @@ export const apiInputSchemas = {
   'tuning.sources': tuningSourcesInputSchema,
   'tuning.measure': tuningMeasureInputSchema,
   'tuning.apply': tuningApplyInputSchema,
-  /** Visibility-timeout tuning (issue 5); see shared/tuning/api.ts. */
-  'tuning.sources': tuningSourcesInputSchema,
-  'tuning.measure': tuningMeasureInputSchema,
-  'tuning.apply': tuningApplyInputSchema,
   /** DLQ redrive (issue 4), see shared/api/redrive.ts: dry run, start (an operation), audit log. */
   'redrive.plan': redrivePlanInputSchema,
   'redrive.start': redriveStartInputSchema,
@@ -161,10 +156,6 @@ export interface ApiOutputs {
   'inspect.queue': OperationSnapshot;
   'inspect.rules.get': InspectRulesState;
   'inspect.rules.set': InspectRulesState;
-  'tuning.sources': TuningSourcesResult;
-  /** The `tune` operation; when completed, `result.report` is a `TuningReport` (shared/tuning). */
-  'tuning.measure': OperationSnapshot;
-  'tuning.apply': TuningApplyResult;
   'tuning.sources': TuningSourcesResult;
   /** The `tune` operation; when completed, `result.report` is a `TuningReport` (shared/tuning). */
   'tuning.measure': OperationSnapshot;
