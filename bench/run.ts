@@ -25,6 +25,7 @@ async function main(): Promise<void> {
   for (const r of await benchRedriveSqs()) table.push([`SQS redrive ${r.name} (${r.callsPerMessage.toFixed(3)} API calls/msg moved, ${r.callsPerExamined.toFixed(3)}/msg examined; ${r.vsRaw.toFixed(2)}× raw loop)`, r.moved.toLocaleString('en'), r.seconds.toFixed(2), Math.round(r.perSecond).toLocaleString('en'), '', r.name.includes('raw') ? 'baseline' : '≤ 0.35 API calls/msg moved', r.name.includes('raw') ? '' : r.callsPerMessage <= 0.35 ? 'yes' : 'NO']);
   for (const r of await (await import('./inspect-summary')).benchInspectSummary()) table.push([r.name, r.messages.toLocaleString('en'), r.seconds.toFixed(2), Math.round(r.perSecond).toLocaleString('en'), r.peakRssMb.toFixed(0), '< 2 s for 100k (app summary)', r.seconds < 2 ? 'yes' : 'NO']);
   for (const r of await (await import('./redrive-redis')).benchRedisRedrive()) table.push([`Redis ${r.name}`, r.items.toLocaleString('en'), r.seconds.toFixed(2), Math.round(r.perSecond).toLocaleString('en'), r.peakRssMb?.toFixed(0) ?? '', r.target, r.met]);
+  for (const r of await (await import('./redrive-rabbitmq')).benchRabbitmqRedrive()) table.push([r.name, r.messages.toLocaleString('en'), r.seconds.toFixed(2), Math.round(r.perSecond).toLocaleString('en'), r.peakRssMb ? r.peakRssMb.toFixed(0) : '', r.target, r.met]);
   process.stdout.write(`${table.toString()}\n`);
 }
 

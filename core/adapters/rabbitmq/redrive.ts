@@ -314,12 +314,13 @@ class ClientRun {
       return p;
     };
     let next: Promise<Message[]> | null = max > 0 ? startRead(Math.min(this.cfg.batch, max)) : null;
+    let committing: Promise<void> = Promise.resolve();
     while (next !== null) {
       let msgs: Message[];
       try {
         msgs = await next;
       } catch (e) {
-        fatal = e;
+        fatal ??= e;
         next = null;
         break;
       }
@@ -332,12 +333,26 @@ class ClientRun {
       const { items, unexamined } = this.classify(msgs);
       // Read ahead: the next batch arrives while this one is confirmed.
       if (this.stopAt === null && read < max && this.signal?.aborted !== true && this.pub?.closed() === null && this.reader.isOpen()) next = startRead(Math.min(this.cfg.batch, max - read));
+      let commit: (() => Promise<void>) | null = null;
       try {
-        await this.process(items, unexamined);
+        commit = await this.process(items, unexamined);
       } catch (e) {
         fatal = e;
-        break;
       }
+      // The previous batch is committed and reported first; this one's confirms are in flight.
+      try {
+        await committing;
+      } catch (e) {
+        fatal ??= e;
+      }
+      committing = commit ? commit() : Promise.resolve();
+      committing.catch(() => undefined);
+      if (fatal !== null) break;
+    }
+    try {
+      await committing;
+    } catch (e) {
+      fatal ??= e;
     }
     if (next !== null) {
       // A failure while a read-ahead was in progress: what it got stays in the DLQ.
@@ -407,12 +422,18 @@ class ClientRun {
     return this.pub.publish(this.dlq, m.content, republishOptions(m, false));
   }
 
-  /** Runs one batch: backup hook, publishes, confirms, acks, then reports it. */
-  private async process(items: Item[], unexamined: Message[]): Promise<void> {
+  /**
+   * Runs one batch in two stages so consecutive batches overlap: this call (stage A) runs the
+   * backup hook and puts every publish in flight; the returned function (stage B) awaits the
+   * confirms, copies failed moves to the tail, acks, proves the acks and reports the batch. The
+   * caller runs stage B of batch k before stage B of batch k+1, so `onBatch` keeps batch order.
+   * @throws when the backup hook rejects (nothing of the batch is published; it stays in the DLQ).
+   */
+  private async process(items: Item[], unexamined: Message[]): Promise<() => Promise<void>> {
     const dry = this.o.dryRun;
     const result: MoveBatchResult = { examined: items.length, moved: [], skipped: [], failed: [], possibleDuplicates: [] };
     const toAck: Message[] = [];
-    const acked: { kind: 'moved' | 'kept'; item?: Item }[] = [];
+    const acked: { kind: 'moved' | 'kept'; item: Item }[] = [];
     const moves = items.filter((i) => i.decision.action === 'move' && i.target !== null);
     let fatal: Error | null = null;
 
@@ -422,7 +443,18 @@ class ClientRun {
       if (this.requeueWouldDeadLetter(m) && this.pub?.closed() === null) unexaminedCopies.push({ m, ...(await this.copyToTail(m)) });
       else this.held.push(m);
     }
+    const settleUnexamined = async (): Promise<void> => {
+      for (const c of unexaminedCopies) {
+        try {
+          await c.confirmed;
+          toAck.push(c.m);
+        } catch {
+          this.held.push(c.m);
+        }
+      }
+    };
 
+    let confirmStage: () => Promise<void>;
     if (dry) {
       const copies: { item: Item; confirmed: Promise<void> }[] = [];
       for (const it of items) {
@@ -430,13 +462,15 @@ class ClientRun {
         else copies.push({ item: it, ...(await this.copyToTail(it.m)) });
         this.report(result, it, it.decision.action === 'move' && it.target !== null ? 'moved' : 'kept');
       }
-      const settled = await Promise.allSettled(copies.map((c) => c.confirmed));
-      settled.forEach((r, i) => {
-        const c = copies[i];
-        if (!c) return;
-        if (r.status === 'fulfilled') toAck.push(c.item.m);
-        else this.held.push(c.item.m);
-      });
+      confirmStage = async () => {
+        const settled = await Promise.allSettled(copies.map((c) => c.confirmed));
+        settled.forEach((r, i) => {
+          const c = copies[i];
+          if (!c) return;
+          if (r.status === 'fulfilled') toAck.push(c.item.m);
+          else this.held.push(c.item.m);
+        });
+      };
     } else {
       if (moves.length > 0) {
         try {
@@ -444,7 +478,7 @@ class ClientRun {
         } catch (e) {
           // Nothing of this batch is published: everything stays (requeued at the end), and the run fails.
           for (const it of items) this.held.push(it.m);
-          for (const c of unexaminedCopies) await c.confirmed.then(() => toAck.push(c.m), () => this.held.push(c.m));
+          await settleUnexamined();
           this.ackAll(toAck);
           throw e;
         }
@@ -455,68 +489,61 @@ class ClientRun {
         if (it.target !== null) flights.push({ item: it, to: 'target', ...(await this.pubOrThrow().publish(it.target, it.m.content, republishOptions(it.m, true))) });
         else flights.push({ item: it, to: 'tail', ...(await this.copyToTail(it.m)) });
       }
-      const settled = await Promise.allSettled(flights.map((f) => f.confirmed));
-      // Phase 2: a move that failed keeps its message: copy it to the tail too.
-      const retries: { item: Item; error: ErrorInfo; confirmed: Promise<void> }[] = [];
-      for (let i = 0; i < flights.length; i++) {
-        const f = flights[i];
-        const r = settled[i];
-        if (!f || !r) continue;
-        if (r.status === 'fulfilled') {
-          toAck.push(f.item.m);
-          acked.push({ kind: f.to === 'target' ? 'moved' : 'kept', item: f.item });
-          continue;
+      confirmStage = async () => {
+        const settled = await Promise.allSettled(flights.map((f) => f.confirmed));
+        // Phase 2: a move that failed keeps its message: copy it to the tail too.
+        const retries: { item: Item; error: ErrorInfo; confirmed: Promise<void> }[] = [];
+        for (let i = 0; i < flights.length; i++) {
+          const f = flights[i];
+          const r = settled[i];
+          if (!f || !r) continue;
+          if (r.status === 'fulfilled') {
+            toAck.push(f.item.m);
+            acked.push({ kind: f.to === 'target' ? 'moved' : 'kept', item: f.item });
+            continue;
+          }
+          const error = toErrorInfo(r.reason);
+          if (f.to === 'target' && this.pub?.closed() === null) {
+            retries.push({ item: f.item, error, ...(await this.copyToTail(f.item.m)) });
+          } else {
+            this.held.push(f.item.m);
+            if (f.to === 'target') result.failed.push({ id: f.item.qm.id, error });
+            else this.report(result, f.item, 'kept');
+          }
         }
-        const error = toErrorInfo(r.reason);
-        if (f.to === 'target' && this.pub?.closed() === null) {
-          retries.push({ item: f.item, error, ...(await this.copyToTail(f.item.m)) });
-        } else {
-          this.held.push(f.item.m);
-          if (f.to === 'target') result.failed.push({ id: f.item.qm.id, error });
-          else this.report(result, f.item, 'kept');
-          const gone = this.pub?.closed() ?? null;
-      if (gone !== null) fatal ??= gone;
-        }
-      }
-      const retried = await Promise.allSettled(retries.map((x) => x.confirmed));
-      retries.forEach((x, i) => {
-        if (retried[i]?.status === 'fulfilled') toAck.push(x.item.m);
-        else this.held.push(x.item.m);
-        result.failed.push({ id: x.item.qm.id, error: x.error });
-      });
-      const gone = this.pub?.closed() ?? null;
-      if (gone !== null) fatal ??= gone;
-    }
-    for (const c of unexaminedCopies) {
-      try {
-        await c.confirmed;
-        toAck.push(c.m);
-      } catch {
-        this.held.push(c.m);
-      }
+        const retried = await Promise.allSettled(retries.map((x) => x.confirmed));
+        retries.forEach((x, i) => {
+          if (retried[i]?.status === 'fulfilled') toAck.push(x.item.m);
+          else this.held.push(x.item.m);
+          result.failed.push({ id: x.item.qm.id, error: x.error });
+        });
+        const gone = this.pub?.closed() ?? null;
+        if (gone !== null) fatal ??= gone;
+      };
     }
 
-    // Remove what is confirmed elsewhere, and prove the broker got the acks (a later synchronous
-    // reply on the same channel comes after them).
-    const ackedOk = this.ackAll(toAck) && (await this.syncAcks());
-    if (!dry) {
+    return async () => {
+      await confirmStage();
+      await settleUnexamined();
+      // Remove what is confirmed elsewhere, and prove the broker got the acks (a later synchronous
+      // reply on the same channel comes after them).
+      const ackedOk = this.ackAll(toAck) && (await this.syncAcks());
       for (const a of acked) {
         const it = a.item;
-        if (!it) continue;
-        if (a.kind === 'moved' && it.target !== null && it.decision.action === 'move') {
+        if (a.kind === 'moved' && it.decision.action === 'move') {
           if (ackedOk) result.moved.push({ id: it.qm.id, targetQueueId: it.decision.targetQueueId });
           else result.possibleDuplicates.push({ id: it.qm.id, targetQueueId: it.decision.targetQueueId });
         } else this.report(result, it, 'kept');
       }
       if (!ackedOk) fatal ??= this.reader.error();
-    }
-    this.totals.examined += result.examined;
-    this.totals.moved += result.moved.length;
-    this.totals.skipped += result.skipped.length;
-    this.totals.failed += result.failed.length;
-    this.totals.possibleDuplicates += result.possibleDuplicates.length;
-    this.hooks.onBatch(result);
-    if (fatal !== null) throw fatal;
+      this.totals.examined += result.examined;
+      this.totals.moved += result.moved.length;
+      this.totals.skipped += result.skipped.length;
+      this.totals.failed += result.failed.length;
+      this.totals.possibleDuplicates += result.possibleDuplicates.length;
+      this.hooks.onBatch(result);
+      if (fatal !== null) throw fatal;
+    };
   }
 
   private pubOrThrow(): ConfirmPublisher {
