@@ -12,6 +12,9 @@ import { InspectRuleEditor } from './InspectRuleEditor';
 import { PeekConfirm } from './PeekConfirm';
 import './inspect.css';
 
+/** Messages analysed by the automatic run when a queue opens; "Analyse all" reads the whole queue. */
+export const AUTO_INSPECT_LIMIT = 100_000;
+
 const KEY_ORDER: KeyVerdictKind[] = ['business-derived', 'period-key', 'opaque-random', 'time-derived', 'missing'];
 
 /**
@@ -38,7 +41,7 @@ export function InspectSummary({ connectionId, summary, state, messages, onOpenM
   // Non-destructive queues are inspected at once (and again when the rules or the state change).
   useEffect(() => {
     if (hasSideEffects || settings === undefined) return;
-    void runInspection({ connectionId, queueId: summary.id, state, acceptSideEffects: false });
+    void runInspection({ connectionId, queueId: summary.id, state, acceptSideEffects: false, limit: AUTO_INSPECT_LIMIT });
   }, [hasSideEffects, settings, connectionId, summary.id, state, runInspection]);
 
   const start = (accept: boolean): void => {
@@ -63,7 +66,7 @@ export function InspectSummary({ connectionId, summary, state, messages, onOpenM
           Rules…
         </button>{' '}
         <button type="button" className={hasSideEffects ? 'btn btn-small btn-warning' : 'btn btn-small'} onClick={() => (hasSideEffects ? setConfirming(true) : start(false))} disabled={run?.status === 'running'}>
-          {run === undefined ? (hasSideEffects ? 'Analyse…' : 'Analyse') : 'Re-analyse'}
+          {run === undefined ? (hasSideEffects ? 'Analyse…' : 'Analyse') : 'Analyse all'}
         </button>
       </h3>
       {run === undefined && hasSideEffects && <div className="muted">Reading this queue changes it (see above): the analysis reads every message it can, so it waits for you.</div>}
