@@ -467,8 +467,6 @@ class ClientRun {
   private name = '';
   private readonly hidden = new Map<string, Hidden>();
   private readonly held = new Map<string, HeldReason>();
-  /** MessageIds examined (decided) in this run. */
-  private readonly seen = new Set<string>();
   /** MessageIds sent to the target and confirmed (deleted or not). */
   private readonly movedIds = new Set<string>();
   private readonly targets = new Map<string, Promise<TargetInfo>>();
@@ -628,7 +626,9 @@ class ClientRun {
         again.push(m);
         continue;
       }
-      if (this.seen.has(id) || this.held.has(id)) continue; // held: its newest handle is tracked
+      // Examined before: held (its newest handle is tracked) or moved (handled above). No separate
+      // set of examined ids, so a million-message run keeps only ids it must (moved ones, held ones).
+      if (this.held.has(id)) continue;
       if (receiveTimestampAfter(m, this.o.cutoffMs)) {
         this.held.set(id, 'newer');
         this.newer++;
@@ -699,7 +699,6 @@ class ClientRun {
     };
     for (const h of batch) {
       const m = h.message;
-      this.seen.add(m.id);
       const d = this.hooks.decide(m);
       if (d.action === 'skip') {
         result.skipped.push({ id: m.id, reason: d.reason });
