@@ -433,13 +433,25 @@ describe.each(EMULATORS)('SQS redrive mover on $label', ({ endpoint, label }) =>
     const s = await adapter.getQueue(dlq.id);
     const support = await adapter.redrive.nativeMove(s, null);
     expect(support).toMatchObject({ available: true, supportsRate: true, supportsTarget: true });
+    // Cancel a running task (rate 1 msg/s, so it is still running), then move the rest.
+    const slow = await adapter.redrive.startNativeMove(s, null, 1);
+    expect((await adapter.redrive.nativeMove(s, null)).note).toMatch(/already running/);
+    await adapter.redrive.cancelNativeMove(slow);
+    let slowStatus = await adapter.redrive.nativeMoveStatus(slow);
+    for (let i = 0; i < 40 && slowStatus.status === 'running'; i++) {
+      await new Promise((r) => setTimeout(r, 250));
+      slowStatus = await adapter.redrive.nativeMoveStatus(slow);
+    }
+    expect(slowStatus.status).toBe('cancelled');
+    expect(slowStatus.moved).toBeLessThan(6);
+    await adapter.redrive.cancelNativeMove(slow); // idempotent
     const handle = await adapter.redrive.startNativeMove(s, null, 100);
     let status = await adapter.redrive.nativeMoveStatus(handle);
     for (let i = 0; i < 40 && status.status === 'running'; i++) {
       await new Promise((r) => setTimeout(r, 250));
       status = await adapter.redrive.nativeMoveStatus(handle);
     }
-    expect(status).toMatchObject({ status: 'completed', moved: 6, error: null });
+    expect(status).toMatchObject({ status: 'completed', moved: 6 - slowStatus.moved, error: null });
     await adapter.redrive.cancelNativeMove(handle); // idempotent on a finished task
     expect((await drain(c, src.url)).map(bodyN).sort()).toEqual([0, 1, 2, 3, 4, 5]);
     let rateCode = 'none';
