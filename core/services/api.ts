@@ -19,6 +19,7 @@ import type { ConnectionManager } from './connection-manager';
 import { assertPeekAllowed, exportQueue } from './export';
 import type { OperationManager } from './operations';
 import { createInspectHandlers } from '../inspect/api-handlers';
+import { createAuditHandlers } from '../audit/api-handlers';
 import { createTuningHandlers } from '../tuning/api-handlers';
 import { createRedriveHandlers } from '../redrive/api-handlers';
 
@@ -213,6 +214,7 @@ export function createApiHandlers(deps: ApiDeps): ApiHandlers {
     'operations.get': (input) => Promise.resolve(operations.get(input.operationId)),
     'operations.cancel': (input) => Promise.resolve(operations.cancel(input.operationId)),
     ...createInspectHandlers({ connections, operations }),
+    ...createAuditHandlers({ connections }),
     ...createTuningHandlers({ connections, operations }),
     ...createRedriveHandlers({ connections, operations }),
   };

@@ -9,6 +9,8 @@ import {
   type QueueSummary,
 } from '../domain';
 import { API_METHOD_NAMES, type ApiMethodName } from './methods';
+import { auditFixInputSchema, auditRunInputSchema } from '../audit/api';
+import type { AuditReport, FixPreview } from '../audit/types';
 import { inspectQueueInputSchema, inspectRulesSetInputSchema, type InspectRulesState } from './inspect';
 import { tuningApplyInputSchema, tuningMeasureInputSchema, tuningSourcesInputSchema, type TuningApplyResult, type TuningSourcesResult } from '../tuning/api';
 import { redriveHistoryInputSchema, redrivePlanInputSchema, redriveStartInputSchema, type AuditLogPageView } from './redrive';
@@ -96,6 +98,10 @@ export const apiInputSchemas = {
   'redrive.plan': redrivePlanInputSchema,
   'redrive.start': redriveStartInputSchema,
   'redrive.history': redriveHistoryInputSchema,
+  /** Configuration audit (issue 6), see shared/audit/api.ts: run, one-click fix preview and apply (logged). */
+  'audit.run': auditRunInputSchema,
+  'audit.fix.preview': auditFixInputSchema,
+  'audit.fix.apply': auditFixInputSchema,
 } as const;
 
 export type ApiMethod = keyof typeof apiInputSchemas;
@@ -164,6 +170,10 @@ export interface ApiOutputs {
   /** The `redrive` operation; when completed, `result` is a `RedriveResult` (shared/redrive/types.ts). */
   'redrive.start': OperationSnapshot;
   'redrive.history': AuditLogPageView;
+  'audit.run': AuditReport;
+  'audit.fix.preview': FixPreview;
+  /** The settings read back after the change; an `audit-fix` entry is appended to the audit log. */
+  'audit.fix.apply': FixPreview;
 }
 
 export type ApiInput<M extends ApiMethod> = z.input<(typeof apiInputSchemas)[M]>;

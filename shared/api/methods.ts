@@ -27,6 +27,9 @@ export const API_METHOD_NAMES = [
   'redrive.plan',
   'redrive.start',
   'redrive.history',
+  'audit.run',
+  'audit.fix.preview',
+  'audit.fix.apply',
 ] as const;
 
 export type ApiMethodName = (typeof API_METHOD_NAMES)[number];
