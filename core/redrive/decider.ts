@@ -46,8 +46,8 @@ export interface DeciderOptions {
  * both dry runs and real runs, so a dry run lists exactly what the run would do with the same
  * messages. Decisions, in order:
  * 1. `ids` selection: not picked → skip;
- * 2. filter: a failed term → skip "not selected (term)";
- * 3. non-retryable (unless included) → skip "non-retryable: <label> — <reason>";
+ * 2. non-retryable (unless included) → skip "non-retryable: <label> — <reason>";
+ * 3. filter: a failed term → skip "not selected (term)";
  * 4. target: chosen, or resolved from the message; none → skip "no target"; a queue that does not
  *    exist → skip; a loop target without confirmation → skip "loop: …";
  * 5. `dedupeByKey`: a key seen before → skip "duplicate idempotency key <key>".
@@ -93,14 +93,14 @@ export class Decider {
     this.addToGroup(message, failure);
     if (failure.wastedRetries) this.wastedRetries++;
     if (this.ids !== null && !this.ids.has(message.id)) return this.skip(message, failure, 'not picked', 'not picked');
+    if (failure.class === 'non-retryable' && !this.o.includeNonRetryable) {
+      return this.skip(message, failure, 'non-retryable', `non-retryable: ${failure.label}${failure.reason !== null && failure.reason !== failure.label ? ` — ${failure.reason}` : ''}`, `non-retryable: ${failure.label}`);
+    }
     let key: { key: string; verdict: KeyVerdictKind } | null = null;
     if (this.needKey) key = keyOf(message, this.o.keyRules);
     if (this.filter !== null) {
       const failed = matchFilter(message, this.filter, { failure, keyVerdict: key?.verdict ?? 'missing', now: this.o.now });
       if (failed !== null) return this.skip(message, failure, 'not selected', `not selected (${failed})`, `not selected (${failed})`);
-    }
-    if (failure.class === 'non-retryable' && !this.o.includeNonRetryable) {
-      return this.skip(message, failure, 'non-retryable', `non-retryable: ${failure.label}${failure.reason !== null && failure.reason !== failure.label ? ` — ${failure.reason}` : ''}`, `non-retryable: ${failure.label}`);
     }
     let target: TargetInfo;
     if (this.o.targetQueueId !== null) target = this.target(this.o.targetQueueId, 'chosen by the user');

@@ -12,6 +12,7 @@ import { MessageList } from './MessageList';
 import { MessageView } from './MessageView';
 import { PeekConfirm } from './PeekConfirm';
 import { DeadLetterLine, snapshotInfo } from './QueueList';
+import { RedrivePanel, isRedriveSource } from './RedrivePanel';
 
 /** Short phrases for the side-effect kinds, for one-line summaries. */
 const SIDE_EFFECT_SHORT: Record<PeekSideEffect['kind'], string> = {
@@ -169,6 +170,7 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
       </div>
 
       <InspectSummary connectionId={connectionId} summary={summary} state={state} messages={messages} onOpenMessage={(i) => selectMessage(i)} />
+      {snap === null && isRedriveSource(summary) && <RedrivePanel connectionId={connectionId} summary={summary} queues={listed ?? []} checkedIds={checkedIds} />}
 
       <div className="split">
         <div className="pane pane-list">

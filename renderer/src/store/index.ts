@@ -5,6 +5,7 @@ import { createInspectSlice } from './inspect';
 import { createMessagesSlice } from './messages';
 import { createOperationsSlice } from './operations';
 import { createQueuesSlice } from './queues';
+import { createRedriveSlice } from './redrive';
 import type { All } from './types';
 import { PREFERENCES_VERSION, createUiSlice, migratePreferences } from './ui';
 
@@ -23,6 +24,7 @@ export const useStore = create<All>()(
       ...createOperationsSlice(...a),
       ...createUiSlice(...a),
       ...createInspectSlice(...a),
+      ...createRedriveSlice(...a),
     }),
     {
       name: 'queuescope.preferences',

@@ -1,6 +1,7 @@
 import type { AppInfo, ApiInput } from '../../../shared/api/contract';
 import type { ConnectionProfile, ErrorInfo, OperationSnapshot, QueueMessage, QueueSummary } from '../../../shared/domain';
 import type { InspectSlice } from './inspect';
+import type { RedriveSlice } from './redrive';
 
 /** Loading state of one piece of remote data. */
 export type LoadStatus = 'idle' | 'loading' | 'ready' | 'error';
@@ -128,7 +129,7 @@ export interface UiSlice {
   setPreference: <K extends keyof Preferences>(key: K, value: Preferences[K]) => void;
 }
 
-export type All = ConnectionsSlice & QueuesSlice & MessagesSlice & OperationsSlice & UiSlice & InspectSlice;
+export type All = ConnectionsSlice & QueuesSlice & MessagesSlice & OperationsSlice & UiSlice & InspectSlice & RedriveSlice;
 
 /** Key of a queue within the app: connection id + queue id. */
 export function queueKey(connectionId: string, queueId: string): string {

@@ -1,0 +1,423 @@
+import { useEffect, useId, useMemo, useRef, useState } from 'react';
+import type { ApiInput } from '../../../shared/api/contract';
+import { TERMINAL_STATUSES, type OperationSnapshot, type QueueSummary } from '../../../shared/domain';
+import type { FailureGroup, RedrivePlan, RedriveResult } from '../../../shared/redrive/types';
+import { count, duration } from '../lib/format';
+import { useStore } from '../store';
+import { queueKey } from '../store/types';
+import { ErrorState, Loading } from './common';
+import { RedriveHistory } from './RedriveHistory';
+import './redrive.css';
+
+/** True when the queue is something to redrive from: a DLQ, or a queue with failed jobs (BullMQ). */
+export function isRedriveSource(q: QueueSummary): boolean {
+  return q.isDeadLetterQueue || (q.capabilities.peekStates.includes('failed') && (q.counts.failed ?? 0) > 0);
+}
+
+const CLASS_TEXT: Record<FailureGroup['class'], string> = { 'non-retryable': 'non-retryable', transient: 'transient', unknown: 'unknown' };
+
+/**
+ * The DLQ view's redrive section: messages grouped by failure class and reason (a dry run of the
+ * whole DLQ), a selection (groups, or the messages checked in the list), options (target, one per
+ * idempotency key, rate, batch), a dry-run preview, a confirm dialog with counts, target and loop
+ * warning, the run's progress with rate and ETA, pause / resume / cancel, and the result. Message
+ * text is rendered as text only.
+ */
+export function RedrivePanel({ connectionId, summary, queues, checkedIds }: { connectionId: string; summary: QueueSummary; queues: readonly QueueSummary[]; checkedIds: readonly string[] }) {
+  const key = queueKey(connectionId, summary.id);
+  const st = useStore((s) => s.redrive[key]);
+  const analyse = useStore((s) => s.analyseDlq);
+  const preview = useStore((s) => s.previewRedrive);
+  const clearPreview = useStore((s) => s.clearPreview);
+  const start = useStore((s) => s.startRedrive);
+  const pause = useStore((s) => s.pauseRedrive);
+  const resume = useStore((s) => s.resumeRedrive);
+  const cancel = useStore((s) => s.cancelRedrive);
+  const dismiss = useStore((s) => s.dismissRedrive);
+  const titleId = useId();
+
+  const state = summary.capabilities.peekStates.includes('failed') ? 'failed' : undefined;
+  const analysis = st?.analysis ?? null;
+  // Choices per failure group, for the analysis they were made on (a new analysis starts over).
+  const [choices, setChoices] = useState<{ of: RedrivePlan | null; checked: Record<string, boolean> }>({ of: null, checked: {} });
+  const [target, setTarget] = useState<string>('');
+  const [dedupe, setDedupe] = useState(false);
+  const [rate, setRate] = useState('');
+  const [batch, setBatch] = useState('100');
+  const [usePicked, setUsePicked] = useState(false);
+  const [confirmLoop, setConfirmLoop] = useState(false);
+  const [confirming, setConfirming] = useState(false);
+  const [showHistory, setShowHistory] = useState(false);
+
+  const groups = analysis?.groups ?? [];
+  // Non-retryable groups start unchecked (they stay in the DLQ unless chosen).
+  const isChecked = (g: FailureGroup): boolean => (choices.of === analysis ? choices.checked[g.groupKey] : undefined) ?? g.class !== 'non-retryable';
+  const setChecked = (g: FailureGroup, v: boolean): void => setChoices((c) => ({ of: analysis, checked: { ...(c.of === analysis ? c.checked : {}), [g.groupKey]: v } }));
+  const chosen = groups.filter(isChecked);
+  const includeNonRetryable = chosen.some((g) => g.class === 'non-retryable');
+  const complete = groups.length > 0 && !groups.some((g) => g.groupKey === 'other');
+  // Everything, or everything but exactly the non-retryable groups: the whole DLQ (the engine leaves
+  // non-retryable messages behind with their reason, and the native move stays possible).
+  const allChosen = complete && groups.every((g) => isChecked(g) || (g.class === 'non-retryable' && !includeNonRetryable));
+  const rateNum = rate.trim() === '' ? null : Number(rate);
+  const batchNum = Number(batch);
+  const optionsError =
+    rateNum !== null && (!Number.isFinite(rateNum) || rateNum <= 0)
+      ? 'Rate must be a number above 0 (or empty for no limit).'
+      : !Number.isInteger(batchNum) || batchNum < 1 || batchNum > 1000
+        ? 'Batch size must be a whole number from 1 to 1000.'
+        : null;
+
+  const base = useMemo(() => {
+    const selection: ApiInput<'redrive.plan'>['selection'] =
+      usePicked && checkedIds.length > 0 ? { kind: 'ids', ids: [...checkedIds] } : allChosen ? { kind: 'all' } : { kind: 'filter', filter: { groupKeys: chosen.map((g) => g.groupKey) } };
+    return {
+      connectionId,
+      dlqId: summary.id,
+      ...(state !== undefined ? { state } : {}),
+      selection,
+      includeNonRetryable: usePicked ? true : includeNonRetryable,
+      dedupeByKey: dedupe,
+      targetQueueId: target === '' ? null : target,
+      confirmLoop,
+    };
+  }, [usePicked, checkedIds, allChosen, chosen, connectionId, summary.id, state, includeNonRetryable, dedupe, target, confirmLoop]);
+
+  // Any change of selection or options invalidates the preview.
+  const baseJson = JSON.stringify(base);
+  const lastPreviewed = useRef<string | null>(null);
+  useEffect(() => {
+    if (lastPreviewed.current !== null && lastPreviewed.current !== baseJson) clearPreview(connectionId, summary.id);
+  }, [baseJson, clearPreview, connectionId, summary.id]);
+
+  const runPreview = (): void => {
+    lastPreviewed.current = baseJson;
+    void preview({ ...base, samples: 10 });
+  };
+  const runStart = (): void => {
+    setConfirming(false);
+    void start({ ...base, ratePerSecond: rateNum, batchSize: batchNum });
+  };
+
+  const op = st?.operation ?? null;
+  const plan = st?.preview ?? null;
+  const loopError = st?.error?.details?.loop === true;
+
+  return (
+    <section className="redrive" aria-labelledby={titleId} data-testid="redrive-panel">
+      <div className="redrive-head">
+        <h2 id={titleId}>Redrive</h2>
+        <span className="spacer" />
+        <button type="button" className="btn btn-small btn-ghost" onClick={() => setShowHistory((v) => !v)} aria-expanded={showHistory}>
+          {showHistory ? 'Hide history' : 'History'}
+        </button>
+      </div>
+      {showHistory && <RedriveHistory />}
+      {st?.error != null && !loopError && <ErrorState error={st.error} compact />}
+
+      {op !== null ? (
+        <RedriveProgress
+          op={op}
+          onPause={() => void pause(connectionId, summary.id)}
+          onResume={() => void resume(connectionId, summary.id)}
+          onCancel={() => void cancel(connectionId, summary.id)}
+          onDismiss={() => dismiss(connectionId, summary.id)}
+        />
+      ) : analysis === null ? (
+        <div className="redrive-start">
+          {st?.analysing === true ? (
+            <Loading label="Reading the dead-letter queue (dry run)…" />
+          ) : (
+            <>
+              <p className="muted">
+                Groups the messages by why they failed and shows what a redrive would move where. This is a dry run: nothing is moved
+                {summary.capabilities.canPeekNonDestructively ? '' : '; messages are read and put back'}.
+              </p>
+              <button type="button" className="btn btn-primary" onClick={() => void analyse({ connectionId, dlqId: summary.id, ...(state !== undefined ? { state } : {}), selection: { kind: 'all' }, includeNonRetryable: true, samples: 0 })}>
+                Analyse for redrive
+              </button>
+            </>
+          )}
+        </div>
+      ) : (
+        <>
+          <div className="redrive-summary" data-testid="redrive-analysis">
+            {count(analysis.examined)} message{analysis.examined === 1 ? '' : 's'} in {groups.length} group{groups.length === 1 ? '' : 's'}
+            {analysis.wastedRetries > 0 && (
+              <span className="danger-text">
+                {' '}
+                · {count(analysis.wastedRetries)} used all their retries on a non-retryable error (wasted retries)
+              </span>
+            )}
+          </div>
+          <table className="redrive-groups" aria-label="Failure groups">
+            <thead>
+              <tr>
+                <th scope="col">Redrive</th>
+                <th scope="col">Class</th>
+                <th scope="col">Error</th>
+                <th scope="col">Reason</th>
+                <th scope="col" className="num">
+                  Messages
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {groups.map((g) => (
+                <tr key={g.groupKey} data-testid="redrive-group" data-class={g.class}>
+                  <td>
+                    <input
+                      type="checkbox"
+                      aria-label={`Redrive ${g.label} (${g.class})`}
+                      checked={isChecked(g)}
+                      disabled={usePicked}
+                      onChange={(e) => setChecked(g, e.target.checked)}
+                    />
+                  </td>
+                  <td>
+                    <span className={`badge badge-${g.class}`}>{CLASS_TEXT[g.class]}</span>
+                  </td>
+                  <td className="mono">{g.label}</td>
+                  <td className="reason" title={g.reason ?? ''}>
+                    {g.reason ?? '—'}
+                    {g.class === 'non-retryable' && !isChecked(g) && <span className="muted"> · stays in the DLQ (non-retryable)</span>}
+                    {g.wastedRetries > 0 && <span className="danger-text"> · {count(g.wastedRetries)} wasted retries</span>}
+                  </td>
+                  <td className="num">{count(g.count)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <div className="redrive-options">
+            {checkedIds.length > 0 && (
+              <label>
+                <input type="checkbox" checked={usePicked} onChange={(e) => setUsePicked(e.target.checked)} /> Only the {count(checkedIds.length)} message{checkedIds.length === 1 ? '' : 's'} selected in the list
+              </label>
+            )}
+            <label>
+              Target{' '}
+              <select value={target} onChange={(e) => setTarget(e.target.value)} aria-label="Target queue">
+                <option value="">Original source (automatic)</option>
+                {queues
+                  .filter((q) => q.broker === summary.broker)
+                  .map((q) => (
+                    <option key={q.id} value={q.id}>
+                      {q.name}
+                      {q.id === summary.id ? ' (this DLQ)' : ''}
+                    </option>
+                  ))}
+              </select>
+            </label>
+            <label>
+              <input type="checkbox" checked={dedupe} onChange={(e) => setDedupe(e.target.checked)} /> One message per idempotency key
+            </label>
+            <label>
+              Rate{' '}
+              <input className="input-narrow" value={rate} onChange={(e) => setRate(e.target.value)} placeholder="no limit" aria-label="Rate (messages per second)" inputMode="decimal" /> msg/s
+            </label>
+            <label>
+              Batch <input className="input-narrow" value={batch} onChange={(e) => setBatch(e.target.value)} aria-label="Batch size" inputMode="numeric" />
+            </label>
+            {(loopError || (plan?.loops.length ?? 0) > 0) && (
+              <label className="danger-text">
+                <input type="checkbox" checked={confirmLoop} onChange={(e) => setConfirmLoop(e.target.checked)} /> Allow a target that dead-letters straight back into this DLQ
+              </label>
+            )}
+          </div>
+          {loopError && st.error != null && <div className="notice notice-warn">{st.error.message}</div>}
+          {optionsError !== null && <div className="notice notice-warn">{optionsError}</div>}
+          <div className="redrive-actions">
+            <button type="button" className="btn" onClick={runPreview} disabled={st?.previewing === true || optionsError !== null || (!usePicked && chosen.length === 0)}>
+              {st?.previewing === true ? 'Previewing…' : 'Preview (dry run)'}
+            </button>
+            <button
+              type="button"
+              className="btn btn-primary"
+              onClick={() => setConfirming(true)}
+              disabled={plan === null || plan.toMove === 0 || optionsError !== null || st?.previewing === true}
+              title={plan === null ? 'Preview first: the dry run shows exactly what moves where' : undefined}
+            >
+              {plan === null ? 'Redrive…' : `Redrive ${count(plan.toMove)}…`}
+            </button>
+            <button type="button" className="btn btn-ghost" onClick={() => void analyse({ connectionId, dlqId: summary.id, ...(state !== undefined ? { state } : {}), selection: { kind: 'all' }, includeNonRetryable: true, samples: 0 })}>
+              Re-analyse
+            </button>
+          </div>
+          {plan !== null && <PlanView plan={plan} />}
+        </>
+      )}
+      {confirming && plan !== null && (
+        <RedriveConfirm plan={plan} dlqName={summary.name} rate={rateNum} loopConfirmed={confirmLoop} onConfirm={runStart} onCancel={() => setConfirming(false)} />
+      )}
+    </section>
+  );
+}
+
+/** The dry run's counts per target and per reason for staying. */
+function PlanView({ plan }: { plan: RedrivePlan }) {
+  return (
+    <div className="redrive-plan" data-testid="redrive-preview">
+      <div>
+        <strong>Would move {count(plan.toMove)}</strong> of {count(plan.examined)} examined
+        {plan.targets.length > 0 ? ':' : '.'}
+      </div>
+      <ul>
+        {plan.targets.map((t) => (
+          <li key={t.queueId}>
+            {count(t.count)} → <span className="mono">{t.queueName}</span> <span className="muted">({t.via})</span>
+          </li>
+        ))}
+      </ul>
+      {plan.toSkip > 0 && (
+        <>
+          <div>
+            <strong>Would stay {count(plan.toSkip)}</strong>:
+          </div>
+          <ul>
+            {plan.skipped.map((s) => (
+              <li key={s.reason}>
+                {count(s.count)} · {s.reason}
+              </li>
+            ))}
+          </ul>
+        </>
+      )}
+      {plan.loops.map((l) => (
+        <div key={l.queueId} className="notice notice-warn" role="alert">
+          Loop: {l.loop}
+        </div>
+      ))}
+      {plan.warnings.map((w) => (
+        <div key={w} className="notice notice-info">
+          {w}
+        </div>
+      ))}
+      <div className="muted">Native move: {plan.native.wouldUse ? `yes — ${plan.native.why}` : `no — ${plan.native.why}`}</div>
+    </div>
+  );
+}
+
+/** Confirm dialog: counts, targets, loop warning (must be confirmed), backup note. */
+function RedriveConfirm({ plan, dlqName, rate, loopConfirmed, onConfirm, onCancel }: { plan: RedrivePlan; dlqName: string; rate: number | null; loopConfirmed: boolean; onConfirm: () => void; onCancel: () => void }) {
+  const titleId = useId();
+  const cancelRef = useRef<HTMLButtonElement>(null);
+  useEffect(() => {
+    cancelRef.current?.focus();
+    const onKey = (e: KeyboardEvent): void => {
+      if (e.key === 'Escape') onCancel();
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, [onCancel]);
+  const blocked = plan.loops.length > 0 && !loopConfirmed;
+  return (
+    <div className="modal-backdrop">
+      <div className="modal" role="dialog" aria-modal="true" aria-labelledby={titleId}>
+        <h2 id={titleId}>
+          Redrive {count(plan.toMove)} message{plan.toMove === 1 ? '' : 's'} from {dlqName}?
+        </h2>
+        <ul>
+          {plan.targets.map((t) => (
+            <li key={t.queueId}>
+              {count(t.count)} → <span className="mono">{t.queueName}</span>
+            </li>
+          ))}
+        </ul>
+        {plan.toSkip > 0 && <p>{count(plan.toSkip)} stay in the dead-letter queue (non-retryable, not selected, or no target).</p>}
+        {plan.loops.map((l) => (
+          <div key={l.queueId} className="notice notice-warn" role="alert">
+            Loop: {l.loop}
+            {blocked && ' — tick "Allow a target that dead-letters straight back" first.'}
+          </div>
+        ))}
+        <p className="muted">
+          Each message is published and confirmed before it is removed from the DLQ; the messages are first written to a backup snapshot, and the run is added to the audit log.
+          {rate !== null ? ` At most ${rate} messages per second.` : ''}
+        </p>
+        <div className="modal-actions">
+          <button type="button" className="btn" ref={cancelRef} onClick={onCancel}>
+            Cancel
+          </button>
+          <button type="button" className="btn btn-primary" onClick={onConfirm} disabled={blocked}>
+            Redrive
+          </button>
+        </div>
+      </div>
+    </div>
+  );
+}
+
+/** The running redrive: progress with rate and ETA, pause / resume / cancel, then the result. */
+function RedriveProgress({ op, onPause, onResume, onCancel, onDismiss }: { op: OperationSnapshot; onPause: () => void; onResume: () => void; onCancel: () => void; onDismiss: () => void }) {
+  const done = TERMINAL_STATUSES.includes(op.status);
+  const pct = op.total !== null && op.total > 0 ? Math.min(100, (op.processed / op.total) * 100) : null;
+  const lastError = op.errors.at(-1);
+  const result = (op.result ?? (lastError?.details?.result as Record<string, unknown> | undefined) ?? null) as RedriveResult | null;
+  return (
+    <div className="redrive-run" data-testid="redrive-run" data-status={op.status}>
+      <div className="op-head">
+        <span className="op-label">{op.label}</span>
+        <span className={`op-status op-status-${op.status}`}>{op.status}</span>
+      </div>
+      <div className="progress" role="progressbar" aria-label="Redrive progress" aria-valuemin={0} aria-valuemax={op.total ?? undefined} aria-valuenow={op.processed}>
+        <div className={pct === null && !done ? 'progress-bar indeterminate' : 'progress-bar'} style={{ width: `${op.status === 'completed' ? 100 : (pct ?? 0)}%` }} />
+      </div>
+      <div className="op-meta" data-testid="redrive-counts">
+        {count(op.processed)}
+        {op.total !== null ? ` of ${count(op.total)}` : ''} examined · {count(op.moved)} moved · {count(op.skipped)} stayed
+        {op.failed > 0 && <span className="danger-text"> · {count(op.failed)} failed</span>}
+        {(op.possibleDuplicates ?? 0) > 0 && <span className="danger-text"> · {count(op.possibleDuplicates ?? 0)} possible duplicates</span>}
+        {!done && op.rate !== null && ` · ${Math.round(op.rate)}/s`}
+        {!done && op.etaMs !== null && ` · ${duration(op.etaMs)} left`}
+      </div>
+      {lastError !== undefined && <div className="op-error danger-text">{lastError.message}</div>}
+      {done && result !== null && (
+        <div className="redrive-result" data-testid="redrive-result">
+          <div>
+            {op.status === 'completed' ? 'Done' : op.status === 'cancelled' ? 'Cancelled' : 'Failed'} ({result.mode}
+            {result.mechanism !== null ? `: ${result.mechanism}` : ''}): {count(result.moved)} moved, {count(result.skipped)} stayed, {count(result.failed)} failed, {count(result.possibleDuplicates)} possible duplicates.
+          </div>
+          <ul>
+            {result.targets.map((t) => (
+              <li key={t.queueId}>
+                {count(t.count)} → <span className="mono">{t.queueName}</span>
+              </li>
+            ))}
+            {result.skipReasons.slice(0, 8).map((s) => (
+              <li key={s.reason}>
+                {count(s.count)} stayed: {s.reason}
+              </li>
+            ))}
+          </ul>
+          {result.backupPath !== null && (
+            <div className="muted">
+              Backup: <span className="mono">{result.backupPath}</span>
+            </div>
+          )}
+        </div>
+      )}
+      <div className="op-actions">
+        {!done && op.status !== 'paused' && (
+          <button type="button" className="btn btn-small" onClick={onPause}>
+            Pause
+          </button>
+        )}
+        {op.status === 'paused' && (
+          <button type="button" className="btn btn-small" onClick={onResume}>
+            Resume
+          </button>
+        )}
+        {!done && (
+          <button type="button" className="btn btn-small" onClick={onCancel}>
+            Cancel
+          </button>
+        )}
+        {done && (
+          <button type="button" className="btn btn-small btn-ghost" onClick={onDismiss}>
+            Done
+          </button>
+        )}
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,153 @@
+import type { StateCreator } from 'zustand';
+import type { ApiInput } from '../../../shared/api/contract';
+import type { AuditLogPageView } from '../../../shared/api/redrive';
+import { TERMINAL_STATUSES, type ErrorInfo, type OperationSnapshot } from '../../../shared/domain';
+import type { RedrivePlan } from '../../../shared/redrive/types';
+import { call, errorInfoOf } from '../api';
+import { queueKey, type All } from './types';
+
+/** How often a running redrive is polled, in ms. */
+const POLL_MS = 300;
+
+/** One DLQ's redrive panel: the analysis (whole-DLQ dry run), the preview of the chosen selection, the run. */
+export interface RedriveState {
+  /** Dry run of the whole DLQ: failure groups and counts. */
+  analysis: RedrivePlan | null;
+  analysing: boolean;
+  /** Dry run of the chosen selection and options. */
+  preview: RedrivePlan | null;
+  previewing: boolean;
+  /** The running / finished redrive operation. */
+  operation: OperationSnapshot | null;
+  error: ErrorInfo | null;
+}
+
+export interface RedriveHistoryState {
+  status: 'idle' | 'loading' | 'ready' | 'error';
+  page: AuditLogPageView | null;
+  error: ErrorInfo | null;
+}
+
+export interface RedriveSlice {
+  /** Per `queueKey(connectionId, dlqId)`. */
+  redrive: Record<string, RedriveState | undefined>;
+  redriveHistory: RedriveHistoryState;
+  /** Dry run of the whole DLQ (groups by failure class and reason). */
+  analyseDlq: (input: ApiInput<'redrive.plan'>) => Promise<void>;
+  /** Dry run of a selection; the result lands in `preview`. */
+  previewRedrive: (input: ApiInput<'redrive.plan'>) => Promise<void>;
+  clearPreview: (connectionId: string, dlqId: string) => void;
+  /** Starts `redrive.start` and polls the operation until it ends. */
+  startRedrive: (input: ApiInput<'redrive.start'>) => Promise<void>;
+  pauseRedrive: (connectionId: string, dlqId: string) => Promise<void>;
+  resumeRedrive: (connectionId: string, dlqId: string) => Promise<void>;
+  cancelRedrive: (connectionId: string, dlqId: string) => Promise<void>;
+  /** Forgets the finished run (back to the analysis). */
+  dismissRedrive: (connectionId: string, dlqId: string) => void;
+  loadRedriveHistory: (input?: ApiInput<'redrive.history'>) => Promise<void>;
+}
+
+const EMPTY: RedriveState = { analysis: null, analysing: false, preview: null, previewing: false, operation: null, error: null };
+
+/** DLQ redrive: analysis, preview, run with pause/resume/cancel, and the audit log. */
+export const createRedriveSlice: StateCreator<All, [], [], RedriveSlice> = (set, get) => {
+  const patch = (key: string, p: Partial<RedriveState>): void => set((s) => ({ redrive: { ...s.redrive, [key]: { ...(s.redrive[key] ?? EMPTY), ...p } } }));
+
+  const putOp = (key: string, op: OperationSnapshot): void => {
+    const prev = get().redrive[key]?.operation;
+    // A late poll must not move a finished operation back.
+    if (prev != null && prev.id === op.id && TERMINAL_STATUSES.includes(prev.status) && !TERMINAL_STATUSES.includes(op.status)) return;
+    patch(key, { operation: op });
+  };
+
+  const poll = async (key: string, id: string): Promise<void> => {
+    let failures = 0;
+    for (;;) {
+      await new Promise((r) => setTimeout(r, POLL_MS));
+      if (get().redrive[key]?.operation?.id !== id) return; // dismissed
+      try {
+        const op = await call('operations.get', { operationId: id });
+        failures = 0;
+        putOp(key, op);
+        if (TERMINAL_STATUSES.includes(op.status)) return;
+      } catch (e) {
+        if (++failures >= 5) {
+          patch(key, { error: errorInfoOf(e) });
+          return;
+        }
+      }
+    }
+  };
+
+  const opControl = async (connectionId: string, dlqId: string, method: 'operations.pause' | 'operations.resume' | 'operations.cancel'): Promise<void> => {
+    const key = queueKey(connectionId, dlqId);
+    const op = get().redrive[key]?.operation;
+    if (op == null) return;
+    try {
+      putOp(key, await call(method, { operationId: op.id }));
+    } catch (e) {
+      patch(key, { error: errorInfoOf(e) });
+    }
+  };
+
+  return {
+    redrive: {},
+    redriveHistory: { status: 'idle', page: null, error: null },
+
+    async analyseDlq(input) {
+      const key = queueKey(input.connectionId, input.dlqId);
+      patch(key, { analysing: true, error: null });
+      try {
+        const analysis = await call('redrive.plan', input);
+        patch(key, { analysis, analysing: false });
+      } catch (e) {
+        patch(key, { analysing: false, error: errorInfoOf(e) });
+      }
+    },
+
+    async previewRedrive(input) {
+      const key = queueKey(input.connectionId, input.dlqId);
+      patch(key, { previewing: true, error: null });
+      try {
+        const preview = await call('redrive.plan', input);
+        patch(key, { preview, previewing: false });
+      } catch (e) {
+        patch(key, { previewing: false, preview: null, error: errorInfoOf(e) });
+      }
+    },
+
+    clearPreview(connectionId, dlqId) {
+      patch(queueKey(connectionId, dlqId), { preview: null });
+    },
+
+    async startRedrive(input) {
+      const key = queueKey(input.connectionId, input.dlqId);
+      patch(key, { error: null });
+      try {
+        const op = await call('redrive.start', input);
+        patch(key, { operation: op, preview: null });
+        if (!TERMINAL_STATUSES.includes(op.status)) void poll(key, op.id);
+      } catch (e) {
+        patch(key, { error: errorInfoOf(e) });
+      }
+    },
+
+    pauseRedrive: (c, d) => opControl(c, d, 'operations.pause'),
+    resumeRedrive: (c, d) => opControl(c, d, 'operations.resume'),
+    cancelRedrive: (c, d) => opControl(c, d, 'operations.cancel'),
+
+    dismissRedrive(connectionId, dlqId) {
+      patch(queueKey(connectionId, dlqId), { operation: null, analysis: null, preview: null });
+    },
+
+    async loadRedriveHistory(input = {}) {
+      set((s) => ({ redriveHistory: { ...s.redriveHistory, status: 'loading', error: null } }));
+      try {
+        const page = await call('redrive.history', input);
+        set({ redriveHistory: { status: 'ready', page, error: null } });
+      } catch (e) {
+        set((s) => ({ redriveHistory: { ...s.redriveHistory, status: 'error', error: errorInfoOf(e) } }));
+      }
+    },
+  };
+};

@@ -1,0 +1,141 @@
+/**
+ * DLQ redrive from the app, end to end: the built renderer in Chromium through the browser bridge,
+ * against the real brokers. A DLQ is seeded with the brokers' own clients with transient
+ * (HTTP 503, ETIMEDOUT) and non-retryable (HTTP 422, 404) failures; the test analyses it in the
+ * DLQ view (groups by class and reason), previews, confirms, watches the run finish, and checks on
+ * the broker that the transient messages went back to the source and the non-retryable ones stayed.
+ * Then a filtered redrive (one group), and the audit log view.
+ *
+ * Needs the built renderer (`npm run build`, or `npx tsx test/e2e/build-renderer.ts`) and Chromium.
+ */
+import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { createLocalConnection, openQueue } from './app';
+import { startHarness, type Harness } from './harness';
+import { SQS_ENDPOINT, SQS_REGION, SQS_TEST_CREDENTIALS, uniqueName } from '../integration/env';
+
+let h: Harness;
+let page: Page;
+
+const sqs = new SQSClient({ region: SQS_REGION, endpoint: SQS_ENDPOINT, credentials: { ...SQS_TEST_CREDENTIALS } });
+const base = uniqueName('e2e-rd');
+const urls: string[] = [];
+let dlqUrl = '';
+let srcUrl = '';
+
+const ERRORS = ['HTTP 503 Service Unavailable from payments-api', 'ETIMEDOUT calling inventory-service', 'HTTP 422 Unprocessable Entity: amount must be positive', 'HTTP 404 Not Found: order does not exist'];
+
+async function bodiesIn(url: string): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < 20; i++) {
+    const r = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 120, WaitTimeSeconds: 0 }));
+    const ms = r.Messages ?? [];
+    if (ms.length === 0) break;
+    for (const m of ms) out.push((JSON.parse(m.Body ?? '{}') as { n: number }).n);
+  }
+  return out.sort((a, b) => a - b);
+}
+
+async function visible(url: string): Promise<number> {
+  const a = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages'] }));
+  return Number(a.Attributes?.ApproximateNumberOfMessages ?? 0);
+}
+
+beforeAll(async () => {
+  h = await startHarness({ demoSnapshotPath: null });
+  page = h.page;
+  dlqUrl = (await sqs.send(new CreateQueueCommand({ QueueName: `${base}-dlq` }))).QueueUrl ?? '';
+  urls.push(dlqUrl);
+  const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] }))).Attributes?.QueueArn ?? '';
+  srcUrl = (await sqs.send(new CreateQueueCommand({ QueueName: base, Attributes: { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: arn, maxReceiveCount: 3 }) } }))).QueueUrl ?? '';
+  urls.push(srcUrl);
+  for (let b = 0; b < 2; b++) {
+    await sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: dlqUrl,
+        Entries: Array.from({ length: 8 }, (_, j) => {
+          const n = b * 8 + j;
+          return { Id: `m${n}`, MessageBody: JSON.stringify({ n, orderId: `A-${1000 + n}` }), MessageAttributes: { 'x-last-error': { DataType: 'String', StringValue: ERRORS[n % 4] ?? '' } } };
+        }),
+      }),
+    );
+  }
+  await h.openApp();
+});
+
+afterAll(async () => {
+  await h.close();
+  for (const url of urls) await sqs.send(new DeleteQueueCommand({ QueueUrl: url })).catch(() => undefined);
+});
+
+describe('redrive from the DLQ view (SQS)', () => {
+  it('groups by failure class and reason, previews, and redrives the transient ones; non-retryable stay with their reason', async () => {
+    await createLocalConnection(page, 'Amazon SQS', 'SQS redrive');
+    await openQueue(page, `${base}-dlq`);
+    const panel = page.getByTestId('redrive-panel');
+    await panel.getByRole('button', { name: 'Analyse for redrive' }).click();
+    await panel.getByTestId('redrive-analysis').waitFor({ timeout: 60_000 });
+    await expect.poll(() => panel.getByTestId('redrive-analysis').innerText()).toMatch(/16 messages in 4 groups/);
+    const groups = panel.getByTestId('redrive-group');
+    expect(await groups.count()).toBe(4);
+    // Non-retryable groups are unchecked and say they stay.
+    const nonRetryable = panel.locator('[data-testid="redrive-group"][data-class="non-retryable"]');
+    expect(await nonRetryable.count()).toBe(2);
+    for (let i = 0; i < 2; i++) {
+      await expect.poll(() => nonRetryable.nth(i).getByRole('checkbox').isChecked()).toBe(false);
+      expect(await nonRetryable.nth(i).innerText()).toMatch(/stays in the DLQ \(non-retryable\)/);
+    }
+    expect(await panel.innerText()).toMatch(/HTTP 422 Unprocessable Entity: amount must be positive/);
+
+    await panel.getByRole('button', { name: 'Preview (dry run)' }).click();
+    const preview = panel.getByTestId('redrive-preview');
+    await preview.waitFor({ timeout: 60_000 });
+    const previewText = await preview.innerText();
+    expect(previewText).toMatch(/Would move 8 of 16 examined/);
+    expect(previewText).toMatch(new RegExp(`8 → ${base}\\b`));
+    expect(previewText).toMatch(/4 · non-retryable: HTTP 422/);
+    expect(previewText).toMatch(/4 · non-retryable: HTTP 404/);
+    expect(await visible(dlqUrl)).toBe(16); // the dry run changed nothing (messages were put back)
+
+    await panel.getByRole('button', { name: 'Redrive 8…' }).click();
+    const dialog = page.getByRole('dialog');
+    expect(await dialog.innerText()).toMatch(new RegExp(`Redrive 8 messages from ${base}-dlq\\?[^]*8 → ${base}`));
+    await dialog.getByRole('button', { name: 'Redrive', exact: true }).click();
+    const run = panel.getByTestId('redrive-run');
+    await run.and(page.locator('[data-status="completed"], [data-status="failed"], [data-status="cancelled"]')).waitFor({ timeout: 60_000 });
+    expect(await run.getAttribute('data-status')).toBe('completed');
+    const result = await panel.getByTestId('redrive-result').innerText();
+    expect(result).toMatch(/8 moved, 8 stayed, 0 failed, 0 possible duplicates/);
+    expect(result).toMatch(/Backup: .*\.jsonl/);
+
+    expect(await bodiesIn(srcUrl)).toEqual([0, 1, 4, 5, 8, 9, 12, 13]);
+    await expect.poll(() => visible(dlqUrl), { timeout: 10_000 }).toBe(8);
+  });
+
+  it('a filtered redrive (one group) and the audit log view', async () => {
+    const panel = page.getByTestId('redrive-panel');
+    await panel.getByRole('button', { name: 'Done' }).click();
+    await panel.getByRole('button', { name: 'Analyse for redrive' }).click();
+    await expect.poll(() => panel.getByTestId('redrive-analysis').innerText(), { timeout: 60_000 }).toMatch(/8 messages in 2 groups/);
+    // Choose only the HTTP 404 group (non-retryable: moved because the user chose it).
+    await panel.getByRole('checkbox', { name: 'Redrive HTTP 404 (non-retryable)' }).check();
+    await panel.getByRole('checkbox', { name: 'Redrive HTTP 422 (non-retryable)' }).uncheck();
+    await panel.getByRole('button', { name: 'Preview (dry run)' }).click();
+    await expect.poll(() => panel.getByTestId('redrive-preview').innerText(), { timeout: 60_000 }).toMatch(/Would move 4 of 8 examined/);
+    await panel.getByRole('button', { name: 'Redrive 4…' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Redrive', exact: true }).click();
+    const run = panel.getByTestId('redrive-run');
+    await run.and(page.locator('[data-status="completed"], [data-status="failed"], [data-status="cancelled"]')).waitFor({ timeout: 60_000 });
+    expect(await panel.getByTestId('redrive-result').innerText()).toMatch(/4 moved, 4 stayed/);
+    expect(await bodiesIn(srcUrl)).toEqual([3, 7, 11, 15]);
+
+    await panel.getByRole('button', { name: 'History' }).click();
+    const history = panel.getByTestId('redrive-history');
+    await history.getByTestId('audit-entry').first().waitFor();
+    expect(await history.getByTestId('audit-entry').count()).toBe(2);
+    const newest = await history.getByTestId('audit-entry').first().innerText();
+    expect(newest).toMatch(/app\s+redrive\s+completed/);
+    expect(newest).toMatch(/moved 4/);
+  });
+});
