@@ -2,11 +2,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient, SendMessageBatchCommand, type Message } from '@aws-sdk/client-sqs';
+import amqp from 'amqplib';
+import { Queue, UnrecoverableError, Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main, type CliIo } from '../../core/cli/main';
 import { EXIT } from '../../core/cli/exit-codes';
 import { readSnapshotFile } from '../../core/snapshot/reader';
-import { SQS_ENDPOINT, SQS_REGION, SQS_TEST_CREDENTIALS, uniqueName } from './env';
+import { AMQP_URL, REDIS_URL, SQS_ENDPOINT, SQS_REGION, SQS_TEST_CREDENTIALS, uniqueName } from './env';
 
 /**
  * The redrive engine and its CLI (`queuescope redrive`, `reinject`, `history`) end to end through
@@ -35,6 +37,9 @@ async function cli(argv: string[]): Promise<Run> {
 }
 
 beforeAll(async () => {
+  // The SQS adapter takes credentials from the AWS SDK's default chain (process environment).
+  process.env.AWS_ACCESS_KEY_ID ??= SQS_TEST_CREDENTIALS.accessKeyId;
+  process.env.AWS_SECRET_ACCESS_KEY ??= SQS_TEST_CREDENTIALS.secretAccessKey;
   dir = await mkdtemp(join(tmpdir(), 'qs-redrive-it-'));
   home = join(dir, 'home');
 });
@@ -173,5 +178,127 @@ describe('redrive CLI on SQS (fauxqs)', () => {
     const r = await cli(['redrive', conn, `${base}-dlq`, '--to', `${base}-dlq`, '--dry-run']);
     expect(r.code).toBe(EXIT.USAGE);
     expect(r.stderr).toMatch(/dead-letter queue itself/);
+  });
+});
+
+describe('redrive CLI on RabbitMQ', () => {
+  const work = uniqueName('rd-engine-work');
+  const dlq = `${work}.dlq`;
+  const dlx = `${work}.dlx`;
+  let conn: amqp.ChannelModel;
+  let ch: amqp.ConfirmChannel;
+  const url = AMQP_URL;
+  const errors = ['HTTP 503 Service Unavailable', 'ETIMEDOUT calling inventory', 'HTTP 422 Unprocessable Entity: amount must be positive'];
+
+  beforeAll(async () => {
+    conn = await amqp.connect(AMQP_URL, { noDelay: true });
+    ch = await conn.createConfirmChannel();
+    await ch.assertExchange(dlx, 'direct', { durable: false });
+    await ch.assertQueue(dlq, { durable: false });
+    await ch.bindQueue(dlq, dlx, work);
+    await ch.assertQueue(work, { durable: false, arguments: { 'x-dead-letter-exchange': dlx, 'x-dead-letter-routing-key': work } });
+    for (let n = 0; n < 9; n++) {
+      ch.sendToQueue(work, Buffer.from(JSON.stringify({ n, invoiceId: `INV-${n}` })), { messageId: `inv-${n}`, contentType: 'application/json', headers: { 'x-last-error': errors[n % 3], 'x-tenant': 'acme' } });
+    }
+    await ch.waitForConfirms();
+    for (let n = 0; n < 9; n++) {
+      const m = await ch.get(work, { noAck: false });
+      if (m === false) throw new Error('expected a message');
+      ch.nack(m, false, false);
+    }
+    const until = Date.now() + 10_000;
+    while ((await ch.checkQueue(dlq)).messageCount < 9) {
+      if (Date.now() > until) throw new Error('dead-lettering did not happen');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  });
+  afterAll(async () => {
+    await ch.deleteQueue(work).catch(() => undefined);
+    await ch.deleteQueue(dlq).catch(() => undefined);
+    await ch.deleteExchange(dlx).catch(() => undefined);
+    await conn.close().catch(() => undefined);
+  });
+
+  async function drain(queue: string): Promise<amqp.GetMessage[]> {
+    const out: amqp.GetMessage[] = [];
+    for (;;) {
+      const m = await ch.get(queue, { noAck: true });
+      if (m === false) return out;
+      out.push(m);
+    }
+  }
+
+  it('filtered (timeouts only), then whole: transient messages go back to the x-death queue with headers and x-death kept; non-retryable stay', async () => {
+    const f = await cli(['redrive', url, dlq, '--filter', 'label:timeout', '--yes']);
+    expect(f.code, f.stderr).toBe(0);
+    expect(f.stdout).toMatch(/3 moved, 6 stayed, 0 failed, 0 possible duplicates of 9 examined/);
+    expect((await ch.checkQueue(work)).messageCount).toBe(3);
+    expect((await ch.checkQueue(dlq)).messageCount).toBe(6);
+    const r = await cli(['redrive', url, dlq, '--yes', '--rate', '100']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/3 moved, 3 stayed, 0 failed, 0 possible duplicates of 6 examined/);
+    const back = await drain(work);
+    expect(back.map((m) => (JSON.parse(m.content.toString()) as { n: number }).n).sort((a, b) => a - b)).toEqual([0, 1, 3, 4, 6, 7]);
+    const h = back[0]?.properties.headers ?? {};
+    expect(h['x-tenant']).toBe('acme');
+    expect(Array.isArray(h['x-death'])).toBe(true);
+    expect(h['x-queuescope-redrive-count']).toBe(1);
+    expect(back[0]?.properties.messageId).toMatch(/^inv-/);
+    const left = await drain(dlq);
+    expect(left.map((m) => String(m.properties.headers?.['x-last-error']))).toEqual(Array(3).fill('HTTP 422 Unprocessable Entity: amount must be positive'));
+  });
+});
+
+describe('redrive CLI on Redis (BullMQ failed jobs)', () => {
+  const name = uniqueName('rd-engine-bull');
+  const connection = { url: REDIS_URL, maxRetriesPerRequest: null } as const;
+  let queue: Queue;
+
+  beforeAll(async () => {
+    queue = new Queue(name, { connection });
+    for (let n = 0; n < 6; n++) await queue.add('charge', { n, orderId: `A-${n}` }, { attempts: 2, backoff: { type: 'fixed', delay: 5 } });
+    const worker = new Worker(
+      name,
+      async (job) => {
+        await Promise.resolve();
+        const n = (job.data as { n: number }).n;
+        if (n % 3 === 2) throw new UnrecoverableError('HTTP 422 Unprocessable Entity: amount must be positive');
+        throw new Error('HTTP 503 Service Unavailable');
+      },
+      { connection },
+    );
+    const until = Date.now() + 20_000;
+    while ((await queue.getFailedCount()) < 6) {
+      if (Date.now() > until) throw new Error('jobs did not fail');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await worker.close();
+  });
+  afterAll(async () => {
+    await queue.obliterate({ force: true }).catch(() => undefined);
+    await queue.close();
+  });
+
+  it('retries the transient failed jobs (client-side, as non-retryable ones stay), then the rest natively with --include-non-retryable', async () => {
+    const plan = await cli(['redrive', REDIS_URL, name, '--dry-run']);
+    expect(plan.code, plan.stderr).toBe(0);
+    expect(plan.stdout).toMatch(/would move 4:/);
+    expect(plan.stdout).toMatch(/2\s+non-retryable: HTTP 422/);
+    expect(plan.stdout).toMatch(/wasted retries|non-retryable/);
+    const r = await cli(['redrive', REDIS_URL, name, '--yes', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout) as { result: { mode: string; moved: number; skipped: number } };
+    expect(out.result).toMatchObject({ mode: 'client-side', moved: 4, skipped: 2 });
+    expect(await queue.getFailedCount()).toBe(2);
+    const waiting = await queue.getWaiting();
+    expect(waiting.map((j) => (j.data as { n: number }).n).sort()).toEqual([0, 1, 3, 4]);
+    const all = await cli(['redrive', REDIS_URL, name, '--yes', '--json', '--include-non-retryable']);
+    expect(all.code, all.stderr).toBe(0);
+    const out2 = JSON.parse(all.stdout) as { result: { mode: string; mechanism: string; moved: number; backupPath: string } };
+    expect(out2.result).toMatchObject({ mode: 'native', moved: 2 });
+    expect(out2.result.mechanism).toMatch(/retryJobs/);
+    expect(await queue.getFailedCount()).toBe(0);
+    const backup = await readSnapshotFile(out2.result.backupPath);
+    expect(backup[0]?.messages.map((m) => (JSON.parse(m.body.data) as { n: number }).n).sort()).toEqual([2, 5]);
   });
 });
