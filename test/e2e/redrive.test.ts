@@ -4,16 +4,19 @@
  * (HTTP 503, ETIMEDOUT) and non-retryable (HTTP 422, 404) failures; the test analyses it in the
  * DLQ view (groups by class and reason), previews, confirms, watches the run finish, and checks on
  * the broker that the transient messages went back to the source and the non-retryable ones stayed.
- * Then a filtered redrive (one group), and the audit log view.
+ * Then a filtered redrive (one group), and the audit log view. The same whole + filtered flow on a
+ * RabbitMQ DLQ (filled by real dead-lettering) and on BullMQ failed jobs.
  *
  * Needs the built renderer (`npm run build`, or `npx tsx test/e2e/build-renderer.ts`) and Chromium.
  */
+import amqp from 'amqplib';
+import { Queue, UnrecoverableError, Worker } from 'bullmq';
 import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { createLocalConnection, openQueue } from './app';
 import { startHarness, type Harness } from './harness';
-import { SQS_ENDPOINT, SQS_REGION, SQS_TEST_CREDENTIALS, uniqueName } from '../integration/env';
+import { AMQP_URL, REDIS_URL, SQS_ENDPOINT, SQS_REGION, SQS_TEST_CREDENTIALS, uniqueName } from '../integration/env';
 
 let h: Harness;
 let page: Page;
@@ -137,5 +140,114 @@ describe('redrive from the DLQ view (SQS)', () => {
     const newest = await history.getByTestId('audit-entry').first().innerText();
     expect(newest).toMatch(/app\s+redrive\s+completed/);
     expect(newest).toMatch(/moved 4/);
+  });
+});
+
+/** Analyse → choose groups → preview → confirm → wait; returns the result text. */
+async function redriveFromPanel(opts: { uncheck?: string[]; check?: string[]; expectMove: number }): Promise<string> {
+  const panel = page.getByTestId('redrive-panel');
+  if ((await panel.getByRole('button', { name: 'Done' }).count()) > 0) await panel.getByRole('button', { name: 'Done' }).click();
+  await panel.getByRole('button', { name: 'Analyse for redrive' }).click();
+  await panel.getByTestId('redrive-analysis').waitFor({ timeout: 60_000 });
+  for (const name of opts.uncheck ?? []) await panel.getByRole('checkbox', { name }).uncheck();
+  for (const name of opts.check ?? []) await panel.getByRole('checkbox', { name }).check();
+  await panel.getByRole('button', { name: 'Preview (dry run)' }).click();
+  await panel.getByTestId('redrive-preview').waitFor({ timeout: 60_000 });
+  await panel.getByRole('button', { name: `Redrive ${opts.expectMove}…` }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Redrive', exact: true }).click();
+  const run = panel.getByTestId('redrive-run');
+  await run.and(page.locator('[data-status="completed"], [data-status="failed"], [data-status="cancelled"]')).waitFor({ timeout: 60_000 });
+  expect(await run.getAttribute('data-status')).toBe('completed');
+  return panel.getByTestId('redrive-result').innerText();
+}
+
+describe('redrive from the DLQ view (RabbitMQ)', () => {
+  const work = uniqueName('e2e-rd-work');
+  const dlq = `${work}.dlq`;
+  const dlx = `${work}.dlx`;
+  let conn: amqp.ChannelModel;
+  let ch: amqp.ConfirmChannel;
+
+  beforeAll(async () => {
+    conn = await amqp.connect(AMQP_URL, { noDelay: true });
+    ch = await conn.createConfirmChannel();
+    await ch.assertExchange(dlx, 'direct', { durable: false });
+    await ch.assertQueue(dlq, { durable: false });
+    await ch.bindQueue(dlq, dlx, work);
+    await ch.assertQueue(work, { durable: false, arguments: { 'x-dead-letter-exchange': dlx, 'x-dead-letter-routing-key': work } });
+    for (let n = 0; n < 8; n++) ch.sendToQueue(work, Buffer.from(JSON.stringify({ n })), { messageId: `m-${n}`, headers: { 'x-last-error': ERRORS[n % 4] } });
+    await ch.waitForConfirms();
+    for (let n = 0; n < 8; n++) {
+      const m = await ch.get(work, { noAck: false });
+      if (m === false) throw new Error('expected a message');
+      ch.nack(m, false, false);
+    }
+    const until = Date.now() + 10_000;
+    while ((await ch.checkQueue(dlq)).messageCount < 8) {
+      if (Date.now() > until) throw new Error('dead-lettering did not happen');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  });
+  afterAll(async () => {
+    await ch.deleteQueue(work).catch(() => undefined);
+    await ch.deleteQueue(dlq).catch(() => undefined);
+    await ch.deleteExchange(dlx).catch(() => undefined);
+    await conn.close().catch(() => undefined);
+  });
+
+  it('filtered (the timeout group only), then the whole DLQ; non-retryable messages stay', async () => {
+    await createLocalConnection(page, 'RabbitMQ', 'Rabbit redrive');
+    await openQueue(page, dlq);
+    const filtered = await redriveFromPanel({ uncheck: ['Redrive HTTP 503 (transient)'], expectMove: 2 });
+    expect(filtered).toMatch(/2 moved, 6 stayed, 0 failed/);
+    expect((await ch.checkQueue(work)).messageCount).toBe(2);
+    const whole = await redriveFromPanel({ expectMove: 2 });
+    expect(whole).toMatch(/2 moved, 4 stayed, 0 failed/);
+    expect(whole).toMatch(/non-retryable: HTTP 422/);
+    expect((await ch.checkQueue(work)).messageCount).toBe(4);
+    expect((await ch.checkQueue(dlq)).messageCount).toBe(4);
+  });
+});
+
+describe('redrive from the queue view (BullMQ failed jobs)', () => {
+  const name = uniqueName('e2e-rd-bull');
+  const connection = { url: REDIS_URL, maxRetriesPerRequest: null } as const;
+  let queue: Queue;
+
+  beforeAll(async () => {
+    queue = new Queue(name, { connection });
+    for (let n = 0; n < 8; n++) await queue.add('charge', { n }, { attempts: 2, backoff: { type: 'fixed', delay: 5 } });
+    const worker = new Worker(
+      name,
+      async (job) => {
+        await Promise.resolve();
+        const e = ERRORS[(job.data as { n: number }).n % 4] ?? '';
+        throw e.startsWith('HTTP 4') ? new UnrecoverableError(e) : new Error(e);
+      },
+      { connection },
+    );
+    const until = Date.now() + 20_000;
+    while ((await queue.getFailedCount()) < 8) {
+      if (Date.now() > until) throw new Error('jobs did not fail');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await worker.close();
+  });
+  afterAll(async () => {
+    await queue.obliterate({ force: true }).catch(() => undefined);
+    await queue.close();
+  });
+
+  it('filtered (the HTTP 503 group), then the whole failed set; non-retryable jobs stay failed', async () => {
+    await createLocalConnection(page, 'Redis', 'Redis redrive');
+    await openQueue(page, name);
+    const filtered = await redriveFromPanel({ uncheck: ['Redrive timeout (transient)'], expectMove: 2 });
+    expect(filtered).toMatch(/2 moved, 6 stayed, 0 failed/);
+    expect(await queue.getFailedCount()).toBe(6);
+    const whole = await redriveFromPanel({ expectMove: 2 });
+    expect(whole).toMatch(/2 moved, 4 stayed, 0 failed/);
+    expect(await queue.getFailedCount()).toBe(4);
+    const waiting = await queue.getWaiting();
+    expect(waiting.map((j) => (j.data as { n: number }).n).sort()).toEqual([0, 1, 4, 5]);
   });
 });
