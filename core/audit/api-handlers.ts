@@ -7,7 +7,7 @@ import { runAudit } from './run';
 /** What the audit handlers need (a subset of `ApiDeps`). */
 export interface AuditHandlerDeps {
   connections: ConnectionManager;
-  /** Where applied fixes are logged (default: the audit log in the config folder). */
+  /** Where applied fixes are logged (default: the audit log in the connections' config folder). */
   auditLog?: AuditLog;
   /** Folder the project file is searched from, upward (default: the process's working folder). */
   projectDir?: string;
@@ -35,7 +35,7 @@ export function createAuditHandlers(deps: AuditHandlerDeps): Pick<ApiHandlers, '
     'audit.fix.apply': async (input) => {
       const a = auditor(input.connectionId);
       const connection = describeConnection(connections.get(input.connectionId).config);
-      log ??= new AuditLog();
+      log ??= new AuditLog({ configDir: connections.profileStore.configDir });
       try {
         const result = await a.applyFix(input.fix);
         await log.append({ actor: 'app', action: 'audit-fix', connection, target: input.fix.queueName, status: 'completed', details: { fix: input.fix.kind, summary: result.summary, before: result.before, after: result.after } });

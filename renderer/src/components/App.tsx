@@ -1,5 +1,6 @@
 import { useEffect } from 'react';
 import { useStore } from '../store';
+import { AuditPage } from './AuditPage';
 import { ErrorBanner } from './common';
 import { ConnectionForm } from './ConnectionForm';
 import { OpenSnapshotDialog } from './OpenSnapshotDialog';
@@ -30,6 +31,7 @@ export function App() {
         {view.screen === 'connection-form' && <ConnectionForm key={view.editId ?? 'new'} editId={view.editId} />}
         {view.screen === 'queues' && <QueueList key={view.connectionId} connectionId={view.connectionId} />}
         {view.screen === 'queue' && <QueueView key={`${view.connectionId}\u0000${view.queueId}`} connectionId={view.connectionId} queueId={view.queueId} />}
+        {view.screen === 'audit' && <AuditPage key={view.connectionId} connectionId={view.connectionId} />}
       </main>
       <OperationsDock />
       {snapshotPromptOpen && <OpenSnapshotDialog />}

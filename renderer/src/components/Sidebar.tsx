@@ -12,7 +12,7 @@ export function Sidebar() {
   const loadConnections = useStore((s) => s.loadConnections);
   const openSnapshot = useStore((s) => s.openSnapshot);
   const version = useStore((s) => s.appInfo?.version);
-  const activeId = view.screen === 'queues' || view.screen === 'queue' ? view.connectionId : view.screen === 'connection-form' ? view.editId : null;
+  const activeId = view.screen === 'queues' || view.screen === 'queue' || view.screen === 'audit' ? view.connectionId : view.screen === 'connection-form' ? view.editId : null;
 
   return (
     <nav className="sidebar" aria-label="Connections">
@@ -49,6 +49,11 @@ export function Sidebar() {
                 <BrokerBadge broker={c.config.kind} />
                 <span className="conn-desc">{describeConnection(c.config)}</span>
               </button>
+              {c.id === activeId && c.config.kind !== 'snapshot' && (
+                <button type="button" className={view.screen === 'audit' ? 'btn btn-small btn-block audit-nav active' : 'btn btn-small btn-block audit-nav'} aria-current={view.screen === 'audit' ? 'page' : undefined} onClick={() => navigate({ screen: 'audit', connectionId: c.id })}>
+                  Audit configuration
+                </button>
+              )}
             </li>
           ))}
         </ul>

@@ -1,5 +1,6 @@
 import { create } from 'zustand';
 import { createJSONStorage, persist } from 'zustand/middleware';
+import { createAuditSlice } from './audit';
 import { createConnectionsSlice } from './connections';
 import { createInspectSlice } from './inspect';
 import { createMessagesSlice } from './messages';
@@ -24,6 +25,7 @@ export const useStore = create<All>()(
       ...createOperationsSlice(...a),
       ...createUiSlice(...a),
       ...createInspectSlice(...a),
+      ...createAuditSlice(...a),
       ...createRedriveSlice(...a),
     }),
     {

@@ -1,5 +1,6 @@
 import type { AppInfo, ApiInput } from '../../../shared/api/contract';
 import type { ConnectionProfile, ErrorInfo, OperationSnapshot, QueueMessage, QueueSummary } from '../../../shared/domain';
+import type { AuditSlice } from './audit';
 import type { InspectSlice } from './inspect';
 import type { RedriveSlice } from './redrive';
 
@@ -11,7 +12,8 @@ export type View =
   | { screen: 'welcome' }
   | { screen: 'connection-form'; editId: string | null }
   | { screen: 'queues'; connectionId: string }
-  | { screen: 'queue'; connectionId: string; queueId: string };
+  | { screen: 'queue'; connectionId: string; queueId: string }
+  | { screen: 'audit'; connectionId: string };
 
 export interface ConnectionsSlice {
   appInfo: AppInfo | null;
@@ -129,7 +131,7 @@ export interface UiSlice {
   setPreference: <K extends keyof Preferences>(key: K, value: Preferences[K]) => void;
 }
 
-export type All = ConnectionsSlice & QueuesSlice & MessagesSlice & OperationsSlice & UiSlice & InspectSlice & RedriveSlice;
+export type All = ConnectionsSlice & QueuesSlice & MessagesSlice & OperationsSlice & UiSlice & InspectSlice & RedriveSlice & AuditSlice;
 
 /** Key of a queue within the app: connection id + queue id. */
 export function queueKey(connectionId: string, queueId: string): string {
