@@ -11,6 +11,7 @@ import { useQueueRules } from './InspectBadges';
 import { MessageList } from './MessageList';
 import { MessageView } from './MessageView';
 import { PeekConfirm } from './PeekConfirm';
+import { TuningPanel } from './TuningPanel';
 import { DeadLetterLine, snapshotInfo } from './QueueList';
 import { RedrivePanel, isRedriveSource } from './RedrivePanel';
 
@@ -170,6 +171,7 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
       </div>
 
       <InspectSummary connectionId={connectionId} summary={summary} state={state} messages={messages} onOpenMessage={(i) => selectMessage(i)} />
+      {snap === null && <TuningPanel connectionId={connectionId} summary={summary} />}
       {snap === null && isRedriveSource(summary) && <RedrivePanel connectionId={connectionId} summary={summary} queues={listed ?? []} checkedIds={checkedIds} />}
 
       <div className="split">

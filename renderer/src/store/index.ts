@@ -7,6 +7,7 @@ import { createMessagesSlice } from './messages';
 import { createOperationsSlice } from './operations';
 import { createQueuesSlice } from './queues';
 import { createRedriveSlice } from './redrive';
+import { createTuningSlice } from './tuning';
 import type { All } from './types';
 import { PREFERENCES_VERSION, createUiSlice, migratePreferences } from './ui';
 
@@ -26,6 +27,7 @@ export const useStore = create<All>()(
       ...createUiSlice(...a),
       ...createInspectSlice(...a),
       ...createAuditSlice(...a),
+      ...createTuningSlice(...a),
       ...createRedriveSlice(...a),
     }),
     {

@@ -2,6 +2,7 @@ import type { AppInfo, ApiInput } from '../../../shared/api/contract';
 import type { ConnectionProfile, ErrorInfo, OperationSnapshot, QueueMessage, QueueSummary } from '../../../shared/domain';
 import type { AuditSlice } from './audit';
 import type { InspectSlice } from './inspect';
+import type { TuningSlice } from './tuning';
 import type { RedriveSlice } from './redrive';
 
 /** Loading state of one piece of remote data. */
@@ -131,7 +132,7 @@ export interface UiSlice {
   setPreference: <K extends keyof Preferences>(key: K, value: Preferences[K]) => void;
 }
 
-export type All = ConnectionsSlice & QueuesSlice & MessagesSlice & OperationsSlice & UiSlice & InspectSlice & RedriveSlice & AuditSlice;
+export type All = ConnectionsSlice & QueuesSlice & MessagesSlice & OperationsSlice & UiSlice & InspectSlice & RedriveSlice & TuningSlice & AuditSlice;
 
 /** Key of a queue within the app: connection id + queue id. */
 export function queueKey(connectionId: string, queueId: string): string {
