@@ -11,7 +11,8 @@ export const auditFixSchema = z.discriminatedUnion('kind', [
       kind: z.literal('sqs.set-redrive-policy'),
       queueId: z.string().min(1).max(2048),
       queueName: name,
-      queueUrl: z.url().max(2048),
+      // Not z.url(): emulators use hosts like sqs.us-east-1.127.0.0.1 that WHATWG-strict checks refuse.
+      queueUrl: z.string().min(1).max(2048).regex(/^https?:\/\//i, 'an http(s) queue URL'),
       deadLetterTargetArn: z.string().min(1).max(2048),
       deadLetterQueueName: name,
       maxReceiveCount: z.number().int().min(1).max(1000),
