@@ -38,10 +38,12 @@ export function analyzeMessage(message: QueueMessage, options: AnalyzeOptions = 
 }
 
 const rulesCache = new WeakMap<object, InspectRules>();
+/** The rules used when none are given (read only: never returned to callers). */
+const NO_RULES: InspectRules = normalizeRules(undefined);
 
 function resolvedRules(options: AnalyzeOptions): InspectRules {
   const r = options.rules as unknown;
-  if (r === null || typeof r !== 'object') return normalizeRules(undefined);
+  if (r === null || typeof r !== 'object') return NO_RULES;
   const hit = rulesCache.get(r);
   if (hit) return hit;
   const n = normalizeRules(r);

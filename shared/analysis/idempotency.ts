@@ -260,15 +260,47 @@ interface Scalar {
  * 4 × {@link MAX_BODY_FIELDS} nodes in all. Recursion is bounded by {@link MAX_BODY_DEPTH}, so deep
  * bodies cannot overflow the stack; paths are built only for values that match.
  */
-function collectScalars(json: unknown, exclude: ReadonlySet<string>, key: string): Scalar[] {
-  const w: ScalarWalk = { out: [], key, exclude: [...exclude].map(pathSegs).filter((x): x is string[] => x !== null), segs: [], visited: 0 };
+function collectScalars(json: unknown, exclude: readonly string[], key: string): Scalar[] {
+  const ex: string[][] = [];
+  for (const p of exclude) {
+    const segs = cachedPathSegs(p);
+    if (segs !== null) ex.push(segs);
+  }
+  const w: ScalarWalk = { out: [], key, keyHasDigit: /\d/.test(key), exclude: ex, segs: [], visited: 0 };
   collect(w, json, 0);
   return w.out;
+}
+
+const segsCache = new Map<string, string[] | null>();
+
+/** {@link pathSegs}, cached (the same few key fields — `body.idempotencyKey`… — come with every message). Callers must not modify the result. */
+function cachedPathSegs(path: string): string[] | null {
+  const hit = segsCache.get(path);
+  if (hit !== undefined) return hit;
+  const segs = pathSegs(path);
+  if (path.length <= 200) {
+    if (segsCache.size >= 1000) segsCache.clear();
+    segsCache.set(path, segs);
+  }
+  return segs;
+}
+
+/** `[0]`, `[1]`… made once. */
+const INDEX_SEGS: string[] = [];
+function indexSeg(i: number): string {
+  let s = INDEX_SEGS[i];
+  if (s === undefined) {
+    s = `[${i}]`;
+    if (i < MAX_BODY_FIELDS) INDEX_SEGS[i] = s;
+  }
+  return s;
 }
 
 interface ScalarWalk {
   out: Scalar[];
   key: string;
+  /** Numbers are written with at least one digit: a key without digits cannot contain one. */
+  keyHasDigit: boolean;
   exclude: string[][];
   segs: string[];
   visited: number;
@@ -309,6 +341,7 @@ function collect(w: ScalarWalk, v: unknown, depth: number): void {
     return;
   }
   if (typeof v === 'number' || typeof v === 'bigint') {
+    if (!w.keyHasDigit) return;
     const t = scalarText(v);
     if (t !== undefined && (t.length >= 2 || (t >= '0' && t <= '9')) && w.key.includes(t)) w.out.push({ path: scalarPath(w.segs), text: t });
     return;
@@ -317,7 +350,7 @@ function collect(w: ScalarWalk, v: unknown, depth: number): void {
   if (Array.isArray(v)) {
     const n = Math.min(v.length, MAX_BODY_FIELDS);
     for (let i = 0; i < n; i++) {
-      w.segs.push(`[${i}]`);
+      w.segs.push(indexSeg(i));
       collect(w, v[i], depth + 1);
       w.segs.pop();
     }
@@ -333,12 +366,14 @@ function collect(w: ScalarWalk, v: unknown, depth: number): void {
   }
 }
 
-const SEPARATORS = new Set([':', '-', '_', '/', '.', '|', '#', '@', ' ', '\t', '\n']);
-const isSep = (c: string | undefined): boolean => c === undefined || SEPARATORS.has(c);
+/** `: - _ / . | # @`, space, tab, newline — or outside the key (NaN). */
+function isSepCode(c: number): boolean {
+  return c !== c || c === 58 || c === 45 || c === 95 || c === 47 || c === 46 || c === 124 || c === 35 || c === 64 || c === 32 || c === 9 || c === 10;
+}
 
 /** Non-overlapping occurrences of payload values in the key, aligned on separators, longest values first. */
-function matchValues(key: string, scalars: Scalar[]): { matches: (Scalar & { at: number })[]; covered: boolean[] } {
-  const covered = new Array<boolean>(key.length).fill(false);
+function matchValues(key: string, scalars: Scalar[]): { matches: (Scalar & { at: number })[]; covered: Uint8Array } {
+  const covered = new Uint8Array(key.length);
   const matches: (Scalar & { at: number })[] = [];
   const candidates = scalars.sort((a, b) => b.text.length - a.text.length);
   const seenText = new Set<string>();
@@ -349,11 +384,11 @@ function matchValues(key: string, scalars: Scalar[]): { matches: (Scalar & { at:
       const at = key.indexOf(s.text, from);
       if (at < 0) break;
       const end = at + s.text.length;
-      let free = isSep(key[at - 1]) && isSep(key[end]);
-      for (let i = at; free && i < end; i++) if (covered[i]) free = false;
+      let free = isSepCode(key.charCodeAt(at - 1)) && isSepCode(key.charCodeAt(end));
+      for (let i = at; free && i < end; i++) if (covered[i] === 1) free = false;
       if (free) {
-        for (let i = at; i < end; i++) covered[i] = true;
-        matches.push({ ...s, at });
+        for (let i = at; i < end; i++) covered[i] = 1;
+        matches.push({ path: s.path, text: s.text, at });
         seenText.add(s.text);
         break;
       }
@@ -401,7 +436,7 @@ function pieces(fragment: string): Piece[] {
   if (rest.length >= 36 && rest.includes('-')) take(UUID, 'uuid');
   for (const chunk of rest.split(/[:/.|#@\s]+/)) {
     if (chunk.length === 0) continue;
-    if (/^[A-Za-z0-9_-]{21}$/.test(chunk) && /[0-9]/.test(chunk) && /[a-z]/.test(chunk) && /[A-Z]/.test(chunk)) {
+    if (chunk.length === 21 && /^[A-Za-z0-9_-]{21}$/.test(chunk) && /[0-9]/.test(chunk) && /[a-z]/.test(chunk) && /[A-Z]/.test(chunk)) {
       out.push({ kind: 'nanoid', text: chunk });
       continue;
     }
@@ -413,13 +448,48 @@ function pieces(fragment: string): Piece[] {
 const MS_2001 = 978307200000;
 const MS_2100 = 4102444800000;
 
+/**
+ * The kind of one token (no separators in it). One scan over the characters instead of a dozen
+ * regular expressions; same rules as the regular expressions in fast-paths.test.ts (the reference):
+ * epoch ms = 13 digits in 2001–2099, epoch s = 10 digits in 2001–2099, ULID = 26 of
+ * `[0-9A-HJKMNP-TV-Z]` with a letter, starting `0`–`7`; random hex = 12+ hex digits with a digit
+ * and a letter; random token = 16+ letters and digits with a digit, a lower- and an upper-case letter.
+ */
 function tokenPiece(tok: string): Piece {
-  if (/^\d{13}$/.test(tok) && Number(tok) >= MS_2001 && Number(tok) < MS_2100) return { kind: 'epoch-ms', text: tok };
-  if (/^\d{10}$/.test(tok) && Number(tok) * 1000 >= MS_2001 && Number(tok) * 1000 < MS_2100) return { kind: 'epoch-s', text: tok };
-  if (/^[0-9A-HJKMNP-TV-Z]{26}$/.test(tok) && /[A-Z]/.test(tok) && /^[0-7]/.test(tok)) return { kind: 'ulid', text: tok };
-  if (/^[0-9a-f]{12,}$/i.test(tok) && /[0-9]/.test(tok) && /[a-f]/i.test(tok)) return { kind: 'hex', text: tok };
-  if (tok.length >= 16 && /^[A-Za-z0-9]+$/.test(tok) && /[0-9]/.test(tok) && /[a-z]/.test(tok) && /[A-Z]/.test(tok)) return { kind: 'random', text: tok };
-  return { kind: 'word', text: tok };
+  return { kind: tokenKind(tok), text: tok };
+}
+
+/** @internal exported for the tests: see {@link tokenPiece}. */
+export function tokenKind(tok: string): Piece['kind'] {
+  const n = tok.length;
+  let digits = 0;
+  let lower = 0;
+  let upper = 0;
+  let hexLetters = 0;
+  let other = 0;
+  let notUlid = 0;
+  for (let i = 0; i < n; i++) {
+    const c = tok.charCodeAt(i);
+    if (c >= 48 && c <= 57) digits++;
+    else if (c >= 97 && c <= 122) {
+      lower++;
+      if (c <= 102) hexLetters++;
+    } else if (c >= 65 && c <= 90) {
+      upper++;
+      if (c <= 70) hexLetters++;
+      if (c === 73 || c === 76 || c === 79 || c === 85) notUlid++; // I L O U
+    } else other++;
+  }
+  if (digits === n && (n === 13 || n === 10)) {
+    const ms = n === 13 ? Number(tok) : Number(tok) * 1000;
+    if (ms >= MS_2001 && ms < MS_2100) return n === 13 ? 'epoch-ms' : 'epoch-s';
+  }
+  if (other > 0) return 'word';
+  const c0 = tok.charCodeAt(0);
+  if (n === 26 && lower === 0 && notUlid === 0 && upper > 0 && c0 >= 48 && c0 <= 55) return 'ulid';
+  if (n >= 12 && lower + upper === hexLetters && digits > 0 && hexLetters > 0) return 'hex';
+  if (n >= 16 && digits > 0 && lower > 0 && upper > 0) return 'random';
+  return 'word';
 }
 
 const RANDOM_KINDS = new Set<Piece['kind']>(['uuid', 'ulid', 'nanoid', 'hex', 'random']);
@@ -479,15 +549,17 @@ function classify(rawKey: string, message: QueueMessage, extraction?: Pick<KeyEx
   const key = rawKey.trim().slice(0, MAX_KEY_LENGTH);
   const from = extraction ? ` (from ${extraction.source})` : '';
   if (key.length === 0) return { verdict: 'missing', reason: 'missing: no idempotency key was found in the headers, properties or body, so redelivered copies cannot be recognised.' };
-  const exclude = new Set(extraction?.composed === true ? [] : (extraction?.fields ?? []));
+  const exclude = extraction?.composed === true ? [] : (extraction?.fields ?? []);
   const { matches, covered } = matchValues(key, collectScalars(bodyJson(message), exclude, key));
   const residual: Piece[] = [];
-  let frag = '';
+  // The uncovered runs of the key, in order.
+  let start = -1;
   for (let i = 0; i <= key.length; i++) {
-    if (i < key.length && !covered[i]) frag += key.charAt(i);
-    else if (frag.length > 0) {
-      residual.push(...pieces(frag));
-      frag = '';
+    if (i < key.length && covered[i] === 0) {
+      if (start < 0) start = i;
+    } else if (start >= 0) {
+      for (const p of pieces(key.slice(start, i))) residual.push(p);
+      start = -1;
     }
   }
   // Only values with a digit can be times or periods; plain words need no piece analysis.

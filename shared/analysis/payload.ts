@@ -330,6 +330,11 @@ interface Scope {
   parentNorm: string;
 }
 
+/** A {@link Scope} literal (one hidden class; object spread is several times slower in the walk). */
+function mkScope(snap: Snap | null, stateful: Scope['stateful'], citeDone: boolean, parentNorm: string): Scope {
+  return { snap, stateful, citeDone, parentNorm };
+}
+
 interface Ctx {
   message: QueueMessage;
   detail: boolean;
@@ -599,13 +604,13 @@ function walkArray(ctx: Ctx, arr: unknown[], scope: Scope, depth: number, info: 
   if (info !== null) {
     if (role === 'items' || role === 'address' || role === 'contact') {
       if (n > 0 || scope.stateful !== null) mutable(ctx, scope, role, true);
-      childScope = { ...scope, stateful: scope.stateful ?? { entity: null }, citeDone: true };
+      childScope = mkScope(scope.snap, scope.stateful ?? { entity: null }, true, scope.parentNorm);
     } else if (role === 'snapshot' && scope.snap === null) {
       annotate(ctx, 'immutable-snapshot', 'a snapshot container');
-      childScope = { ...scope, snap: containerSnap(ctx, 'marker') };
+      childScope = mkScope(containerSnap(ctx, 'marker'), scope.stateful, scope.citeDone, scope.parentNorm);
     } else if (role === 'new-value' && scope.snap === null) {
       annotate(ctx, 'immutable-snapshot', 'new values the message sets on purpose');
-      childScope = { ...scope, snap: containerSnap(ctx, 'command') };
+      childScope = mkScope(containerSnap(ctx, 'command'), scope.stateful, scope.citeDone, scope.parentNorm);
     } else if (scalars) {
       // An array of scalars is annotated once, by its name.
       classifyLeaf(ctx, scope, info, arr[0], name);
@@ -616,7 +621,7 @@ function walkArray(ctx: Ctx, arr: unknown[], scope: Scope, depth: number, info: 
   if (isArgsRoot(ctx)) ctx.argsStart = Math.max(0, ctx.segs.length - 1);
   let h = 0x3c6ef372;
   let h2 = 0x1f83d9ab;
-  const elScope: Scope = { ...childScope, parentNorm };
+  const elScope: Scope = mkScope(childScope.snap, childScope.stateful, childScope.citeDone, parentNorm);
   const detail = ctx.detail;
   if (scalars) ctx.detail = false; // elements of a scalar array are not annotated one by one
   for (let i = 0; i < n; i++) {
@@ -674,10 +679,10 @@ function walkObject(ctx: Ctx, o: Record<string, unknown>, scope: Scope, depth: n
   // Containers named as snapshots or new values (rules P5, P6).
   if (info !== null && scope.snap === null && role === 'snapshot') {
     annotate(ctx, 'immutable-snapshot', 'a snapshot container');
-    childScope = { ...childScope, snap: containerSnap(ctx, 'marker') };
+    childScope = mkScope(containerSnap(ctx, 'marker'), childScope.stateful, childScope.citeDone, childScope.parentNorm);
   } else if (info !== null && scope.snap === null && role === 'new-value') {
     annotate(ctx, 'immutable-snapshot', 'new values the message sets on purpose');
-    childScope = { ...childScope, snap: containerSnap(ctx, 'command') };
+    childScope = mkScope(containerSnap(ctx, 'command'), childScope.stateful, childScope.citeDone, childScope.parentNorm);
   }
 
   // Pass 1: markers, the command test and the entity test.
@@ -711,13 +716,13 @@ function walkObject(ctx: Ctx, o: Record<string, unknown>, scope: Scope, depth: n
     ctx.segs.pop();
     const s: Snap = { kind: 'marker', label: d, why: `a point-in-time record (marked by \`${d}\`)`, suppressed: [], count: 0 };
     ctx.snaps.push(s);
-    childScope = { ...childScope, snap: s };
+    childScope = mkScope(s, childScope.stateful, childScope.citeDone, childScope.parentNorm);
   }
   if (argsHere && childScope.snap === null && (cmd !== null || ctx.setCommand !== null)) {
     const label = cmd ?? ctx.setCommand ?? '';
     const s: Snap = { kind: 'command', label, why: `a value the command \`${label}\` sets on purpose`, suppressed: [], count: 0 };
     ctx.snaps.push(s);
-    childScope = { ...childScope, snap: s };
+    childScope = mkScope(s, childScope.stateful, childScope.citeDone, childScope.parentNorm);
   }
 
   // Rule P4: an object with its own id plus state that can change is an embedded entity.
@@ -731,16 +736,16 @@ function walkObject(ctx: Ctx, o: Record<string, unknown>, scope: Scope, depth: n
     }
     entity.count++;
     if (!argsHere) annotate(ctx, childScope.snap ? 'immutable-snapshot' : 'mutable-state', childScope.snap ? `embedded entity, but ${childScope.snap.why}` : 'embedded entity: an object with an id plus fields that can change');
-    childScope = { ...childScope, stateful: { entity } };
+    childScope = mkScope(childScope.snap, { entity }, childScope.citeDone, childScope.parentNorm);
   } else if (info !== null && (role === 'address' || role === 'contact' || (role === 'new-value' && scope.snap !== null))) {
     mutable(ctx, childScope, role, true);
-    childScope = { ...childScope, stateful: childScope.stateful ?? { entity: null }, citeDone: true };
+    childScope = mkScope(childScope.snap, childScope.stateful ?? { entity: null }, true, childScope.parentNorm);
   }
 
   // Pass 2: members.
   let ha = 0x6a09e667;
   let hb = 0xbb67ae85;
-  const memberScope: Scope = { ...childScope, parentNorm: ownNorm };
+  const memberScope: Scope = childScope.parentNorm === ownNorm ? childScope : mkScope(childScope.snap, childScope.stateful, childScope.citeDone, ownNorm);
   const envMeta = isEnvRoot ? ctx.envMeta : null;
   for (let i = 0; i < m; i++) {
     const k = keys[i] ?? '';
@@ -756,7 +761,7 @@ function walkObject(ctx: Ctx, o: Record<string, unknown>, scope: Scope, depth: n
       perSend = meta.perSend === true;
     } else {
       const user = userSnapFor(ctx, memberScope);
-      x = walk(ctx, v, user !== null ? { ...memberScope, snap: user } : memberScope, depth + 1, ki, k);
+      x = walk(ctx, v, user !== null ? mkScope(user, memberScope.stateful, memberScope.citeDone, memberScope.parentNorm) : memberScope, depth + 1, ki, k);
     }
     const x2 = ctx.h2;
     const excluded = perSend || (ctx.hashExclude.length > 0 && ctx.hashExclude.some((e) => sameSegs(e, ctx.segs)));
@@ -822,7 +827,7 @@ function walkDocument(ctx: Ctx, root: unknown, scope: Scope, depth: number, know
     if (env.snapshot !== null && docScope.snap === null) {
       const s: Snap = { kind: 'envelope', label: env.snapshot.label, why: env.snapshot.why, suppressed: [], count: 0 };
       ctx.snaps.push(s);
-      docScope = { ...docScope, snap: s };
+      docScope = mkScope(s, docScope.stateful, docScope.citeDone, docScope.parentNorm);
     }
   } else {
     ctx.argsRoots = [base];

@@ -30,17 +30,14 @@ const DEFAULT_EXAMPLES = 5;
 /** Distinct keys remembered per payload hash. */
 const KEYS_PER_PAYLOAD = 32;
 
-interface KeyEntry {
+/**
+ * Per-key and per-payload state is kept in parallel arrays indexed through one Map each (no
+ * object per key): with 100k distinct keys, per-key objects and example arrays were the main
+ * garbage-collector cost of a summary. Example lists start as the first id alone; an array is made
+ * only for the second example (a duplicate), which is rare.
+ */
+interface OpEntry {
   count: number;
-  examples: string[];
-  /** First operation seen; `ops` is created when a second one appears. */
-  op: string | null;
-  ops: Map<string, { count: number; examples: string[] }> | null;
-}
-
-interface PayloadEntry {
-  count: number;
-  keys: string[];
   examples: string[];
 }
 
@@ -68,8 +65,36 @@ export function createQueueSummary(options: SummaryOptions = {}): QueueSummaryAc
   const keyVerdicts: Record<KeyVerdictKind, number> = { 'business-derived': 0, 'opaque-random': 0, 'time-derived': 0, 'period-key': 0, missing: 0 };
   const verdicts: Record<PayloadVerdictKind, number> = { ok: 0, review: 0, flag: 0 };
   const reasons = new Map<PayloadRuleId, ReasonCount>();
-  const keys = new Map<string, KeyEntry>();
-  const payloads = new Map<string, PayloadEntry>();
+  // Keys: index in the parallel arrays below, insertion order = first seen.
+  const keys = new Map<string, number>();
+  const kCount: number[] = [];
+  const kFirst: string[] = [];
+  const kMore: (string[] | null)[] = [];
+  /** First operation seen; `kOps` gets an entry when a second one appears. */
+  const kOp: (string | null)[] = [];
+  const kOps = new Map<number, Map<string, OpEntry>>();
+  // Payload hashes: count, example ids, distinct keys (at most KEYS_PER_PAYLOAD).
+  const payloads = new Map<string, number>();
+  const pCount: number[] = [];
+  const pFirstId: string[] = [];
+  const pMoreIds: (string[] | null)[] = [];
+  const pFirstKey: string[] = [];
+  const pMoreKeys: (string[] | null)[] = [];
+  const keyExamples = (i: number): string[] => {
+    const more = kMore[i];
+    const first = kFirst[i] as string;
+    return more === null || more === undefined ? [first] : [first, ...more];
+  };
+  const payloadExamples = (i: number): string[] => {
+    const more = pMoreIds[i];
+    const first = pFirstId[i] as string;
+    return more === null || more === undefined ? [first] : [first, ...more];
+  };
+  const payloadKeys = (i: number): string[] => {
+    const more = pMoreKeys[i];
+    const first = pFirstKey[i] as string;
+    return more === null || more === undefined ? [first] : [first, ...more];
+  };
   let total = 0;
   let large = 0;
   let cappedKeys = 0;
@@ -101,39 +126,69 @@ export function createQueueSummary(options: SummaryOptions = {}): QueueSummaryAc
         let e = keys.get(key);
         if (e === undefined) {
           if (keys.size >= maxTracked) cappedKeys++;
-          else keys.set(key, (e = { count: 0, examples: [], op: a.operation, ops: null }));
+          else {
+            e = kCount.length;
+            keys.set(key, e);
+            kCount.push(1);
+            kFirst.push(id);
+            kMore.push(null);
+            kOp.push(a.operation);
+          }
+        } else {
+          const n = (kCount[e] ?? 0) + 1;
+          kCount[e] = n;
+          if (n <= examples) {
+            const more = kMore[e];
+            if (more === null || more === undefined) kMore[e] = [id];
+            else more.push(id);
+          }
         }
-        if (e !== undefined) {
-          e.count++;
-          if (e.examples.length < examples) e.examples.push(id);
-          const op = a.operation;
-          if (op !== null) {
-            if (e.op === null) e.op = op;
-            if (e.ops === null && op !== e.op) {
-              e.ops = new Map([[e.op, { count: e.count - 1, examples: e.examples.slice(0, Math.min(examples, e.count - 1)) }]]);
-            }
-            if (e.ops !== null) {
-              const o = e.ops.get(op);
-              if (o === undefined) {
-                if (e.ops.size < 16) e.ops.set(op, { count: 1, examples: [id] });
-              } else {
-                o.count++;
-                if (o.examples.length < examples) o.examples.push(id);
-              }
+        const op = a.operation;
+        if (e !== undefined && op !== null) {
+          const count = kCount[e] as number;
+          let first = kOp[e] ?? null;
+          if (first === null) kOp[e] = first = op;
+          let ops = kOps.get(e);
+          if (ops === undefined && op !== first) {
+            ops = new Map([[first, { count: count - 1, examples: keyExamples(e).slice(0, Math.min(examples, count - 1)) }]]);
+            kOps.set(e, ops);
+          }
+          if (ops !== undefined) {
+            const o = ops.get(op);
+            if (o === undefined) {
+              if (ops.size < 16) ops.set(op, { count: 1, examples: [id] });
+            } else {
+              o.count++;
+              if (o.examples.length < examples) o.examples.push(id);
             }
           }
         }
         const h = a.businessHash;
         if (h !== null) {
-          let p = payloads.get(h);
+          const p = payloads.get(h);
           if (p === undefined) {
             if (payloads.size >= maxTracked) cappedPayloads++;
-            else payloads.set(h, (p = { count: 0, keys: [], examples: [] }));
-          }
-          if (p !== undefined) {
-            p.count++;
-            if (p.examples.length < examples) p.examples.push(id);
-            if (p.keys.length < KEYS_PER_PAYLOAD && !p.keys.includes(key)) p.keys.push(key);
+            else {
+              payloads.set(h, pCount.length);
+              pCount.push(1);
+              pFirstId.push(id);
+              pMoreIds.push(null);
+              pFirstKey.push(key);
+              pMoreKeys.push(null);
+            }
+          } else {
+            const n = (pCount[p] ?? 0) + 1;
+            pCount[p] = n;
+            if (n <= examples) {
+              const more = pMoreIds[p];
+              if (more === null || more === undefined) pMoreIds[p] = [id];
+              else more.push(id);
+            }
+            if (pFirstKey[p] !== key) {
+              const mk = pMoreKeys[p];
+              if (mk === null || mk === undefined) pMoreKeys[p] = [key];
+              else if (mk.length + 1 < KEYS_PER_PAYLOAD && !mk.includes(key)) mk.push(key);
+            }
           }
         }
       }
@@ -145,12 +200,14 @@ export function createQueueSummary(options: SummaryOptions = {}): QueueSummaryAc
       const collisions: KeyCollision[] = [];
       let duplicateMessages = 0;
       for (const [key, e] of keys) {
-        if (e.count > 1) {
-          dup.push({ key, count: e.count, exampleIds: e.examples.slice() });
-          duplicateMessages += e.count - 1;
+        const count = kCount[e] as number;
+        if (count > 1) {
+          dup.push({ key, count, exampleIds: keyExamples(e) });
+          duplicateMessages += count - 1;
         }
-        if (e.ops !== null && e.ops.size > 1) {
-          const operations = [...e.ops].map(([operation, o]) => ({ operation, count: o.count, exampleIds: o.examples.slice() })).sort((x, y) => y.count - x.count);
+        const ops = kOps.get(e);
+        if (ops !== undefined && ops.size > 1) {
+          const operations = [...ops].map(([operation, o]) => ({ operation, count: o.count, exampleIds: o.examples.slice() })).sort((x, y) => y.count - x.count);
           const named = operations.slice(0, 3).map((o) => `${code(o.operation)} (${o.count})`);
           const more = operations.length > 3 ? ` and ${operations.length - 3} more` : '';
           collisions.push({
@@ -162,15 +219,17 @@ export function createQueueSummary(options: SummaryOptions = {}): QueueSummaryAc
       }
       const same: SamePayloadGroup[] = [];
       for (const [hash, p] of payloads) {
-        if (p.keys.length < 2) continue;
-        const distinct = p.keys.length;
+        if (pMoreKeys[p] === null || pMoreKeys[p] === undefined) continue;
+        const pkeys = payloadKeys(p);
+        const distinct = pkeys.length;
+        const count = pCount[p] as number;
         same.push({
           hash,
-          count: p.count,
-          keys: p.keys.slice(0, examples),
+          count,
+          keys: pkeys.slice(0, examples),
           distinctKeys: distinct,
-          exampleIds: p.examples.slice(),
-          reason: `${plural(p.count, 'message')} carry the same payload under ${distinct >= KEYS_PER_PAYLOAD ? `${KEYS_PER_PAYLOAD}+` : distinct} different keys: the key is not derived from the business data, so a re-send of the same operation is not recognised as a duplicate.`,
+          exampleIds: payloadExamples(p),
+          reason: `${plural(count, 'message')} carry the same payload under ${distinct >= KEYS_PER_PAYLOAD ? `${KEYS_PER_PAYLOAD}+` : distinct} different keys: the key is not derived from the business data, so a re-send of the same operation is not recognised as a duplicate.`,
         });
       }
       dup.sort((x, y) => y.count - x.count || (x.key < y.key ? -1 : 1));
