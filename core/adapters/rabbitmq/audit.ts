@@ -225,7 +225,7 @@ class RabbitmqAuditCollector implements AuditCollector {
     const preview: FixPreview = {
       fix,
       summary: `Add policy '${fix.policyName}' to queue '${fix.queueName}' so its dead letters go to '${fix.deadLetterQueue}'.`,
-      before: { policy: q.policy, effectivePolicyDefinition: q.policyDefinition, 'x-dead-letter-exchange': q.arguments['x-dead-letter-exchange'] ?? null },
+      before: { policy: q.policy, effectivePolicyDefinition: q.policyDefinition, policyPattern: current ? String(current.pattern) : null, policyPriority: current && typeof current.priority === 'number' ? current.priority : null },
       after: { policy: fix.policyName, effectivePolicyDefinition: definition, policyPattern: pattern, policyPriority: priority },
       notes,
     };
