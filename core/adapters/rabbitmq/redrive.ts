@@ -527,7 +527,7 @@ class ClientRun {
       await settleUnexamined();
       // Remove what is confirmed elsewhere, and prove the broker got the acks (a later synchronous
       // reply on the same channel comes after them).
-      const ackedOk = this.ackAll(toAck) && (await this.syncAcks());
+      const ackedOk = this.ackAll(toAck, items.length + unexamined.length) && (await this.syncAcks());
       for (const a of acked) {
         const it = a.item;
         if (a.kind === 'moved' && it.decision.action === 'move') {
@@ -559,11 +559,22 @@ class ClientRun {
   }
 
   /** Acks deliveries on the consumer channel; false when the channel is gone (the broker requeues them). */
-  private ackAll(ms: Message[]): boolean {
+  private ackAll(ms: Message[], batchSize = -1): boolean {
     if (ms.length === 0) return true;
-    if (!this.reader.isOpen()) return false;
+    const ch = this.consumerCh;
+    if (!this.reader.isOpen() || ch === null) return false;
     try {
-      for (const m of ms) this.consumerCh?.ack(m);
+      // The whole batch goes: one basic.ack with multiple=true up to its highest delivery tag, when
+      // no delivery kept unacked for the end of the run has a lower tag (later batches have higher
+      // tags, and earlier batches are settled before this one). Saves the broker 999 of 1,000 frames.
+      let last = ms[0];
+      for (const m of ms) if (last === undefined || m.fields.deliveryTag > last.fields.deliveryTag) last = m;
+      const top = last?.fields.deliveryTag ?? 0;
+      if (last !== undefined && ms.length === batchSize && this.held.every((h) => h.fields.deliveryTag > top)) {
+        ch.ack(last, true);
+        return true;
+      }
+      for (const m of ms) ch.ack(m);
       return true;
     } catch {
       return false;
