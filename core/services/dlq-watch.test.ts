@@ -20,6 +20,7 @@ interface FakeQueue {
   /** Newest first. */
   messages: QueueMessage[];
   failedState?: boolean;
+  kind?: QueueSummary['kind'];
 }
 
 /** An in-memory adapter double: depths set by the test, `down` makes every call fail like an unreachable broker. */
@@ -47,7 +48,7 @@ class FakeAdapter implements BrokerAdapter {
       id: queueId,
       name: `${queueId}-name`,
       broker: 'redis',
-      kind: 'redis-list',
+      kind: q.kind ?? 'redis-list',
       depth: q.failedState === true ? 7 : q.depth,
       inFlight: null,
       delayed: null,
@@ -232,6 +233,35 @@ describe('watchDlqs state machine', () => {
     await vi.advanceTimersByTimeAsync(5_000);
     expect(types()).toContain('a:first-message');
     expect(types().filter((t) => t === 'a:first-message')).toHaveLength(1);
+  });
+
+  it('a Redis list that vanishes with its last element is drained, not an error; a deleted RabbitMQ DLQ is an error', async () => {
+    adapter.queues.set('list', { depth: 2, caps: CLEAN, messages: [] });
+    adapter.queues.set('rmq', { depth: 2, caps: DESTRUCTIVE, messages: [], kind: 'rabbitmq-classic' });
+    start(['list', 'rmq']);
+    await vi.advanceTimersByTimeAsync(0);
+    adapter.queues.delete('list');
+    adapter.queues.delete('rmq');
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(types().slice(2).sort()).toEqual(['list:drained', 'rmq:error']);
+    expect(events.find((e) => e.type === 'drained')).toMatchObject({ depth: 0, previousDepth: 2, error: null });
+    // The list comes back with a message: first-message (from 0), no error/recovered in between.
+    adapter.queues.set('list', { depth: 1, caps: CLEAN, messages: [message('#0', 'HTTP 503')] });
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(types().filter((t) => t.startsWith('list:'))).toEqual(['list:status', 'list:drained', 'list:first-message']);
+  });
+
+  it('a queue missing at start that appears with messages raises first-message after recovered', async () => {
+    start(['later'], { random: () => 0 });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(events[0]).toMatchObject({ type: 'error', error: { code: 'QUEUE_NOT_FOUND' } });
+    adapter.queues.set('later', { depth: 3, caps: DESTRUCTIVE, messages: [], kind: 'sqs-standard' });
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(events.map((e) => [e.type, e.depth, e.previousDepth])).toEqual([
+      ['error', null, null],
+      ['recovered', 3, 0],
+      ['first-message', 3, 0],
+    ]);
   });
 
   it('honours the interval and stops when aborted', async () => {

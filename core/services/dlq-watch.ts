@@ -1,4 +1,4 @@
-import { QueuescopeError, toErrorInfo, type ErrorInfo, type PeekOptions, type QueueSummary } from '../../shared/domain';
+import { QueuescopeError, toErrorInfo, type ErrorInfo, type PeekOptions, type QueueKind, type QueueSummary } from '../../shared/domain';
 import { classifyFailure, type FailureClass } from '../../shared/redrive/failure-class';
 import type { BrokerAdapter } from '../adapters/types';
 
@@ -16,6 +16,10 @@ import type { BrokerAdapter } from '../adapters/types';
  *   (`wait = random(0, min(cap, interval·2^(n-1)))`, at least 1 s).
  * - `recovered`: the first successful poll after `error`; afterwards the depth is compared with the
  *   last depth read before the error (so a DLQ that filled during an outage still raises `first-message`).
+ *
+ * A queue that does not exist holds no messages: after a `QUEUE_NOT_FOUND` error, a queue that
+ * appears with messages raises `first-message`; a Redis list (which Redis deletes with its last
+ * element) that vanishes counts as drained, not as an error.
  *
  * Depth decreases that do not reach 0 raise nothing. The depth watched is the one a redrive takes
  * from: the `failed` count for queues whose dead letters are a `failed` state (BullMQ), otherwise
@@ -186,6 +190,10 @@ interface QueueState {
   failures: number;
   name: string;
   sources: string[];
+  /** Kind of the queue when last read (null before). */
+  kind: QueueKind | null;
+  /** Error code of the current error phase. */
+  errorCode: string | null;
 }
 
 /**
@@ -210,7 +218,7 @@ export async function watchDlqs(adapter: BrokerAdapter, options: DlqWatchOptions
   };
 
   const loop = async (queueId: string): Promise<void> => {
-    const st: QueueState = { phase: 'init', depth: null, failures: 0, name: queueId, sources: [] };
+    const st: QueueState = { phase: 'init', depth: null, failures: 0, name: queueId, sources: [], kind: null, errorCode: null };
     while (signal?.aborted !== true) {
       const wait = await pollOne(adapter, queueId, st, { interval, cap, random, now, classify: options.classifyNewest !== false, emit, ...(signal !== undefined ? { signal } : {}) });
       if (wait === null) return;
@@ -244,25 +252,37 @@ async function pollOne(
     error: null,
     retryInMs: null,
   });
-  let q: QueueSummary;
+  let q: QueueSummary | null;
   try {
     q = await adapter.getQueue(queueId, o.signal);
   } catch (e) {
     if (isAborted(o.signal)) return null;
-    st.failures++;
-    const wait = backoffMs(st.failures, o.interval, o.cap, o.random);
-    if (st.phase !== 'error') o.emit({ ...base('error', null, st.depth), delta: null, error: toErrorInfo(e), retryInMs: wait });
-    st.phase = 'error';
-    return wait;
+    const info = toErrorInfo(e);
+    if (info.code === 'QUEUE_NOT_FOUND' && st.kind === 'redis-list' && st.phase !== 'error') {
+      // Redis deletes a list with its last element: a vanished list DLQ is an empty one.
+      q = null;
+    } else {
+      st.failures++;
+      const wait = backoffMs(st.failures, o.interval, o.cap, o.random);
+      if (st.phase !== 'error') o.emit({ ...base('error', null, st.depth), delta: null, error: info, retryInMs: wait });
+      st.phase = 'error';
+      st.errorCode = info.code;
+      return wait;
+    }
   }
   if (isAborted(o.signal)) return null;
-  st.name = q.name;
-  st.sources = [...q.deadLetterSources];
-  const depth = watchedDepth(q);
-  const prev = st.depth;
+  if (q !== null) {
+    st.name = q.name;
+    st.sources = [...q.deadLetterSources];
+    st.kind = q.kind;
+  }
+  const depth = q === null ? 0 : watchedDepth(q);
+  // A queue that did not exist held no messages: one that appears with messages raises first-message.
+  const prev = st.depth ?? (st.phase === 'error' && st.errorCode === 'QUEUE_NOT_FOUND' ? 0 : null);
   const wasPhase = st.phase;
   st.phase = 'ok';
   st.failures = 0;
+  st.errorCode = null;
   if (depth !== null) st.depth = depth;
 
   if (wasPhase === 'init') o.emit(base('status', depth, null));
@@ -276,7 +296,7 @@ async function pollOne(
     if (type !== null) {
       const e = base(type, depth, prev);
       if (o.classify && type !== 'drained') {
-        const r = await newestFailure(adapter, q, o.signal);
+        const r = q === null ? { failure: null, note: null } : await newestFailure(adapter, q, o.signal);
         if (isAborted(o.signal)) return null;
         e.failure = r.failure;
         e.failureNote = r.note;

@@ -8,6 +8,7 @@ import * as peek from './peek';
 import * as queues from './queues';
 import * as redrive from './redrive';
 import * as tune from './tune';
+import * as watch from './watch';
 
 /** A CLI command module: adds itself (with its options, help and action) to the program. */
 export interface CliCommandModule {
@@ -18,4 +19,4 @@ export interface CliCommandModule {
  * The CLI's commands, in the order `--help` lists them. One file per command; add a command by
  * adding its module here.
  */
-export const COMMANDS: readonly CliCommandModule[] = [connections, queues, peek, exportCommand, inspect, audit, tune, redrive];
+export const COMMANDS: readonly CliCommandModule[] = [connections, queues, peek, exportCommand, inspect, audit, tune, redrive, watch];
