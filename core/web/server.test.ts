@@ -38,6 +38,9 @@ function fakeHandlers(calls: { method: string; input: unknown }[]): ApiHandlers 
     'tuning.sources': unused,
     'tuning.measure': unused,
     'tuning.apply': unused,
+    'audit.run': unused,
+    'audit.fix.preview': unused,
+    'audit.fix.apply': unused,
   };
 }
 
