@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { connect } from 'amqplib';
 import { createRabbitmqAdapter } from '../../core/adapters/rabbitmq';
+import { tuneQueue } from '../../core/tuning';
 import { AMQP_URL, RABBITMQ_MANAGEMENT_URL, uniqueName } from './env';
 import { closeNative, nativeChannel } from './rabbitmq-native';
 
@@ -49,13 +50,18 @@ describe("RabbitMQ Little's law", () => {
     const sources = await adapter.tuning!.sources(queueId);
     expect(sources[0]).toMatchObject({ source: 'littles-law', confidence: 'mean-only' });
     const fractions: number[] = [];
-    const m = await adapter.tuning!.measure(queueId, 'littles-law', { windowMs: 25_000, onProgress: (p) => fractions.push(p.fraction) });
+    const report = await tuneQueue(adapter, queueId, { source: 'littles-law', windowMs: 25_000, onProgress: (p) => fractions.push(p.fraction) });
+    const m = report.measurement;
     expect(m.meanMs).not.toBeNull();
     expect(Math.abs(m.meanMs! - SERVICE_MS) / SERVICE_MS).toBeLessThan(0.25);
     expect(m.samplesMs).toEqual([]);
     expect(m.redeliveries?.redelivered ?? 0).toBe(0);
     expect(fractions[fractions.length - 1]).toBe(1);
 
+    // mean only: p99 ≈ ln(100) × mean ≈ 0.9 s, × 3 ≈ 2.8 s — below RabbitMQ's one-minute check, so 60 s
+    expect(report.recommendation).toMatchObject({ basis: 'mean-exponential', recommendedMs: 60_000, clamped: 'min', setting: 'consumer_timeout' });
+    expect(report.recommendation!.basisMs).toBeCloseTo(m.meanMs! * Math.log(100), 6);
+    expect(report.stats).toBeNull();
     const s = await adapter.tuning!.readSettings(queueId);
     const version = s.brokerVersion ?? '';
     expect(version).toMatch(/^\d+\.\d+/);
@@ -64,6 +70,9 @@ describe("RabbitMQ Little's law", () => {
       // the argument is accepted but ignored on 3.10: the default node value applies, and we say so
       expect(s.timeoutMs).toBe(1_800_000);
       expect(s.notes.join(' ')).toMatch(/ignores per-queue consumer timeouts/);
+      expect(report.recommendation!.snippets.map((x) => x.text)).toEqual(['# rabbitmq.conf (node-wide; restart the node)\nconsumer_timeout = 60000']);
+      // the default 30 min: an exponential tail with a 200 ms mean essentially never reaches it
+      expect(report.recommendation!.current!.duplicateMethod).toBe('exponential-assumption');
     }
   });
 

@@ -3,7 +3,8 @@ import { Redis } from 'ioredis';
 import { Queue, Worker } from 'bullmq';
 import { createRedisAdapter } from '../../core/adapters/redis';
 import { QueuescopeError } from '../../shared/domain';
-import { computeStats } from '../../shared/tuning';
+import { computeStats, roundUpToStep } from '../../shared/tuning';
+import { tuneQueue } from '../../core/tuning';
 import { REDIS_URL, uniqueName } from './env';
 
 /**
@@ -26,7 +27,7 @@ afterAll(async () => {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 describe('BullMQ source (processedOn → finishedOn)', () => {
-  it('a 200 ms worker at concurrency 4: mean within ±25 %, p99 within ±10 %; retry policy read from job options', async () => {
+  it('a 200 ms worker at concurrency 4: mean within ±25 % of 200 ms, p99 within ±10 % of the worker-observed p99; retry policy read from job options', async () => {
     const prefix = uniqueName('tune');
     const name = 'work';
     const connection = { host: '127.0.0.1', port: Number(new URL(REDIS_URL).port || 6379) };
@@ -38,10 +39,13 @@ describe('BullMQ source (processedOn → finishedOn)', () => {
     const jobs = 120;
     await q.addBulk(Array.from({ length: jobs }, (_, i) => ({ name: 'job', data: { i }, opts: { attempts: 5, backoff: { type: 'exponential', delay: 100 } } })));
     let done = 0;
+    const observed: number[] = []; // what each job really took inside the worker (the truth under CPU contention)
     const worker = new Worker(
       name,
       async (job) => {
+        const t0 = performance.now();
         await sleep(SERVICE_MS);
+        observed.push(performance.now() - t0);
         done++;
         if ((job.data as { i: number }).i % 20 === 0) throw new Error('HTTP 422 validation'); // failed jobs count too
         return null;
@@ -62,7 +66,10 @@ describe('BullMQ source (processedOn → finishedOn)', () => {
     const s = computeStats(m.samplesMs)!;
     expect(s.n).toBe(jobs);
     expect(Math.abs(s.meanMs - SERVICE_MS) / SERVICE_MS).toBeLessThan(0.25);
-    expect(Math.abs(s.p99Ms - SERVICE_MS) / SERVICE_MS).toBeLessThan(0.1);
+    // p99 within ±10 % of the p99 the worker itself observed (a loaded machine stretches setTimeout(200) for real)
+    const truth = computeStats(observed)!;
+    expect(Math.abs(s.p99Ms - truth.p99Ms) / truth.p99Ms).toBeLessThan(0.1);
+    expect(s.p99Ms).toBeGreaterThanOrEqual(SERVICE_MS);
     expect(m.retryPolicy).toEqual({ attempts: 5, type: 'exponential', delayMs: 100, jitter: 0, capMs: null });
     // the 6 failing jobs are retried (attempts 5), so they show up as redelivered
     expect(m.redeliveries!.redelivered).toBeGreaterThanOrEqual(1);
@@ -110,7 +117,8 @@ describe('Redis Streams source (PEL sampling)', () => {
     const queueId = `stream:${key}`;
     const settings = await adapter.tuning!.readSettings(queueId);
     expect(settings).toMatchObject({ target: 'redis-stream', timeoutMs: null, streamKey: key, group });
-    const m = await adapter.tuning!.measure(queueId, 'pel', { windowMs: 6000, intervalMs: 50, onProgress: (x) => progress.push(x.fraction) });
+    const report = await tuneQueue(adapter, queueId, { source: 'pel', windowMs: 6000, intervalMs: 50, currentTimeoutMs: 150, onProgress: (x) => progress.push(x.fraction) });
+    const m = report.measurement;
     stop = true;
     await Promise.all(consumers);
     const s = computeStats(m.samplesMs)!;
@@ -120,5 +128,10 @@ describe('Redis Streams source (PEL sampling)', () => {
     expect(m.sampleErrorMs).toBeLessThan(60);
     expect(m.redeliveries!.redelivered).toBe(0);
     expect(progress[progress.length - 1]).toBe(1);
+    // recommendation for the claimer's min-idle-time: p99 × 3 rounded up; a 150 ms claimer would steal almost every entry
+    expect(report.recommendation!.setting).toMatch(/^min-idle-time/);
+    expect(report.recommendation!.recommendedMs).toBe(roundUpToStep(s.p99Ms * 3).valueMs);
+    expect(report.recommendation!.current!.duplicateShare).toBeGreaterThan(0.9);
+    expect(report.recommendation!.snippets[0]!.text).toContain(`XAUTOCLAIM '${key}' 'workers' recovery-consumer ${report.recommendation!.recommendedMs} 0-0`);
   });
 });
