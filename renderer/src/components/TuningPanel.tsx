@@ -70,6 +70,7 @@ export function TuningPanel({ connectionId, summary }: { connectionId: string; s
   const [applyError, setApplyError] = useState<string | null>(null);
   const [applying, setApplying] = useState(false);
   const [copied, setCopied] = useState<number | null>(null);
+  const [peekCounts, setPeekCounts] = useState(false);
 
   useEffect(() => {
     if (open && entry === undefined) void loadSources(connectionId, summary.id);
@@ -111,6 +112,7 @@ export function TuningPanel({ connectionId, summary }: { connectionId: string; s
       ...(chosen.needsWindow ? { windowMs } : {}),
       ...(currentMs !== null ? { currentTimeoutMs: currentMs } : {}),
       ...(overrideMs !== null ? { consumerOverrideMs: overrideMs } : {}),
+      ...(peekCounts && chosen.source === 'littles-law' ? { acceptSideEffects: true } : {}),
       ...(chosen.source === 'file'
         ? { durations: { text: fileText, format, unit, ...(regex !== '' ? { regex } : {}), ...(field !== '' ? { field } : {}), ...(fileLabel !== null ? { label: fileLabel } : {}) } }
         : {}),
@@ -218,6 +220,12 @@ export function TuningPanel({ connectionId, summary }: { connectionId: string; s
               </button>
             )}
           </div>
+          {settings?.target === 'sqs' && chosen?.source === 'littles-law' && (
+            <label className="tuning-peek">
+              <input type="checkbox" checked={peekCounts} onChange={(e) => setPeekCounts(e.target.checked)} /> Also read the ApproximateReceiveCount of up to 10 messages (redelivery signal). Each read counts as a receive
+              {settings.maxReceiveCount !== null ? `: a message at maxReceiveCount ${settings.maxReceiveCount} would move to the DLQ` : ''}.
+            </label>
+          )}
           {chosen && (
             <p className="tuning-source-note" data-testid="tuning-confidence">
               <span className={`chip tuning-conf-${chosen.confidence}`}>{CONFIDENCE_LABEL[chosen.confidence]}</span> {chosen.measures}. {chosen.confidenceNote}
