@@ -311,6 +311,21 @@ describe('publish (re-inject)', () => {
     }
     const missing = await mover.publish(idOf(uniqueName('nope')), page.messages.slice(0, 1));
     expect(missing.failed[0]?.error.code).toBe('QUEUE_NOT_FOUND');
+    // Bad input is refused per message, and the rest still goes.
+    const first = page.messages[0]!;
+    const bad = [
+      { ...first, id: 'long-key', headers: { ['k'.repeat(300)]: 1 } },
+      { ...first, id: 'bad-mode', properties: { deliveryMode: 7 } },
+      { ...first, id: 'cut', body: { ...first.body, truncated: true } },
+      { ...first, id: 'fine' },
+    ];
+    const mixed = await mover.publish(idOf(target), bad);
+    expect(mixed.published).toEqual(['fine']);
+    expect(mixed.failed.map((f) => [f.id, f.error.code]).sort()).toEqual([
+      ['bad-mode', 'INVALID_INPUT'],
+      ['cut', 'INVALID_INPUT'],
+      ['long-key', 'INVALID_INPUT'],
+    ]);
   });
 });
 

@@ -141,14 +141,19 @@ export function publishOptionsFromJson(m: QueueMessage): Options.Publish {
   };
   maybe('contentType', str('contentType'));
   maybe('contentEncoding', str('contentEncoding'));
-  maybe('deliveryMode', num('deliveryMode'));
-  maybe('priority', num('priority'));
+  const mode = num('deliveryMode');
+  if (mode !== undefined && mode !== 1 && mode !== 2) throw new QueuescopeError('INVALID_INPUT', `Message ${m.id.slice(0, 80)}: deliveryMode must be 1 or 2, got ${mode}.`);
+  maybe('deliveryMode', mode);
+  const priority = num('priority');
+  if (priority !== undefined && (!Number.isInteger(priority) || priority < 0 || priority > 255)) throw new QueuescopeError('INVALID_INPUT', `Message ${m.id.slice(0, 80)}: priority must be a whole number from 0 to 255, got ${priority}.`);
+  maybe('priority', priority);
   maybe('correlationId', str('correlationId'));
   maybe('replyTo', str('replyTo'));
   const exp = p.expiration;
   maybe('expiration', typeof exp === 'number' ? String(exp) : str('expiration'));
   maybe('messageId', str('messageId'));
   const ts = num('timestamp');
+  if (ts !== undefined && ts < 0) throw new QueuescopeError('INVALID_INPUT', `Message ${m.id.slice(0, 80)}: timestamp must be ms since the epoch, got ${ts}.`);
   maybe('timestamp', ts === undefined ? undefined : Math.floor(ts / 1000));
   maybe('type', str('type'));
   maybe('userId', str('userId'));
@@ -237,7 +242,13 @@ export class ConfirmPublisher {
         });
       } catch (e) {
         this.pending.delete(entry);
-        reject(this.closedBy ?? new QueuescopeError('HOST_UNREACHABLE', `Could not publish to queue '${queue}': ${messageOf(e)}`, { queue }));
+        const why = messageOf(e);
+        reject(
+          this.closedBy ??
+            (/clos(ed|ing)|ended/i.test(why)
+              ? new QueuescopeError('HOST_UNREACHABLE', `Could not publish to queue '${queue}': ${why}`, { queue })
+              : new QueuescopeError('INVALID_INPUT', `The message cannot be encoded as AMQP (${why.slice(0, 200)}), so it was not published to '${queue}'.`, { queue })),
+        );
       }
     });
     confirmed.catch(() => undefined);
