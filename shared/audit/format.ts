@@ -63,6 +63,11 @@ function formatText(r: AuditReport, o: FormatOptions): string {
 
 // ------------------------------------------------------------------ XML
 
+/** {@link xmlEscape} for attribute values: also keeps tabs and line breaks (as character references), which XML parsers would otherwise normalise to spaces. */
+export function xmlAttr(s: string): string {
+  return xmlEscape(s).replace(/[\t\n\r]/g, (c) => `&#${String(c.charCodeAt(0))};`);
+}
+
 /** Removes characters XML 1.0 does not allow and escapes markup. */
 export function xmlEscape(s: string): string {
   return s.replace(/[^\x09\x0A\x0D\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu, '\uFFFD').replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c] ?? c);
@@ -93,14 +98,14 @@ function formatJunit(r: AuditReport, o: FormatOptions): string {
     const failed = isFailure(f, failOn);
     const detail = `${f.message}\nwhy: ${f.why}\nfix: ${f.fix}\ndocs: ${f.docUrl}`;
     let body: string;
-    if (f.suppressed) body = `<skipped message="${xmlEscape(`suppressed: ${f.suppressed.reason}`)}"/><system-out>${xmlEscape(detail)}</system-out>`;
-    else if (failed) body = `<failure message="${xmlEscape(f.message)}" type="${f.severity}">${xmlEscape(detail)}</failure>`;
+    if (f.suppressed) body = `<skipped message="${xmlAttr(`suppressed: ${f.suppressed.reason}`)}"/><system-out>${xmlEscape(detail)}</system-out>`;
+    else if (failed) body = `<failure message="${xmlAttr(f.message)}" type="${f.severity}">${xmlEscape(detail)}</failure>`;
     else body = `<system-out>${xmlEscape(`${f.severity}: ${detail}`)}</system-out>`;
     add(f.ruleId, { name: f.target, classname: `${f.broker}.${f.ruleId}`, body, failed, skipped: f.suppressed !== null });
   }
   for (const c of r.checks) {
     const broker = c.ruleId.split('.')[0] ?? '';
-    add(c.ruleId, { name: c.target, classname: `${broker}.${c.ruleId}`, body: c.status === 'not-checked' ? `<skipped message="${xmlEscape(c.note ?? 'not checked')}"/>` : '', failed: false, skipped: c.status === 'not-checked' });
+    add(c.ruleId, { name: c.target, classname: `${broker}.${c.ruleId}`, body: c.status === 'not-checked' ? `<skipped message="${xmlAttr(c.note ?? 'not checked')}"/>` : '', failed: false, skipped: c.status === 'not-checked' });
   }
   const order = AUDIT_RULES.map((x) => x.meta.id);
   const suites = [...byRule.entries()].sort((a, b) => order.indexOf(a[0]) - order.indexOf(b[0]));
@@ -112,10 +117,10 @@ function formatJunit(r: AuditReport, o: FormatOptions): string {
   suites.forEach(([rule, cs], i) => {
     const f = cs.filter((c) => c.failed).length;
     const s = cs.filter((c) => c.skipped).length;
-    out.push(`  <testsuite name="${xmlEscape(rule)}" id="${String(i)}" package="queuescope.audit" hostname="queuescope" tests="${String(cs.length)}" failures="${String(f)}" errors="0" skipped="${String(s)}" time="0" timestamp="${ts}">`);
+    out.push(`  <testsuite name="${xmlAttr(rule)}" id="${String(i)}" package="queuescope.audit" hostname="queuescope" tests="${String(cs.length)}" failures="${String(f)}" errors="0" skipped="${String(s)}" time="0" timestamp="${ts}">`);
     out.push('    <properties/>');
     for (const c of cs) {
-      out.push(c.body === '' ? `    <testcase name="${xmlEscape(c.name)}" classname="${xmlEscape(c.classname)}" time="0"/>` : `    <testcase name="${xmlEscape(c.name)}" classname="${xmlEscape(c.classname)}" time="0">${c.body}</testcase>`);
+      out.push(c.body === '' ? `    <testcase name="${xmlAttr(c.name)}" classname="${xmlAttr(c.classname)}" time="0"/>` : `    <testcase name="${xmlAttr(c.name)}" classname="${xmlAttr(c.classname)}" time="0">${c.body}</testcase>`);
     }
     out.push('    <system-out/>', '    <system-err/>', '  </testsuite>');
   });

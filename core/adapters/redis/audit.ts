@@ -187,7 +187,8 @@ class RedisAuditCollector implements AuditCollector {
       }
     }
     // The server holds queues when any were discovered (the pattern narrows the report, not this fact).
-    const holds = queues.length > 0 || summaries.some((s) => s.kind === 'bullmq' || s.kind === 'redis-stream' || s.kind === 'redis-list');
+    const filtered = options.pattern !== undefined && options.pattern !== '' && options.pattern !== '*';
+    const holds = summaries.length > 0 || (filtered && (await this.listQueues({ limit: 1 }, signal)).length > 0);
     const server = await this.server(client, holds);
     return { broker: 'redis', label: server.label, servers: [server], queues, notes };
   }

@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { XMLParser } from 'fast-xml-parser';
+import { SyntaxValidator } from 'fast-xml-validator';
+import { defaultProjectConfig } from '../config/project-config';
+import { evaluateAudit } from './evaluate';
+import { formatAuditReport, mdEscape, toSarif, xmlEscape } from './format';
+import type { AuditReport, SqsQueueFacts } from './types';
+
+function sqsFacts(name: string, over: Partial<SqsQueueFacts> = {}): SqsQueueFacts {
+  return {
+    kind: 'sqs',
+    id: `sqs:http://x/0/${name}`,
+    name,
+    url: `http://x/0/${name}`,
+    arn: `arn:aws:sqs:us-east-1:0:${name}`,
+    fifo: false,
+    contentBasedDeduplication: null,
+    visibilityTimeoutS: 30,
+    retentionS: 345_600,
+    receiveWaitTimeS: 0,
+    maximumMessageSize: 262_144,
+    depth: 0,
+    inFlight: 0,
+    redrivePolicy: null,
+    redrivePolicyError: null,
+    redriveAllowPolicy: null,
+    deadLetterQueue: null,
+    deadLetterSources: [],
+    isDeadLetterQueue: false,
+    sample: null,
+    sampleNote: 'message sampling is off',
+    dlqCandidate: null,
+    ...over,
+  };
+}
+
+function report(names: string[], suppress: { rule: string; queue: string; reason: string }[] = []): AuditReport {
+  return evaluateAudit([{ broker: 'sqs', label: 'sqs://test', servers: [], queues: names.map((n) => sqsFacts(n)), notes: [] }], {
+    config: { ...defaultProjectConfig().audit, suppress },
+    measurements: new Map(),
+    now: Date.UTC(2026, 0, 2, 3, 4, 5),
+  });
+}
+
+const parser = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '', isArray: (n) => n === 'testsuite' || n === 'testcase' });
+interface JUnitDoc {
+  testsuites: { tests: string; failures: string; skipped: string; testsuite: { name: string; testcase: { name: string; failure?: unknown; skipped?: unknown }[] }[] };
+}
+
+describe('JUnit', () => {
+  it('errors are failures, info passes with output, suppressed and not-checked are skipped; counts add up', () => {
+    const r = report(['orders', 'emails'], [{ rule: 'sqs.no-redrive-policy', queue: 'emails', reason: 'producer retries' }]);
+    const xml = formatAuditReport(r, 'junit', { failOn: 'error' });
+    expect(SyntaxValidator.validate(xml)).toBe(true);
+    const doc = parser.parse(xml) as JUnitDoc;
+    const suite = (rule: string) => doc.testsuites.testsuite.find((s) => s.name === rule);
+    expect(suite('sqs.no-redrive-policy')?.testcase.map((c) => `${c.name}:${c.failure !== undefined ? 'failure' : c.skipped !== undefined ? 'skipped' : 'ok'}`).sort()).toEqual(['emails:skipped', 'orders:failure']);
+    expect(suite('sqs.short-polling')?.testcase.every((c) => c.failure === undefined)).toBe(true);
+    expect(doc.testsuites.failures).toBe('1');
+    // --fail-on warning does not turn info into failures
+    expect((parser.parse(formatAuditReport(r, 'junit', { failOn: 'warning' })) as JUnitDoc).testsuites.failures).toBe('1');
+  });
+
+  it('any queue name stays well-formed XML and round-trips (XML-illegal characters become U+FFFD)', () => {
+    fc.assert(
+      fc.property(fc.string({ minLength: 1, maxLength: 40, unit: 'binary' }), (name) => {
+        const xml = formatAuditReport(report([name]), 'junit');
+        expect(SyntaxValidator.validate(xml)).toBe(true);
+        const doc = parser.parse(xml) as JUnitDoc;
+        const got = doc.testsuites.testsuite.find((s) => s.name === 'sqs.no-redrive-policy')?.testcase[0]?.name;
+        const expected = name.replace(/[^\x09\x0A\x0D\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu, '\uFFFD');
+        // fast-xml-parser leaves numeric character references (&#9; &#10; &#13;) as they are; a CI server's parser decodes them.
+        const decoded = String(got).replace(/&#(\d+);/g, (_m, n: string) => String.fromCharCode(Number(n)));
+        expect(decoded).toBe(expected);
+      }),
+      { numRuns: 200 },
+    );
+    expect(xmlEscape('a<b>&"\'\u0001')).toBe('a&lt;b&gt;&amp;&quot;&apos;\uFFFD');
+  });
+});
+
+describe('Markdown and SARIF', () => {
+  it('a queue name cannot break the table or inject HTML', () => {
+    const md = formatAuditReport(report(['a|b<script>x</script>']), 'markdown');
+    const row = md.split('\n').find((l) => l.startsWith('| error |'));
+    expect(row).toBeDefined();
+    expect(row?.split(/(?<!\\)\|/).length).toBe(6); // 4 cells between 5 pipes
+    expect(md).not.toContain('<script>');
+    expect(mdEscape('x|y\n<z>')).toBe('x\\|y \\<z\\>');
+  });
+
+  it('SARIF has one result per finding, rule indexes into the driver rules, suppressions for suppressed findings', () => {
+    const r = report(['orders', 'emails'], [{ rule: 'sqs.no-redrive-policy', queue: 'emails', reason: 'producer retries' }]);
+    const s = toSarif(r) as { runs: { tool: { driver: { rules: { id: string }[] } }; results: { ruleId: string; ruleIndex: number; level: string; suppressions?: { justification: string }[] }[] }[] };
+    const run = s.runs[0];
+    expect(run?.results.length).toBe(r.findings.length);
+    for (const x of run?.results ?? []) expect(run?.tool.driver.rules[x.ruleIndex]?.id).toBe(x.ruleId);
+    expect(run?.results.filter((x) => x.suppressions).map((x) => x.suppressions?.[0]?.justification)).toEqual(['producer retries']);
+    expect(run?.results.find((x) => x.ruleId === 'sqs.short-polling')?.level).toBe('note');
+  });
+
+  it('text output passes every line through the escape function', () => {
+    const text = formatAuditReport(report(['evil\u001b[31m']), 'text', { escape: (l) => l.replace(/\u001b/g, '\\x1b') });
+    expect(text).not.toContain('\u001b');
+    expect(text).toContain('evil\\x1b[31m');
+  });
+});
