@@ -1,9 +1,10 @@
 /**
  * The audit page end to end, in Chromium through the browser bridge, on the seeded brokers
  * (`npm run seed` incl. scripts/seed/misconfig.ts, run here): it shows the deliberate
- * misconfigurations by queue with why and fix, and applies a one-click fix (SQS RedrivePolicy on
- * `invoices` → `invoices-dlq`) after a confirmation with a before/after diff; the fix is in the
- * audit log and on the broker. The fix is undone afterwards (the seed's state is restored).
+ * misconfigurations by queue with why and fix, and applies one-click fixes (RabbitMQ DLX policy for
+ * `shipments.work`; SQS RedrivePolicy on `invoices` → `invoices-dlq`) after a confirmation with a
+ * before/after diff; the fixes are on the broker and in the audit log. They are undone afterwards
+ * (the seed's state is restored).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,6 +21,7 @@ import { AMQP_URL, RABBITMQ_MANAGEMENT_URL, REDIS_URL, SQS_ENDPOINT, SQS_REGION,
 
 let h: Harness;
 let page: Page;
+const MGMT_AUTH = `Basic ${Buffer.from('guest:guest').toString('base64')}`;
 const sqs = new SQSClient({ endpoint: SQS_ENDPOINT, region: SQS_REGION, credentials: SQS_TEST_CREDENTIALS });
 
 beforeAll(async () => {
@@ -36,7 +38,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await h.close();
-  // Put the seed back as it was: invoices without a RedrivePolicy.
+  // Put the seed back as it was: shipments.work without a DLX policy, invoices without a RedrivePolicy.
+  await fetch(`${RABBITMQ_MANAGEMENT_URL}/api/policies/%2F/qs-dlx-shipments.work`, { method: 'DELETE', headers: { authorization: MGMT_AUTH } }).catch(() => undefined);
   const url = (await sqs.send(new GetQueueUrlCommand({ QueueName: 'invoices' }))).QueueUrl;
   if (url !== undefined) await sqs.send(new SetQueueAttributesCommand({ QueueUrl: url, Attributes: { RedrivePolicy: '' } })).catch(() => undefined);
   sqs.destroy();
@@ -71,6 +74,26 @@ describe('audit page on the seeded brokers', () => {
     // Grouped by queue: the audit.work group holds only its own findings.
     const group = page.getByRole('region', { name: 'audit.work' });
     await expect(group.getByTestId('audit-finding').count()).resolves.toBe(1);
+  });
+
+  it('RabbitMQ: one-click DLX policy for shipments.work, previewed and applied', async () => {
+    const nodlx = finding('shipments.work', 'rabbitmq.no-dead-letter-exchange');
+    await nodlx.getByRole('button', { name: 'Add DLX policy → shipments.dlq…' }).click();
+    const dialog = page.getByTestId('audit-fix-dialog');
+    const diff = dialog.getByTestId('audit-diff');
+    await diff.waitFor();
+    const policyRow = diff.locator('tr', { has: page.locator('code', { hasText: /^policy$/ }) });
+    expect(await policyRow.locator('.audit-diff-before').innerText()).toBe('null');
+    expect(await policyRow.locator('.audit-diff-after').innerText()).toBe('qs-dlx-shipments.work');
+    expect(await dialog.innerText()).toContain("Dead letters go through the default exchange straight to queue 'shipments.dlq'.");
+    await dialog.getByRole('button', { name: 'Apply fix' }).click();
+    await dialog.getByRole('heading', { name: 'Fix applied' }).waitFor({ timeout: 30_000 });
+    await dialog.getByRole('button', { name: 'Close' }).click();
+    await nodlx.waitFor({ state: 'detached', timeout: 30_000 });
+    const r = await fetch(`${RABBITMQ_MANAGEMENT_URL}/api/queues/%2F/shipments.work`, { headers: { authorization: MGMT_AUTH } });
+    const q = (await r.json()) as { policy: string | null; effective_policy_definition: Record<string, unknown> };
+    expect(q.policy).toBe('qs-dlx-shipments.work');
+    expect(q.effective_policy_definition).toEqual({ 'dead-letter-exchange': '', 'dead-letter-routing-key': 'shipments.dlq' });
   });
 
   it('Redis: no persistence on the server, removeOnFail: true, stranded pending entries', async () => {
@@ -110,6 +133,6 @@ describe('audit page on the seeded brokers', () => {
     expect(JSON.parse(attrs.RedrivePolicy ?? '{}')).toMatchObject({ maxReceiveCount: 5 });
     // …and in the audit log.
     const log = readFileSync(join(h.configDir, 'audit-log.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { action: string; target: string; status: string; actor: string });
-    expect(log.filter((e) => e.action === 'audit-fix')).toEqual([expect.objectContaining({ action: 'audit-fix', target: 'invoices', status: 'completed', actor: 'app' })]);
+    expect(log.filter((e) => e.action === 'audit-fix').map((e) => `${e.actor} ${e.target} ${e.status}`)).toEqual(['app shipments.work completed', 'app invoices completed']);
   });
 });
