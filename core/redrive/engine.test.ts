@@ -90,7 +90,11 @@ class MemoryMover implements RedriveMover {
     return Promise.resolve(this.native);
   }
 
+  /** Called when a native move starts (tests add late messages). */
+  onNativeStart: (() => void) | null = null;
+
   startNativeMove(dlq: QueueSummary): Promise<NativeMoveHandle> {
+    this.onNativeStart?.();
     const handle = { id: `h${this.nativeRuns.length}`, sourceQueueId: dlq.id, targetQueueId: null, startedAt: Date.now(), total: this.queues.get(dlq.id)?.length ?? 0 };
     this.nativeRuns.push({ handle, moved: 0, cancelled: false });
     return Promise.resolve(handle);
@@ -323,7 +327,7 @@ describe('runRedrive', () => {
   it('pauses between batches, resumes, and cancels leaving every message in one place', async () => {
     mover.queues.set(
       'dlq',
-      Array.from({ length: 40 }, (_, i) => dead(String(i), 'ETIMEDOUT')),
+      Array.from({ length: 200 }, (_, i) => dead(String(i), 'ETIMEDOUT')),
     );
     const ops = new OperationManager();
     let paused = false;
@@ -345,8 +349,8 @@ describe('runRedrive', () => {
     const final = await ops.wait(snap.id);
     unsub();
     expect(final.status).toBe('cancelled');
-    expect(ids('work').length).toBeLessThan(40);
-    expect([...ids('dlq'), ...ids('work')].sort()).toEqual(Array.from({ length: 40 }, (_, i) => String(i)).sort());
+    expect(ids('work').length).toBeLessThan(200);
+    expect([...ids('dlq'), ...ids('work')].sort()).toEqual(Array.from({ length: 200 }, (_, i) => String(i)).sort());
     const entry = (await env.auditLog.read()).entries[0];
     expect(entry).toMatchObject({ status: 'cancelled', counts: { moved: ids('work').length } });
     const backup = await readSnapshotFile(entry?.backupPath ?? '');
@@ -374,6 +378,20 @@ describe('runRedrive', () => {
     const backup = await readSnapshotFile(result.backupPath ?? '');
     expect(backup[0]?.messages).toHaveLength(10);
     expect((await env.auditLog.read()).entries[0]?.details).toMatchObject({ mode: 'native' });
+  });
+
+  it('says so when the native move moved more than the backup holds (messages that arrived after the backup pass)', async () => {
+    mover.queues.set('dlq', Array.from({ length: 6 }, (_, i) => dead(String(i), 'ETIMEDOUT')));
+    mover.native = { ...mover.native, available: true };
+    mover.onNativeStart = () => mover.queues.get('dlq')?.push(dead('late1', 'ETIMEDOUT'), dead('late2', 'ETIMEDOUT'));
+    const ops = new OperationManager();
+    const snap = startRedrive(ops, env, { dlqId: 'dlq', selection: { kind: 'all' } });
+    const final = await ops.wait(snap.id);
+    const result = final.result as RedriveResult;
+    expect(result).toMatchObject({ mode: 'native', moved: 8 });
+    expect(result.notes.join(' ')).toMatch(/moved 2 messages more than the backup holds \(6\)/);
+    expect(final.errors.at(-1)?.message).toMatch(/2 messages were moved by memory move without being in the backup/);
+    expect((await readSnapshotFile(result.backupPath ?? ''))[0]?.messages).toHaveLength(6);
   });
 
   it('falls back to client-side when some messages stay (non-retryable), and fails with require', async () => {

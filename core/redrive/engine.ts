@@ -141,7 +141,10 @@ interface Prepared {
   dlq: QueueSummary;
   queues: Map<string, QueueSummary> | null;
   decider: Decider;
+  /** The user's limit (passed to the mover). */
   maxMessages: number | null;
+  /** Messages expected (the limit, or the DLQ depth as last reported): for progress and ETA only. */
+  expected: number | null;
   batchSize: number;
   cutoffMs: number;
 }
@@ -167,7 +170,12 @@ async function prepare(env: RedriveEnv, r: RedriveRequest, signal?: AbortSignal)
   }
   const depth = dlqDepth(dlq, r.state);
   const limit = r.limit ?? null;
-  const maxMessages = limit !== null && depth !== null ? Math.min(limit, depth) : (limit ?? depth);
+  // Only the user's limit: each mover bounds a run by its own exact count at the start (RabbitMQ
+  // checkQueue, SQS ApproximateNumberOfMessages, Redis lengths / finishedOn), whereas `depth` may
+  // be stale (the RabbitMQ management API lags AMQP by seconds) and would stop a run early — or
+  // let a native move run past a backup that did not cover the whole DLQ.
+  const maxMessages = limit;
+  const expected = limit !== null && depth !== null ? Math.min(limit, depth) : (limit ?? depth);
   const rate = r.ratePerSecond ?? null;
   const batchSize = Math.max(1, Math.min(r.batchSize ?? DEFAULT_BATCH_SIZE, rate === null ? 1000 : Math.ceil(rate)));
   const decider = new Decider({
@@ -183,7 +191,7 @@ async function prepare(env: RedriveEnv, r: RedriveRequest, signal?: AbortSignal)
     now,
     ...(r.samples !== undefined ? { samples: r.samples } : {}),
   });
-  return { mover, dlq, queues, decider, maxMessages, batchSize, cutoffMs: now };
+  return { mover, dlq, queues, decider, maxMessages, expected, batchSize, cutoffMs: now };
 }
 
 /** Whether the request's options allow the native path at all (before asking the broker). */
@@ -329,7 +337,7 @@ interface Totals {
  */
 export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: OperationContext, operationId: string | null = null): Promise<RedriveResult> {
   const p = await prepare(env, r, ctx.signal);
-  ctx.setTotal(p.maxMessages);
+  ctx.setTotal(p.expected);
   const totals: Totals = { examined: 0, moved: 0, skipped: 0, failed: 0, possibleDuplicates: 0, perTarget: new Map() };
   const notes: string[] = [];
   const backupPath = r.backupPath ?? defaultBackupPath(env.configDir, p.dlq.name, p.cutoffMs);
@@ -459,6 +467,11 @@ async function clientSide(r: RedriveRequest, p: Prepared, backup: RedriveBackup,
           ctx.addError(new QueuescopeError('BROKER_ERROR', `Message ${d.id} was published to ${d.targetQueueId} but its removal from the DLQ was not confirmed: it may now be in both.`, { id: d.id }));
         }
         limiter.charge(b.moved.length + b.possibleDuplicates.length);
+        if (p.expected === null || totals.examined > p.expected) {
+          // The depth was unknown or stale: keep the total honest.
+          p.expected = totals.examined;
+          ctx.setTotal(totals.examined);
+        }
         report();
       },
     },
@@ -503,27 +516,36 @@ async function nativePath(env: RedriveEnv, r: RedriveRequest, p: Prepared, backu
   if (p.decider.toSkip > 0 || failed > 0) return null;
   const total = p.decider.examined.count;
   ctx.setTotal(total);
-  notes.push(`backup of ${total} message${total === 1 ? '' : 's'} written before the native move`);
+  notes.push(`backup of ${total} message${total === 1 ? '' : 's'} written before the native move; messages dead-lettered while it runs may be moved too and are not in the backup`);
   if (support.note !== null) notes.push(support.note);
   const pollMs = env.nativePollMs ?? NATIVE_POLL_MS;
   let movedBefore = 0;
   for (;;) {
     const handle = await p.mover.startNativeMove(p.dlq, r.targetQueueId ?? null, r.ratePerSecond ?? null, ctx.signal);
     const outcome = await pollNative(p.mover, handle, ctx, pollMs, (moved) => {
-      totals.moved = Math.min(total, movedBefore + moved);
+      totals.moved = movedBefore + moved;
       totals.examined = totals.moved;
+      if (totals.moved > total) ctx.setTotal(totals.moved);
       ctx.report({ processed: totals.examined, moved: totals.moved });
     });
     if (outcome.kind === 'done') {
-      totals.moved = Math.min(total, movedBefore + outcome.moved);
-      totals.examined = totals.moved;
-      for (const [id, t] of p.decider.perTarget) totals.perTarget.set(id, t.count);
+      totals.moved = movedBefore + outcome.moved;
+      totals.examined = Math.max(total, totals.moved);
+      const only = p.decider.perTarget.size === 1 ? [...p.decider.perTarget.keys()][0] : undefined;
+      if (only !== undefined) totals.perTarget.set(only, totals.moved);
+      else for (const [id, t] of p.decider.perTarget) totals.perTarget.set(id, t.count);
       if (totals.moved < total) notes.push(`the broker reported ${totals.moved} of ${total} moved`);
+      if (totals.moved > total) {
+        // The broker moved messages the backup pass did not see (they arrived, or were held unacked, during it).
+        const extra = totals.moved - total;
+        notes.push(`the native move moved ${extra} message${extra === 1 ? '' : 's'} more than the backup holds (${total}): they were dead-lettered, or held by another reader, while the backup was written`);
+        ctx.addError(new QueuescopeError('BROKER_ERROR', `${extra} message${extra === 1 ? ' was' : 's were'} moved by ${support.mechanism} without being in the backup (the backup holds ${total}).`, { extra }));
+      }
       ctx.report({ processed: totals.examined, moved: totals.moved });
       return true;
     }
     // Paused: the native move was cancelled; wait for resume (or cancel), then start again for what is left.
-    movedBefore = Math.min(total, movedBefore + outcome.moved);
+    movedBefore += outcome.moved;
     await ctx.checkpoint();
   }
 }
