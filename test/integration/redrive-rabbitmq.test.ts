@@ -367,7 +367,11 @@ describe('native move (dynamic shovel)', () => {
     await mover.cancelNativeMove(h);
     await mover.cancelNativeMove(h);
     expect((await mover.nativeMoveStatus(h)).status).toBe('cancelled');
-    await new Promise((r) => setTimeout(r, 300));
-    expect((await nativeCount(dlq)) + (await nativeCount(target))).toBe(2000);
+    await new Promise((r) => setTimeout(r, 500));
+    // Zero lost; a shovel cancelled mid-flight can leave up to its prefetch (1,000) in both queues
+    // (published and confirmed, not yet acked at the source).
+    const keys = [...(await snapshotQueue(conn, dlq)), ...(await snapshotQueue(conn, target))].map(keyOf);
+    expect(new Set(keys).size).toBe(2000);
+    expect(keys.length).toBeLessThanOrEqual(3000);
   });
 });

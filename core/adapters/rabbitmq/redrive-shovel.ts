@@ -66,7 +66,7 @@ export class ShovelMover {
   async support(dlq: QueueSummary, targetQueueId: string | null, signal?: AbortSignal): Promise<NativeMoveSupport> {
     const base = { mechanism: MECHANISM, supportsRate: false, supportsTarget: true };
     const note =
-      'Moves every message in the DLQ when it starts (src-delete-after queue-length) to one queue through the default exchange, acking each after the target confirmed it; body, properties and headers (x-death) are kept; no redrive counter is added, messages cannot be filtered and the rate cannot be limited.';
+      'Moves every message in the DLQ when it starts (src-delete-after queue-length) to one queue through the default exchange, acking each after the target confirmed it; body, properties and headers (x-death) are kept; no redrive counter is added, messages cannot be filtered and the rate cannot be limited; cancelling mid-move can leave up to 1,000 messages (its prefetch) in both queues.';
     if (dlq.kind === 'rabbitmq-stream') return { ...base, available: false, note: 'The DLQ is a stream: a shovel would copy it, not move it.' };
     const target = this.target(dlq, targetQueueId);
     if (target === null) {
@@ -152,7 +152,11 @@ export class ShovelMover {
     }
   }
 
-  /** Deletes the shovel parameter (`DELETE /api/parameters/shovel/<vhost>/<name>`); idempotent. */
+  /**
+   * Deletes the shovel parameter (`DELETE /api/parameters/shovel/<vhost>/<name>`); idempotent.
+   * Messages the shovel had published and the target had confirmed but that were not yet acked at
+   * the DLQ (at most its prefetch, 1,000) are requeued there too: possible duplicates.
+   */
   async cancel(handle: NativeMoveHandle, signal?: AbortSignal): Promise<void> {
     const path = this.paramPath(handle.id);
     const res = await this.d.mgmt.request('DELETE', path, undefined, signal);

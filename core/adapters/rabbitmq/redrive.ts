@@ -31,6 +31,14 @@ export interface RabbitmqRedriveDeps extends ShovelDeps {
   queueInfo(name: string, signal?: AbortSignal): Promise<{ kind: QueueKind; settings: EffectiveSettings; messages: number | null } | null>;
 }
 
+/**
+ * x-death times are the broker's clock (1 s resolution), the cutoff is ours: a message counts as
+ * dead-lettered after the start only when its time is this much (ms) past the cutoff, so a broker
+ * clock a little ahead does not stop a run at messages that were there before it. The primary
+ * bound is the DLQ's ready count at the start, which needs no clock.
+ */
+const CLOCK_SKEW_MS = 30_000;
+
 /** How long (ms) to wait after a run for requeued messages to be counted again (quorum requeues apply asynchronously). */
 const SETTLE_MS = 2_000;
 
@@ -138,7 +146,7 @@ export class RabbitmqRedriveMover implements RedriveMover {
   /**
    * See {@link RedriveMover.moveClientSide} and the class comment. Reads at most
    * `min(maxMessages, ready messages at the start)`; also stops at a message whose most recent
-   * `x-death` time is after `cutoffMs` (x-death times have 1 s resolution) or at one of the run's
+   * `x-death` time is more than 30 s after `cutoffMs` (broker clock, 1 s resolution) or at one of the run's
    * own copies. In a dry run, `onBatch` reports the moves that WOULD happen in `moved`.
    * @throws QueuescopeError `INVALID_INPUT` (options, queue id), `QUEUE_NOT_FOUND`, `UNSUPPORTED`
    *   (stream DLQ), `CANCELLED`, connection codes; a failure after messages were examined is thrown
@@ -376,7 +384,7 @@ class ClientRun {
       }
       const headers = (m.properties.headers ?? {}) as Record<string, unknown>;
       const deathTime = normaliseXDeath(headers['x-death'])[0]?.time ?? null;
-      if ((deathTime !== null && deathTime > this.o.cutoffMs) || (this.copies.size > 0 && this.copies.has(copyFingerprint(m)))) {
+      if ((deathTime !== null && deathTime > this.o.cutoffMs + CLOCK_SKEW_MS) || (this.copies.size > 0 && this.copies.has(copyFingerprint(m)))) {
         this.stopAt = 'cutoff';
         unexamined.push(m);
         continue;
