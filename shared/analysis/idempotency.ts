@@ -195,8 +195,10 @@ function clampKeyOrNull(r: KeyExtraction | null): KeyExtraction | null {
   return r ? clampKey(r) : null;
 }
 
+const b = (key: string, source: string, fields: string[]): KeyExtraction => ({ key, source, origin: 'builtin', fields });
+const CE_PREFIXES = ['ce-', 'ce_'];
+
 function builtin(message: QueueMessage): KeyExtraction | null {
-  const b = (key: string, source: string, fields: string[]): KeyExtraction => ({ key, source, origin: 'builtin', fields });
   for (const name of KEY_HEADERS) {
     const h = findHeader(message.headers, name);
     if (h) return b(h.value, `header ${name}`, [`headers.${h.name}`]);
@@ -221,15 +223,15 @@ function builtin(message: QueueMessage): KeyExtraction | null {
     }
     for (const env of ENVELOPES) {
       let inner = own(json, env);
-      let path = `body.${env}`;
-      if (Array.isArray(inner)) {
-        inner = inner[0];
-        path += '[0]';
-      }
+      const isArray = Array.isArray(inner);
+      if (isArray) inner = (inner as unknown[])[0];
       if (!isRecord(inner)) continue;
       for (const f of BODY_KEY_FIELDS) {
         const v = scalarText(own(inner, f));
-        if (v !== undefined) return b(v, `${path}.${f}`, [`${path}.${f}`]);
+        if (v !== undefined) {
+          const path = `body.${env}${isArray ? '[0]' : ''}.${f}`;
+          return b(v, path, [path]);
+        }
       }
     }
     const source = scalarText(own(json, 'source'));
@@ -238,7 +240,7 @@ function builtin(message: QueueMessage): KeyExtraction | null {
       return b(`${source}:${id}`, 'CloudEvents source+id', ['body.source', 'body.id']);
     }
   }
-  for (const prefix of ['ce-', 'ce_']) {
+  for (const prefix of CE_PREFIXES) {
     const source = findHeader(message.headers, `${prefix}source`);
     const id = findHeader(message.headers, `${prefix}id`);
     if (source && id) return b(`${source.value}:${id.value}`, 'CloudEvents source+id', [`headers.${source.name}`, `headers.${id.name}`]);
@@ -375,7 +377,7 @@ function isSepCode(c: number): boolean {
 function matchValues(key: string, scalars: Scalar[]): { matches: (Scalar & { at: number })[]; covered: Uint8Array } {
   const covered = new Uint8Array(key.length);
   const matches: (Scalar & { at: number })[] = [];
-  const candidates = scalars.sort((a, b) => b.text.length - a.text.length);
+  const candidates = scalars.length > 1 ? scalars.sort((a, b) => b.text.length - a.text.length) : scalars;
   const seenText = new Set<string>();
   for (const s of candidates) {
     if (seenText.has(s.text) || s.text.length > key.length) continue;
@@ -396,7 +398,7 @@ function matchValues(key: string, scalars: Scalar[]): { matches: (Scalar & { at:
     }
     if (matches.length >= 16) break;
   }
-  matches.sort((a, b) => a.at - b.at);
+  if (matches.length > 1) matches.sort((a, b) => a.at - b.at);
   return { matches, covered };
 }
 
@@ -419,30 +421,44 @@ function pieces(fragment: string): Piece[] {
   }
   const out: Piece[] = [];
   let rest = fragment;
-  const take = (re: RegExp, kind: Piece['kind']): void => {
-    rest = rest.replace(re, (m) => {
-      out.push({ kind, text: m });
-      return ' ';
-    });
-  };
   // Cheap guards first: every pattern below needs a run of 4 digits (UUIDs: 8 hex digits and '-').
   if (/\d{4}/.test(rest)) {
     const dash = rest.includes('-');
-    if (rest.includes(':')) take(ISO_TIMESTAMP, 'timestamp');
-    if (rest.includes('W')) take(ISO_WEEK, 'week');
-    take(ISO_DATE, 'date');
-    if (dash) take(ISO_MONTH, 'month');
+    if (rest.includes(':')) rest = take(rest, ISO_TIMESTAMP, 'timestamp', out);
+    if (rest.includes('W')) rest = take(rest, ISO_WEEK, 'week', out);
+    rest = take(rest, ISO_DATE, 'date', out);
+    if (dash) rest = take(rest, ISO_MONTH, 'month', out);
   }
-  if (rest.length >= 36 && rest.includes('-')) take(UUID, 'uuid');
-  for (const chunk of rest.split(/[:/.|#@\s]+/)) {
+  if (rest.length >= 36 && rest.includes('-')) rest = take(rest, UUID, 'uuid', out);
+  const chunks = CHUNK_SEPARATOR.test(rest) ? rest.split(CHUNK_SEPARATORS) : [rest];
+  for (const chunk of chunks) {
     if (chunk.length === 0) continue;
     if (chunk.length === 21 && /^[A-Za-z0-9_-]{21}$/.test(chunk) && /[0-9]/.test(chunk) && /[a-z]/.test(chunk) && /[A-Z]/.test(chunk)) {
       out.push({ kind: 'nanoid', text: chunk });
       continue;
     }
-    for (const tok of chunk.split(/[-_]+/)) if (tok.length > 0) out.push(tokenPiece(tok));
+    if (chunk.includes('-') || chunk.includes('_')) {
+      for (const tok of chunk.split(/[-_]+/)) if (tok.length > 0) out.push(tokenPiece(tok));
+    } else out.push(tokenPiece(chunk));
   }
   return out;
+}
+
+const CHUNK_SEPARATOR = /[:/.|#@\s]/;
+const CHUNK_SEPARATORS = /[:/.|#@\s]+/;
+
+/** Moves every match of the global `re` out of `rest` into `out` (replaced by a space); `rest` unchanged when none. */
+function take(rest: string, re: RegExp, kind: Piece['kind'], out: Piece[]): string {
+  re.lastIndex = 0;
+  if (!re.test(rest)) {
+    re.lastIndex = 0;
+    return rest;
+  }
+  re.lastIndex = 0;
+  return rest.replace(re, (m) => {
+    out.push({ kind, text: m });
+    return ' ';
+  });
 }
 
 const MS_2001 = 978307200000;

@@ -81,6 +81,72 @@ function headerText(headers: Record<string, HeaderValue> | undefined, names: rea
   return null;
 }
 
+// Envelope metadata tables (constant; read only).
+const SNS_META: Record<string, MetaField> = {
+  Type: FACT_META('SNS message type'),
+  MessageId: ID_META('SNS MessageId, new per publish', true),
+  TopicArn: ID_META('SNS topic'),
+  Subject: FACT_META('SNS subject'),
+  Timestamp: TIME_META('SNS publish time'),
+  SignatureVersion: OTHER_META('SNS signature version'),
+  Signature: OTHER_META('SNS signature'),
+  SigningCertURL: OTHER_META('SNS signing certificate'),
+  UnsubscribeURL: OTHER_META('SNS unsubscribe URL'),
+  MessageAttributes: OTHER_META('SNS message attributes', false),
+};
+const EVENTBRIDGE_META: Record<string, MetaField> = { version: FACT_META('EventBridge schema version'), id: ID_META('EventBridge event id, new per event', true), 'detail-type': FACT_META('event type'), source: FACT_META('event source'), account: ID_META('AWS account'), time: TIME_META('event time'), region: FACT_META('AWS region'), resources: ID_META('affected resources') };
+const CLOUDEVENTS_META: Record<string, MetaField> = {
+  specversion: FACT_META('CloudEvents spec version'),
+  id: ID_META('CloudEvents id (with source, identifies the event)'),
+  source: ID_META('CloudEvents source (with id, identifies the event)'),
+  type: FACT_META('event type'),
+  subject: ID_META('event subject'),
+  time: TIME_META('event time'),
+  datacontenttype: FACT_META('content type'),
+  dataschema: FACT_META('data schema'),
+  data_base64: OTHER_META('binary event data', false),
+};
+const STRIPE_META: Record<string, MetaField> = {
+  id: ID_META('Stripe event id'),
+  object: FACT_META('object kind'),
+  type: FACT_META('event type'),
+  created: TIME_META('event creation time'),
+  api_version: FACT_META('API version'),
+  livemode: FACT_META('live or test mode'),
+  pending_webhooks: OTHER_META('pending deliveries'),
+  request: OTHER_META('originating request'),
+};
+const SIDEKIQ_META: Record<string, MetaField> = {
+  class: FACT_META('job class'),
+  wrapped: FACT_META('wrapped job class'),
+  jid: ID_META('Sidekiq job id, new per enqueue', true),
+  queue: FACT_META('queue name'),
+  retry: FACT_META('retry setting'),
+  created_at: TIME_META('enqueue time'),
+  enqueued_at: TIME_META('enqueue time'),
+  retry_count: OTHER_META('retry count'),
+  retried_at: OTHER_META('last retry time'),
+  failed_at: OTHER_META('failure time'),
+  error_message: OTHER_META('last error'),
+  error_class: OTHER_META('last error class'),
+  bid: ID_META('batch id'),
+  tags: FACT_META('job tags'),
+};
+const CELERY_META: Record<string, MetaField> = {
+  task: FACT_META('task name'),
+  id: ID_META('Celery task id, new per send', true),
+  eta: OTHER_META('scheduled time', false),
+  expires: OTHER_META('expiry', false),
+  retries: OTHER_META('retry count'),
+  utc: OTHER_META('UTC flag', false),
+  callbacks: OTHER_META('callbacks', false),
+  errbacks: OTHER_META('error callbacks', false),
+  timelimit: OTHER_META('time limit', false),
+  taskset: ID_META('group id'),
+  chord: OTHER_META('chord', false),
+};
+const BULLMQ_META: Record<string, MetaField> = { name: FACT_META('job name'), opts: OTHER_META('job options', false), id: ID_META('job id'), timestamp: TIME_META('job creation time'), attemptsMade: OTHER_META('attempts made'), stacktrace: OTHER_META('stack traces'), returnvalue: OTHER_META('return value'), failedReason: OTHER_META('failure reason'), processedOn: OTHER_META('processing time'), finishedOn: OTHER_META('finish time'), progress: OTHER_META('progress') };
+
 const GENERIC_WRAPPERS = ['payload', 'data', 'detail', 'body', 'message', 'args', 'arguments', 'params', 'job'];
 
 /** Recognises the job / event envelope of a document root; null when none. */
@@ -99,18 +165,7 @@ function detectEnvelope(root: unknown, message: QueueMessage, nested: boolean): 
     return {
       name: 'SNS notification',
       args: [['Message']],
-      meta: {
-        Type: FACT_META('SNS message type'),
-        MessageId: ID_META('SNS MessageId, new per publish', true),
-        TopicArn: ID_META('SNS topic'),
-        Subject: FACT_META('SNS subject'),
-        Timestamp: TIME_META('SNS publish time'),
-        SignatureVersion: OTHER_META('SNS signature version'),
-        Signature: OTHER_META('SNS signature'),
-        SigningCertURL: OTHER_META('SNS signing certificate'),
-        UnsubscribeURL: OTHER_META('SNS unsubscribe URL'),
-        MessageAttributes: OTHER_META('SNS message attributes', false),
-      },
+      meta: SNS_META,
       snapshot: null,
       operation: str(own(root, 'Subject')) !== null ? { value: str(own(root, 'Subject')) ?? '', source: 'body.Subject' } : null,
     };
@@ -122,7 +177,7 @@ function detectEnvelope(root: unknown, message: QueueMessage, nested: boolean): 
     return {
       name: 'EventBridge event',
       args: [['detail']],
-      meta: { version: FACT_META('EventBridge schema version'), id: ID_META('EventBridge event id, new per event', true), 'detail-type': FACT_META('event type'), source: FACT_META('event source'), account: ID_META('AWS account'), time: TIME_META('event time'), region: FACT_META('AWS region'), resources: ID_META('affected resources') },
+      meta: EVENTBRIDGE_META,
       snapshot: time !== null ? { label: `EventBridge event time ${time}`, why: 'the event as it was at its `time`' } : null,
       operation: dt !== null ? { value: dt, source: 'body.detail-type' } : null,
     };
@@ -134,17 +189,7 @@ function detectEnvelope(root: unknown, message: QueueMessage, nested: boolean): 
     return {
       name: 'CloudEvents',
       args: [['data']],
-      meta: {
-        specversion: FACT_META('CloudEvents spec version'),
-        id: ID_META('CloudEvents id (with source, identifies the event)'),
-        source: ID_META('CloudEvents source (with id, identifies the event)'),
-        type: FACT_META('event type'),
-        subject: ID_META('event subject'),
-        time: TIME_META('event time'),
-        datacontenttype: FACT_META('content type'),
-        dataschema: FACT_META('data schema'),
-        data_base64: OTHER_META('binary event data', false),
-      },
+      meta: CLOUDEVENTS_META,
       snapshot: time !== null ? { label: `CloudEvents time ${time}`, why: 'the event data as it was at the event `time`' } : null,
       operation: type !== null ? { value: type, source: 'body.type' } : null,
     };
@@ -157,16 +202,7 @@ function detectEnvelope(root: unknown, message: QueueMessage, nested: boolean): 
     return {
       name: 'Stripe event',
       args: [['data', 'object']],
-      meta: {
-        id: ID_META('Stripe event id'),
-        object: FACT_META('object kind'),
-        type: FACT_META('event type'),
-        created: TIME_META('event creation time'),
-        api_version: FACT_META('API version'),
-        livemode: FACT_META('live or test mode'),
-        pending_webhooks: OTHER_META('pending deliveries'),
-        request: OTHER_META('originating request'),
-      },
+      meta: STRIPE_META,
       snapshot: { label: `Stripe event${typeof created === 'number' ? ` created ${created}` : ''}`, why: "Stripe's documented point-in-time copy of the object" },
       operation: type !== null ? { value: type, source: 'body.type' } : null,
     };
@@ -194,22 +230,7 @@ function detectEnvelope(root: unknown, message: QueueMessage, nested: boolean): 
     return {
       name: activeJob ? 'Sidekiq job (ActiveJob)' : 'Sidekiq job',
       args: activeJob ? [['args', '[0]', 'arguments']] : [['args']],
-      meta: {
-        class: FACT_META('job class'),
-        wrapped: FACT_META('wrapped job class'),
-        jid: ID_META('Sidekiq job id, new per enqueue', true),
-        queue: FACT_META('queue name'),
-        retry: FACT_META('retry setting'),
-        created_at: TIME_META('enqueue time'),
-        enqueued_at: TIME_META('enqueue time'),
-        retry_count: OTHER_META('retry count'),
-        retried_at: OTHER_META('last retry time'),
-        failed_at: OTHER_META('failure time'),
-        error_message: OTHER_META('last error'),
-        error_class: OTHER_META('last error class'),
-        bid: ID_META('batch id'),
-        tags: FACT_META('job tags'),
-      },
+      meta: SIDEKIQ_META,
       snapshot: null,
       operation: cls.length > 0 ? { value: cls, source: activeJob ? 'body.args[0].job_class' : 'body.class' } : null,
     };
@@ -219,19 +240,7 @@ function detectEnvelope(root: unknown, message: QueueMessage, nested: boolean): 
     return {
       name: 'Celery task',
       args: [['args'], ['kwargs']],
-      meta: {
-        task: FACT_META('task name'),
-        id: ID_META('Celery task id, new per send', true),
-        eta: OTHER_META('scheduled time', false),
-        expires: OTHER_META('expiry', false),
-        retries: OTHER_META('retry count'),
-        utc: OTHER_META('UTC flag', false),
-        callbacks: OTHER_META('callbacks', false),
-        errbacks: OTHER_META('error callbacks', false),
-        timelimit: OTHER_META('time limit', false),
-        taskset: ID_META('group id'),
-        chord: OTHER_META('chord', false),
-      },
+      meta: CELERY_META,
       snapshot: null,
       operation: { value: str(own(root, 'task')) ?? '', source: 'body.task' },
     };
@@ -241,7 +250,7 @@ function detectEnvelope(root: unknown, message: QueueMessage, nested: boolean): 
     return {
       name: 'BullMQ job',
       args: [['data']],
-      meta: { name: FACT_META('job name'), opts: OTHER_META('job options', false), id: ID_META('job id'), timestamp: TIME_META('job creation time'), attemptsMade: OTHER_META('attempts made'), stacktrace: OTHER_META('stack traces'), returnvalue: OTHER_META('return value'), failedReason: OTHER_META('failure reason'), processedOn: OTHER_META('processing time'), finishedOn: OTHER_META('finish time'), progress: OTHER_META('progress') },
+      meta: BULLMQ_META,
       snapshot: null,
       operation: { value: str(own(root, 'name')) ?? '', source: 'body.name' },
     };
@@ -348,7 +357,8 @@ interface Ctx {
   argsStart: number;
   jsonIn: string | undefined;
   patterns: SnapshotPattern[];
-  userSnaps: Map<string, Snap>;
+  /** Created on the first user snapshot pattern that matches. */
+  userSnaps: Map<string, Snap> | null;
   snaps: Snap[];
   entities: Entity[];
   loose: Cite[];
@@ -403,6 +413,7 @@ function userSnapFor(ctx: Ctx, scope: Scope): Snap | null {
   if (ctx.patterns.length === 0 || scope.snap?.kind === 'user') return null;
   for (const p of ctx.patterns) {
     if (matchesPrefix(p.segs, ctx.segs, 0) || (ctx.argsStart > 0 && matchesPrefix(p.segs, ctx.segs, ctx.argsStart))) {
+      ctx.userSnaps ??= new Map();
       let s = ctx.userSnaps.get(p.source);
       if (s === undefined) {
         s = { kind: 'user', label: p.source, why: `marked as an intentional snapshot (\`${p.source}\`)`, suppressed: [], count: 0 };
@@ -478,24 +489,24 @@ function classifyLeaf(ctx: Ctx, scope: Scope, info: NameInfo, value: unknown, na
   switch (role) {
     case 'id':
     case 'ref':
-      annotate(ctx, 'identifier', role === 'id' ? `\`${clip(name)}\` identifies an entity or operation` : `\`${clip(name)}\` is a reference`);
+      if (ctx.detail) annotate(ctx, 'identifier', role === 'id' ? `\`${clip(name)}\` identifies an entity or operation` : `\`${clip(name)}\` is a reference`);
       if (ctx.ids.length < 2 && !inState) ctx.ids.push(displayPath(ctx));
       return;
     case 'marker':
-      annotate(ctx, 'immutable-snapshot', 'event/snapshot time: marks its object as a point-in-time record');
+      if (ctx.detail) annotate(ctx, 'immutable-snapshot', 'event/snapshot time: marks its object as a point-in-time record');
       return;
     case 'time':
-      annotate(ctx, 'immutable-snapshot', 'when something happened: an event fact that does not change');
+      if (ctx.detail) annotate(ctx, 'immutable-snapshot', 'when something happened: an event fact that does not change');
       return;
     case 'op':
-      annotate(ctx, 'immutable-snapshot', 'names the operation or event: a fact of the message');
+      if (ctx.detail) annotate(ctx, 'immutable-snapshot', 'names the operation or event: a fact of the message');
       return;
     case 'new-value':
-      annotate(ctx, 'immutable-snapshot', 'a new value the message sets on purpose');
+      if (ctx.detail) annotate(ctx, 'immutable-snapshot', 'a new value the message sets on purpose');
       noteNewValue(ctx, scope, name);
       return;
     case 'snapshot':
-      annotate(ctx, 'immutable-snapshot', 'a snapshot value');
+      if (ctx.detail) annotate(ctx, 'immutable-snapshot', 'a snapshot value');
       return;
     default:
       break;
@@ -513,10 +524,12 @@ function classifyLeaf(ctx: Ctx, scope: Scope, info: NameInfo, value: unknown, na
     return;
   }
   if (role === 'amount' || role === 'currency') {
-    annotate(ctx, 'immutable-snapshot', role === 'amount' ? 'an amount the sender fixed for this operation (a confirmed amount)' : 'the currency of a fixed amount');
+    if (ctx.detail) annotate(ctx, 'immutable-snapshot', role === 'amount' ? 'an amount the sender fixed for this operation (a confirmed amount)' : 'the currency of a fixed amount');
     if (ctx.fixed.length < 2) ctx.fixed.push(displayPath(ctx));
     return;
   }
+  // What remains only annotates.
+  if (!ctx.detail) return;
   if (typeof value === 'string' && (UUID_RE.test(value) || ULID_RE.test(value))) {
     annotate(ctx, 'identifier', 'the value is a UUID/ULID');
     return;
@@ -900,6 +913,21 @@ function list(xs: string[], more = 0): string {
   return more > 0 ? `${head} (and ${plural(more, 'more field')})` : head;
 }
 
+/** The result for a body that is not classified (empty, text, binary, truncated). */
+function emptyResult(msgOp: { value: string; source: string } | null, format: PayloadAnalysis['format'], finding: Finding | null, hash: string | null): PayloadResult {
+  const findings = finding ? [finding] : [];
+  const verdict = finding?.severity ?? 'ok';
+  return {
+    payload: { verdict, label: verdict, reasons: findings.map((f) => f.text), findings, fields: [], fieldsTruncated: false, envelope: null, argumentsPath: 'body', format, intentionalSnapshot: [] },
+    businessHash: hash,
+    operation: msgOp?.value ?? null,
+    operationSource: msgOp?.source ?? null,
+  };
+}
+
+const FINDING_RANK: Record<PayloadVerdictKind, number> = { flag: 0, review: 1, ok: 2 };
+const byCitePriority = (a: Cite, b: Cite): number => a.prio - b.prio || a.order - b.order;
+
 // Shared scratch arrays (one per depth); analysis is synchronous, so one set suffices.
 const INFO_POOL: NameInfo[][] = [];
 
@@ -916,16 +944,7 @@ const INFO_POOL: NameInfo[][] = [];
 export function analyzePayload(message: QueueMessage, rules: InspectRules, key: KeyExtraction | null, detail: 'full' | 'verdict' = 'full'): PayloadResult {
   const view = bodyView(message);
   const msgOp = messageOperation(message);
-  const empty = (format: PayloadAnalysis['format'], finding: Finding | null, hash: string | null): PayloadResult => {
-    const findings = finding ? [finding] : [];
-    const verdict = finding?.severity ?? 'ok';
-    return {
-      payload: { verdict, label: verdict, reasons: findings.map((f) => f.text), findings, fields: [], fieldsTruncated: false, envelope: null, argumentsPath: 'body', format, intentionalSnapshot: [] },
-      businessHash: hash,
-      operation: msgOp?.value ?? null,
-      operationSource: msgOp?.source ?? null,
-    };
-  };
+  const empty = (format: PayloadAnalysis['format'], finding: Finding | null, hash: string | null): PayloadResult => emptyResult(msgOp, format, finding, hash);
   const body = (message as { body?: QueueMessage['body'] }).body;
   const data = typeof body?.data === 'string' ? body.data : '';
   if (view.format !== 'json') {
@@ -965,7 +984,7 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
     argsStart: 0,
     jsonIn: undefined,
     patterns,
-    userSnaps: new Map(),
+    userSnaps: null,
     snaps: [],
     entities: [],
     loose: [],
@@ -989,7 +1008,7 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
   const findings: Finding[] = [];
   for (const e of ctx.entities) {
     if (e.cites.length === 0) continue;
-    const cites = [...e.cites].sort((a, b) => a.prio - b.prio || a.order - b.order);
+    const cites = e.cites.length > 1 ? [...e.cites].sort(byCitePriority) : e.cites;
     const shown = cites.slice(0, 2).map((c) => code(citeDisplay(c)));
     const more = cites.length - shown.length;
     const verb = shown.length === 1 && more === 0 ? 'embeds' : 'embed';
@@ -1002,7 +1021,7 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
     });
   }
   if (ctx.loose.length > 0) {
-    const cites = [...ctx.loose].sort((a, b) => a.prio - b.prio || a.order - b.order);
+    const cites = ctx.loose.length > 1 ? [...ctx.loose].sort(byCitePriority) : ctx.loose;
     const shown = cites.slice(0, 2).map((c) => code(citeDisplay(c)));
     const more = cites.length - shown.length;
     findings.push({
@@ -1031,8 +1050,7 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
     const cited = [...ctx.ids, ...ctx.fixed].slice(0, 3).map(code);
     findings.push({ rule: 'no-mutable-state', severity: 'ok', text: cited.length > 0 ? `only identifiers and fixed values (${cited.join(', ')}): nothing in the payload can go stale before a retry.` : 'no entity state found in the payload: nothing can go stale before a retry.', fields: [] });
   }
-  const rank: Record<PayloadVerdictKind, number> = { flag: 0, review: 1, ok: 2 };
-  findings.sort((a, b) => rank[a.severity] - rank[b.severity]);
+  if (findings.length > 1) findings.sort((a, b) => FINDING_RANK[a.severity] - FINDING_RANK[b.severity]);
   const verdict: PayloadVerdictKind = findings[0]?.severity ?? 'ok';
   const label = verdict === 'ok' && intentional.length > 0 ? `ok (intentional snapshot: ${intentional.slice(0, 3).join(', ')})` : verdict;
   return {
