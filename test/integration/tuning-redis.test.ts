@@ -27,7 +27,7 @@ afterAll(async () => {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 describe('BullMQ source (processedOn → finishedOn)', () => {
-  it('a 200 ms worker at concurrency 4: mean within ±25 % of 200 ms, p99 within ±10 % of the worker-observed p99; retry policy read from job options', async () => {
+  it('a 200 ms worker at concurrency 4: mean within ±25 % of 200 ms, p50 within ±10 %, p99 within ±10 % of the worker-recorded p99; retry policy read from job options', async () => {
     const prefix = uniqueName('tune');
     const name = 'work';
     const connection = { host: '127.0.0.1', port: Number(new URL(REDIS_URL).port || 6379) };
@@ -39,13 +39,10 @@ describe('BullMQ source (processedOn → finishedOn)', () => {
     const jobs = 120;
     await q.addBulk(Array.from({ length: jobs }, (_, i) => ({ name: 'job', data: { i }, opts: { attempts: 5, backoff: { type: 'exponential', delay: 100 } } })));
     let done = 0;
-    const observed: number[] = []; // what each job really took inside the worker (the truth under CPU contention)
     const worker = new Worker(
       name,
       async (job) => {
-        const t0 = performance.now();
         await sleep(SERVICE_MS);
-        observed.push(performance.now() - t0);
         done++;
         if ((job.data as { i: number }).i % 20 === 0) throw new Error('HTTP 422 validation'); // failed jobs count too
         return null;
@@ -53,6 +50,13 @@ describe('BullMQ source (processedOn → finishedOn)', () => {
       { connection, prefix, concurrency: CONCURRENCY, autorun: true },
     );
     worker.on('error', () => undefined);
+    // What the worker itself recorded for each job's last attempt (processedOn → finishedOn on its Job object).
+    const recorded = new Map<string, number>();
+    const record = (job: { id?: string | undefined; processedOn?: number | undefined; finishedOn?: number | undefined } | undefined): void => {
+      if (job?.id !== undefined && job.processedOn !== undefined && job.finishedOn !== undefined) recorded.set(job.id, job.finishedOn - job.processedOn);
+    };
+    worker.on('completed', record);
+    worker.on('failed', record);
     cleanups.push(() => worker.close());
     const until = Date.now() + 40_000;
     while ((await q.getCompletedCount()) + (await q.getFailedCount()) < jobs && Date.now() < until) await sleep(200);
@@ -66,8 +70,12 @@ describe('BullMQ source (processedOn → finishedOn)', () => {
     const s = computeStats(m.samplesMs)!;
     expect(s.n).toBe(jobs);
     expect(Math.abs(s.meanMs - SERVICE_MS) / SERVICE_MS).toBeLessThan(0.25);
-    // p99 within ±10 % of the p99 the worker itself observed (a loaded machine stretches setTimeout(200) for real)
-    const truth = computeStats(observed)!;
+    // Typical job: p50 within ±10 % of the 200 ms service time.
+    expect(Math.abs(s.p50Ms - SERVICE_MS) / SERVICE_MS).toBeLessThan(0.1);
+    // p99 within ±10 % of the p99 of what the worker recorded. On an idle machine that is ≈ 215 ms (within
+    // 10 % of 200 ms too); on a loaded one the worker's event loop stretches the lock-holding time for real.
+    const truth = computeStats([...recorded.values()])!;
+    expect(truth.n).toBe(jobs);
     expect(Math.abs(s.p99Ms - truth.p99Ms) / truth.p99Ms).toBeLessThan(0.1);
     expect(s.p99Ms).toBeGreaterThanOrEqual(SERVICE_MS);
     expect(m.retryPolicy).toEqual({ attempts: 5, type: 'exponential', delayMs: 100, jitter: 0, capMs: null });

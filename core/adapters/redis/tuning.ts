@@ -16,7 +16,7 @@ import { parseQueueId, type RedisQueueRef } from './ids';
 /** BullMQ: most recent finished jobs read by default. */
 const DEFAULT_MAX_JOBS = 10_000;
 /** Job hashes read per pipeline. */
-const JOB_BATCH = 500;
+const JOB_BATCH = 1000;
 /** PEL entries read per XPENDING sample. */
 const PEL_COUNT = 1000;
 /** Default time between two PEL samples, ms. */
@@ -136,19 +136,59 @@ interface JobTimes {
   opts: string | null;
 }
 
-async function readJobs(ctx: RedisContext, prefix: string, name: string, ids: string[], signal?: AbortSignal): Promise<JobTimes[]> {
+/** Job hashes per EVAL_RO of {@link TIMES_SCRIPT}. */
+const SCRIPT_BATCH = 5000;
+/**
+ * Read-only Lua: HMGET of the timing fields of every key, flattened (5 values per job, false for a
+ * missing field). One command per 5,000 jobs: ~3–7× faster than pipelined HMGETs, whose per-reply
+ * parsing dominates in Node (measured in bench/tuning.ts).
+ */
+const TIMES_SCRIPT = `local out = {}
+for _, k in ipairs(KEYS) do
+  local v = redis.call('HMGET', k, 'processedOn', 'finishedOn', 'atm', 'attemptsMade', 'stc')
+  for i = 1, 5 do out[#out + 1] = v[i] or false end
+end
+return out`;
+
+function jobTimes(v: unknown[], opts: unknown): JobTimes {
+  const [po, fo, atm, legacyAtm, stc] = v;
+  return { processedOn: num(po), finishedOn: num(fo), attemptsMade: num(atm) ?? num(legacyAtm) ?? 0, stalled: num(stc) ?? 0, opts: str(opts) };
+}
+
+/**
+ * Reads the timing fields of jobs: the first `withOpts` with `opts` too (pipelined HMGET; `opts` is
+ * the largest field), the rest with a read-only script per {@link SCRIPT_BATCH} jobs — or pipelined
+ * HMGETs where scripts are not permitted (managed Redis with EVAL disabled, Redis < 7 without EVAL_RO).
+ */
+async function readJobs(ctx: RedisContext, prefix: string, name: string, ids: string[], signal?: AbortSignal, withOpts = ids.length): Promise<JobTimes[]> {
   const client = await ctx.client(signal);
+  const key = (id: string): string => `${prefix}:${name}:${id}`;
   const out: JobTimes[] = [];
-  for (let i = 0; i < ids.length; i += JOB_BATCH) {
-    throwIfAborted(signal);
-    const p = client.pipeline();
-    for (const id of ids.slice(i, i + JOB_BATCH)) p.hmget(`${prefix}:${name}:${id}`, 'processedOn', 'finishedOn', 'atm', 'attemptsMade', 'stc', 'opts');
-    const res = (await p.exec()) ?? [];
-    for (const [err, v] of res) {
-      if (err || !Array.isArray(v)) continue;
-      const [po, fo, atm, legacyAtm, stc, opts] = v as unknown[];
-      out.push({ processedOn: num(po), finishedOn: num(fo), attemptsMade: num(atm) ?? num(legacyAtm) ?? 0, stalled: num(stc) ?? 0, opts: str(opts) });
+  const pipelined = async (part: string[], opts: boolean): Promise<void> => {
+    for (let i = 0; i < part.length; i += JOB_BATCH) {
+      throwIfAborted(signal);
+      const p = client.pipeline();
+      for (const id of part.slice(i, i + JOB_BATCH)) {
+        if (opts) p.hmget(key(id), 'processedOn', 'finishedOn', 'atm', 'attemptsMade', 'stc', 'opts');
+        else p.hmget(key(id), 'processedOn', 'finishedOn', 'atm', 'attemptsMade', 'stc');
+      }
+      for (const [err, v] of (await p.exec()) ?? []) if (!err && Array.isArray(v)) out.push(jobTimes(v as unknown[], (v as unknown[])[5]));
     }
+  };
+  await pipelined(ids.slice(0, withOpts), true);
+  const rest = ids.slice(withOpts);
+  for (let i = 0; i < rest.length; i += SCRIPT_BATCH) {
+    throwIfAborted(signal);
+    const keys = rest.slice(i, i + SCRIPT_BATCH).map(key);
+    let flat: unknown;
+    try {
+      flat = await client.call('EVAL_RO', TIMES_SCRIPT, keys.length, ...keys);
+    } catch {
+      await pipelined(rest.slice(i), false);
+      break;
+    }
+    if (!Array.isArray(flat)) continue;
+    for (let j = 0; j + 4 < flat.length; j += 5) out.push(jobTimes(flat.slice(j, j + 5) as unknown[], null));
   }
   return out;
 }
@@ -175,7 +215,8 @@ async function measureBullmq(ctx: RedisContext, prefix: string, name: string, op
   // Most recent first: the sorted sets are scored by finishedOn.
   const [completed, failed] = await Promise.all([client.zrevrange(`${prefix}:${name}:completed`, 0, max - 1), client.zrevrange(`${prefix}:${name}:failed`, 0, max - 1)]);
   const ids = [...completed, ...failed];
-  const jobs = await readJobs(ctx, prefix, name, ids, signal);
+  // opts (for the retry policy) of the most recent jobs only: it is the largest field.
+  const jobs = await readJobs(ctx, prefix, name, ids, signal, 100);
   const samplesMs: number[] = [];
   let missing = 0;
   let retried = 0;
