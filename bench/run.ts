@@ -27,6 +27,7 @@ async function main(): Promise<void> {
   for (const r of await (await import('./redrive-redis')).benchRedisRedrive()) table.push([`Redis ${r.name}`, r.items.toLocaleString('en'), r.seconds.toFixed(2), Math.round(r.perSecond).toLocaleString('en'), r.peakRssMb?.toFixed(0) ?? '', r.target, r.met]);
   for (const r of await (await import('./redrive-rabbitmq')).benchRabbitmqRedrive()) table.push([r.name, r.messages.toLocaleString('en'), r.seconds.toFixed(2), Math.round(r.perSecond).toLocaleString('en'), r.peakRssMb ? r.peakRssMb.toFixed(0) : '', r.target, r.met]);
   for (const r of await (await import('./tuning')).benchTuning()) table.push([r.name, r.items.toLocaleString('en'), r.seconds.toFixed(2), Math.round(r.perSecond).toLocaleString('en'), '', r.target, r.met]);
+  for (const r of await (await import('./redrive-engine')).benchRedriveEngine()) table.push([r.name, r.messages.toLocaleString('en'), r.seconds.toFixed(2), Math.round(r.perSecond).toLocaleString('en'), r.peakRssMb !== null ? r.peakRssMb.toFixed(0) : '', r.target, r.met]);
   process.stdout.write(`${table.toString()}\n`);
 }
 

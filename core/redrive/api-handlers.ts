@@ -3,6 +3,7 @@ import { describeConnection } from '../../shared/domain';
 import type { ConnectionManager } from '../services/connection-manager';
 import { AuditLog } from '../services/audit-log';
 import type { OperationManager } from '../services/operations';
+import { resolveInspectSettings } from '../inspect/settings';
 import { planRedrive, startRedrive, type RedriveEnv, type RedriveRequest } from './engine';
 
 /** What the redrive handlers need (a subset of `ApiDeps`). */
@@ -48,12 +49,26 @@ export function createRedriveHandlers(deps: RedriveHandlerDeps): Pick<ApiHandler
     auditLog: auditLog(),
     configDir: configDir(),
   });
+  /** The connection's saved idempotency-key rules for the DLQ (built-in rules when none match or none are saved). */
+  const keyRulesFor = (connectionId: string, dlq: { name: string; id: string }): RedriveRequest['keyRules'] => {
+    try {
+      const profile = connections.get(connectionId);
+      const saved = connections.profileStore.get(connectionId) !== undefined ? connections.profileStore.inspectSettings(connectionId).settings : null;
+      return resolveInspectSettings([{ label: `connection "${profile.name}"`, inspect: saved }], dlq, profile.name).rules.keyRules;
+    } catch {
+      return [];
+    }
+  };
   return {
-    'redrive.plan': (input) => planRedrive(envFor(input.connectionId), requestOf(input)),
+    'redrive.plan': async (input) => {
+      const env = envFor(input.connectionId);
+      const dlq = await env.adapter.getQueue(input.dlqId);
+      return planRedrive(env, { ...requestOf(input), keyRules: keyRulesFor(input.connectionId, dlq) });
+    },
     'redrive.start': async (input) => {
       const env = envFor(input.connectionId);
       const dlq = await env.adapter.getQueue(input.dlqId);
-      return startRedrive(operations, env, requestOf(input), `Redrive ${dlq.name}`);
+      return startRedrive(operations, env, { ...requestOf(input), keyRules: keyRulesFor(input.connectionId, dlq) }, `Redrive ${dlq.name}`);
     },
     'redrive.history': async (input) => {
       const log = auditLog();

@@ -264,8 +264,19 @@ export async function planRedrive(env: RedriveEnv, r: RedriveRequest, signal?: A
     native: { support: native.support, wouldUse, why: wouldUse ? native.why : native.ok ? 'some messages stay in the DLQ, so the move is client-side' : native.why },
     filter: describeSelection(r),
     stoppedBecause: summary.stoppedBecause,
-    notes: summary.notes ?? [],
+    notes: [...(summary.notes ?? []), ...sideEffects(p.mover, p.dlq)],
   };
+}
+
+/** What reading and moving change on the broker, in words (the mover's `clientMoveSideEffects`). */
+function sideEffects(mover: RedriveMover, dlq: QueueSummary): string[] {
+  try {
+    const dry = mover.clientMoveSideEffects?.(dlq, true) ?? [];
+    const run = mover.clientMoveSideEffects?.(dlq, false) ?? [];
+    return [...dry.map((s) => `this dry run: ${s}`), ...run.filter((s) => !dry.includes(s)).map((s) => `a redrive: ${s}`)];
+  } catch {
+    return [];
+  }
 }
 
 /**
