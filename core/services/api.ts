@@ -22,6 +22,7 @@ import { createInspectHandlers } from '../inspect/api-handlers';
 import { createAuditHandlers } from '../audit/api-handlers';
 import { createTuningHandlers } from '../tuning/api-handlers';
 import { createRedriveHandlers } from '../redrive/api-handlers';
+import { DlqWatchManager, createWatchHandlers } from './dlq-watch-manager';
 
 /** File dialogs, provided by the runtime (Electron `dialog`, or the browser bridge's own). */
 export interface ApiDialogs {
@@ -45,6 +46,8 @@ export interface ApiDeps {
    * process's current directory.
    */
   defaultExportDir?: () => string | null;
+  /** DLQ alerts (`watch.*`); default: one kept in the profile store's folder, started on the first `watch.*` call. */
+  watch?: DlqWatchManager;
 }
 
 export { suggestedSnapshotName };
@@ -217,6 +220,7 @@ export function createApiHandlers(deps: ApiDeps): ApiHandlers {
     ...createAuditHandlers({ connections }),
     ...createTuningHandlers({ connections, operations }),
     ...createRedriveHandlers({ connections, operations }),
+    ...createWatchHandlers(deps.watch ?? new DlqWatchManager({ connections, configDir: connections.profileStore.configDir })),
   };
 }
 

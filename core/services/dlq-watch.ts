@@ -1,5 +1,6 @@
-import { QueuescopeError, toErrorInfo, type ErrorInfo, type PeekOptions, type QueueKind, type QueueSummary } from '../../shared/domain';
-import { classifyFailure, type FailureClass } from '../../shared/redrive/failure-class';
+import { QueuescopeError, toErrorInfo, type PeekOptions, type QueueKind, type QueueSummary } from '../../shared/domain';
+import type { DlqWatchEvent, DlqWatchEventType, DlqWatchFailure } from '../../shared/api/watch';
+import { classifyFailure } from '../../shared/redrive/failure-class';
 import type { BrokerAdapter } from '../adapters/types';
 
 /**
@@ -32,50 +33,9 @@ import type { BrokerAdapter } from '../adapters/types';
  * the event says so in `failureNote`.
  */
 
-/** Event types; see the module description. */
-export type DlqWatchEventType = 'status' | 'first-message' | 'grew' | 'drained' | 'error' | 'recovered';
+export type { DlqWatchEvent, DlqWatchEventType, DlqWatchFailure } from '../../shared/api/watch';
 
 export const DLQ_WATCH_EVENT_TYPES: readonly DlqWatchEventType[] = ['status', 'first-message', 'grew', 'drained', 'error', 'recovered'];
-
-/** The newest message's failure, when it could be read without side effects. */
-export interface DlqWatchFailure {
-  /** Id of the message classified (the newest one). */
-  messageId: string;
-  class: FailureClass;
-  /** What decided the class, e.g. `HTTP 422`, `timeout`, `x-death rejected`. */
-  label: string;
-  /** The recorded error text (first line, ≤ 500 chars), null when none. */
-  reason: string | null;
-  /** Where the text came from (`failedReason`, `header x-last-error`, `x-death`…). */
-  source: string | null;
-}
-
-/** One watch event. Plain JSON (crosses IPC and is printed by `queuescope watch --json`). */
-export interface DlqWatchEvent {
-  type: DlqWatchEventType;
-  /** When the poll that raised it finished, ms since epoch. */
-  at: number;
-  /** Queue id as given to the watch. */
-  queueId: string;
-  /** Display name (the id until the queue was read once). */
-  queueName: string;
-  /** Depth now (messages); null when unknown (`error`, or the broker did not say). */
-  depth: number | null;
-  /** Depth at the previous successful poll; null at the first poll or when unknown. */
-  previousDepth: number | null;
-  /** `depth - previousDepth` when both are known, else null. */
-  delta: number | null;
-  /** Queue ids that dead-letter into this DLQ (as resolved from broker configuration; empty when none are known). */
-  deadLetterSources: string[];
-  /** Newest message's failure (first-message / grew on non-destructively peekable queues), else null. */
-  failure: DlqWatchFailure | null;
-  /** Why `failure` is null where one could be expected (peek has side effects, read failed), else null. */
-  failureNote: string | null;
-  /** `error`: what went wrong; null otherwise. */
-  error: ErrorInfo | null;
-  /** `error`: ms until the next attempt; null otherwise. */
-  retryInMs: number | null;
-}
 
 /** Options of {@link watchDlqs}. */
 export interface DlqWatchOptions {

@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import type { ApiHandlers } from '../../shared/api/contract';
 import { createApiHandlers, freshPath, type ApiDialogs } from '../services/api';
 import { ConnectionManager } from '../services/connection-manager';
+import { DlqWatchManager } from '../services/dlq-watch-manager';
 import { OperationManager } from '../services/operations';
 import { ProfileStore, defaultConfigDir } from '../services/profile-store';
 import { startWebServer, type WebServer } from './server';
@@ -86,7 +87,9 @@ export async function createWebServices(options: WebServicesOptions = {}): Promi
     pickSnapshotOpenPath: () => Promise.resolve(openPath()),
   };
   const version = options.version ?? readVersion(root);
-  const handlers = createApiHandlers({ connections, operations, dialogs, runtime: 'web', version, defaultExportDir: exportDir });
+  const watch = new DlqWatchManager({ connections, configDir: store.configDir }); // DLQ alerts: the saved watch list starts now
+  void watch.start();
+  const handlers = createApiHandlers({ connections, operations, dialogs, runtime: 'web', version, defaultExportDir: exportDir, watch });
   return {
     handlers,
     connections,
@@ -99,6 +102,7 @@ export async function createWebServices(options: WebServicesOptions = {}): Promi
           /* already finished */
         }
       }
+      await watch.stop();
       await connections.closeAll();
     },
   };

@@ -3,9 +3,11 @@
  * (the same ones the CLI and the browser bridge use), gives them Electron's dialogs and
  * `safeStorage`, and registers the validated IPC handlers. Everything else lives in core/.
  */
-import { app, BrowserWindow, dialog, ipcMain, safeStorage } from 'electron';
+import { app, BrowserWindow, dialog, ipcMain, Notification, safeStorage } from 'electron';
 import { join } from 'node:path';
 import { ConnectionManager } from '../../core/services/connection-manager';
+import { DlqWatchManager } from '../../core/services/dlq-watch-manager';
+import { watchAlertText } from '../../shared/api/watch';
 import { OperationManager } from '../../core/services/operations';
 import { ProfileStore, defaultConfigDir, type SecretCipher } from '../../core/services/profile-store';
 import { createApiHandlers, dispatchApi } from '../../core/services/api';
@@ -37,12 +39,20 @@ async function start(): Promise<void> {
   const connections = new ConnectionManager({ store, demoSnapshotPath: demoSnapshotPath() });
   const operations = new OperationManager();
   let win: BrowserWindow | null = null;
+  // DLQ alerts: the saved watch list starts now; alerts become desktop notifications (text only).
+  const watch = new DlqWatchManager({ connections, configDir: store.configDir });
+  void watch.start();
+  watch.subscribe((e) => {
+    const n = watchAlertText(e);
+    if (n !== null && Notification.isSupported()) new Notification({ title: n.title, body: n.body, silent: false }).show();
+  });
 
   const handlers = createApiHandlers({
     connections,
     operations,
     runtime: 'electron',
     version: app.getVersion(),
+    watch,
     dialogs: {
       async pickSnapshotSavePath(suggestedName) {
         const options = { defaultPath: join(app.getPath('downloads'), suggestedName), filters: [{ name: 'Queuescope snapshot', extensions: ['jsonl'] }] };
@@ -90,7 +100,10 @@ async function start(): Promise<void> {
     closing = true;
     event.preventDefault();
     operations.cancelAll();
-    void connections.closeAll().finally(() => app.quit());
+    void watch
+      .stop()
+      .then(() => connections.closeAll())
+      .finally(() => app.quit());
   });
 }
 

@@ -15,6 +15,7 @@ import { inspectQueueInputSchema, inspectRulesSetInputSchema, type InspectRulesS
 import { tuningApplyInputSchema, tuningMeasureInputSchema, tuningSourcesInputSchema, type TuningApplyResult, type TuningSourcesResult } from '../tuning/api';
 import { redriveHistoryInputSchema, redrivePlanInputSchema, redriveStartInputSchema, type AuditLogPageView } from './redrive';
 import type { RedrivePlan } from '../redrive/types';
+import { watchEventsInputSchema, watchListInputSchema, watchSetInputSchema, type WatchEventsPage, type WatchListView } from './watch';
 
 /**
  * The one API between the renderer and the main process (and, in the browser
@@ -102,6 +103,10 @@ export const apiInputSchemas = {
   'audit.run': auditRunInputSchema,
   'audit.fix.preview': auditFixInputSchema,
   'audit.fix.apply': auditFixInputSchema,
+  /** DLQ alerts (issue 4), see shared/api/watch.ts: choose the DLQs to watch, list them, poll their events. */
+  'watch.set': watchSetInputSchema,
+  'watch.list': watchListInputSchema,
+  'watch.events': watchEventsInputSchema,
 } as const;
 
 export type ApiMethod = keyof typeof apiInputSchemas;
@@ -174,6 +179,10 @@ export interface ApiOutputs {
   'audit.fix.preview': FixPreview;
   /** The settings read back after the change; an `audit-fix` entry is appended to the audit log. */
   'audit.fix.apply': FixPreview;
+  'watch.set': WatchListView;
+  'watch.list': WatchListView;
+  /** Events with `seq > since` (polling; the cursor of the last page). */
+  'watch.events': WatchEventsPage;
 }
 
 export type ApiInput<M extends ApiMethod> = z.input<(typeof apiInputSchemas)[M]>;

@@ -30,6 +30,9 @@ export const API_METHOD_NAMES = [
   'audit.run',
   'audit.fix.preview',
   'audit.fix.apply',
+  'watch.set',
+  'watch.list',
+  'watch.events',
 ] as const;
 
 export type ApiMethodName = (typeof API_METHOD_NAMES)[number];
