@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { tokenKind } from './idempotency';
+import { hashString } from './hash';
+import { sortSmall } from './sort';
 
 /**
  * The analysis replaces some regular expressions and per-object copies with hand-written scans
@@ -62,6 +64,58 @@ describe('key token kinds: one character scan = the regular expressions', () => 
         expect(tokenKind(t)).toBe(tokenKindByRegex(t));
       }),
       { numRuns: 5000 },
+    );
+  });
+});
+
+describe('sortSmall = Array.prototype.sort (stable)', () => {
+  it('same order, ties kept in input order', () => {
+    fc.assert(
+      fc.property(fc.array(fc.record({ k: fc.integer({ min: 0, max: 5 }), i: fc.nat() }), { maxLength: 40 }), (xs) => {
+        const cmp = (a: { k: number }, b: { k: number }): number => a.k - b.k;
+        expect(sortSmall(xs.slice(), cmp)).toEqual(xs.slice().sort(cmp));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
+
+/** The hash as first written (two UTF-16 units per step, one step per iteration). */
+function hashStringReference(s: string, seed: number): { a: number; b: number } {
+  const fmix = (h0: number): number => {
+    let h = h0;
+    h ^= h >>> 16;
+    h = Math.imul(h, 0x85ebca6b);
+    h ^= h >>> 13;
+    h = Math.imul(h, 0xc2b2ae35);
+    h ^= h >>> 16;
+    return h >>> 0;
+  };
+  let a = (0x811c9dc5 ^ seed) >>> 0;
+  let b = (0x9747b28c ^ seed) | 0;
+  const n = s.length;
+  const even = n & ~1;
+  for (let i = 0; i < even; i += 2) {
+    const c = s.charCodeAt(i) | (s.charCodeAt(i + 1) << 16);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = ((b << 5) - b + c) | 0;
+  }
+  if (even !== n) {
+    const c = s.charCodeAt(even);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = ((b << 5) - b + c) | 0;
+  }
+  return { a: fmix(a ^ n), b: fmix(Math.imul(b ^ n, 0x5bd1e995) ^ a) };
+}
+
+describe('hashString (unrolled) = the original loop', () => {
+  it('same two lanes for any string and seed', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ maxLength: 40 }), fc.string({ unit: 'binary', maxLength: 40 }), fc.string({ minLength: 200, maxLength: 900 })), fc.integer({ min: 0, max: 20 }), (s, seed) => {
+        const h = hashString(s, seed, { a: 0, b: 0 });
+        expect({ a: h.a, b: h.b }).toEqual(hashStringReference(s, seed));
+      }),
+      { numRuns: 3000 },
     );
   });
 });

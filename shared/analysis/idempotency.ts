@@ -1,5 +1,6 @@
 import type { HeaderValue, QueueMessage } from '../domain';
 import { bodyJson, isRecord, own } from './json-body';
+import { sortSmall } from './sort';
 
 /**
  * Idempotency-key extraction and classification (issue 3, first step). Pure: no I/O, no Node
@@ -377,7 +378,7 @@ function isSepCode(c: number): boolean {
 function matchValues(key: string, scalars: Scalar[]): { matches: (Scalar & { at: number })[]; covered: Uint8Array } {
   const covered = new Uint8Array(key.length);
   const matches: (Scalar & { at: number })[] = [];
-  const candidates = scalars.length > 1 ? scalars.sort((a, b) => b.text.length - a.text.length) : scalars;
+  const candidates = sortSmall(scalars, (a, b) => b.text.length - a.text.length);
   const seenText = new Set<string>();
   for (const s of candidates) {
     if (seenText.has(s.text) || s.text.length > key.length) continue;
@@ -398,7 +399,7 @@ function matchValues(key: string, scalars: Scalar[]): { matches: (Scalar & { at:
     }
     if (matches.length >= 16) break;
   }
-  if (matches.length > 1) matches.sort((a, b) => a.at - b.at);
+  sortSmall(matches, (a, b) => a.at - b.at);
   return { matches, covered };
 }
 

@@ -3,6 +3,7 @@ import { bodyView, isRecord, own } from './json-body';
 import { ENTITY_STATE_ROLES, LOOSE_STATE_ROLES, MUTABLE_ROLES, ROLE_PRIORITY, SET_VERBS, nameInfo, normalizeName, operationWords, type NameInfo, type NameRole } from './field-names';
 import { fmix, hashHex, hashString, mixOrdered, type Hash2 } from './hash';
 import { compileSnapshotPattern, matchesPrefix, type SnapshotPattern } from './rules';
+import { sortSmall } from './sort';
 import type { FieldAnnotation, FieldClass, Finding, InspectRules, KeyExtraction, PayloadAnalysis, PayloadVerdictKind } from './types';
 
 /**
@@ -256,9 +257,8 @@ function detectEnvelope(root: unknown, message: QueueMessage, nested: boolean): 
     };
   }
   if (nested) return null;
-  // Generic wrapper: one argument container beside metadata only.
-  const keys = Object.keys(root);
-  if (keys.length > 12) return null;
+  // Generic wrapper: one argument container beside metadata only. (The wrapper is looked for
+  // before the members are listed: most bodies have none, and listing them allocates.)
   let wrapper: string | null = null;
   for (const w of GENERIC_WRAPPERS) {
     const v = own(root, w);
@@ -268,6 +268,8 @@ function detectEnvelope(root: unknown, message: QueueMessage, nested: boolean): 
     }
   }
   if (wrapper === null) return null;
+  const keys = Object.keys(root);
+  if (keys.length > 12) return null;
   for (const k of keys) {
     if (k === wrapper) continue;
     const role = nameInfo(k).role;
@@ -670,7 +672,8 @@ function infoScratch(ctx: Ctx, depth: number, m: number): NameInfo[] {
     a = [];
     ctx.infoPool[depth] = a;
   }
-  a.length = m;
+  // Only the first `m` entries are read; not truncating avoids reallocating the backing store.
+  if (a.length < m) a.length = m;
   return a;
 }
 
@@ -926,6 +929,7 @@ function emptyResult(msgOp: { value: string; source: string } | null, format: Pa
 }
 
 const FINDING_RANK: Record<PayloadVerdictKind, number> = { flag: 0, review: 1, ok: 2 };
+const byFindingRank = (a: Finding, b: Finding): number => FINDING_RANK[a.severity] - FINDING_RANK[b.severity];
 const byCitePriority = (a: Cite, b: Cite): number => a.prio - b.prio || a.order - b.order;
 
 // Shared scratch arrays (one per depth); analysis is synchronous, so one set suffices.
@@ -1008,7 +1012,7 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
   const findings: Finding[] = [];
   for (const e of ctx.entities) {
     if (e.cites.length === 0) continue;
-    const cites = e.cites.length > 1 ? [...e.cites].sort(byCitePriority) : e.cites;
+    const cites = e.cites.length > 1 ? sortSmall(e.cites.slice(), byCitePriority) : e.cites;
     const shown = cites.slice(0, 2).map((c) => code(citeDisplay(c)));
     const more = cites.length - shown.length;
     const verb = shown.length === 1 && more === 0 ? 'embeds' : 'embed';
@@ -1021,7 +1025,7 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
     });
   }
   if (ctx.loose.length > 0) {
-    const cites = ctx.loose.length > 1 ? [...ctx.loose].sort(byCitePriority) : ctx.loose;
+    const cites = ctx.loose.length > 1 ? sortSmall(ctx.loose.slice(), byCitePriority) : ctx.loose;
     const shown = cites.slice(0, 2).map((c) => code(citeDisplay(c)));
     const more = cites.length - shown.length;
     findings.push({
@@ -1050,7 +1054,7 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
     const cited = [...ctx.ids, ...ctx.fixed].slice(0, 3).map(code);
     findings.push({ rule: 'no-mutable-state', severity: 'ok', text: cited.length > 0 ? `only identifiers and fixed values (${cited.join(', ')}): nothing in the payload can go stale before a retry.` : 'no entity state found in the payload: nothing can go stale before a retry.', fields: [] });
   }
-  if (findings.length > 1) findings.sort((a, b) => FINDING_RANK[a.severity] - FINDING_RANK[b.severity]);
+  if (findings.length > 1) sortSmall(findings, byFindingRank);
   const verdict: PayloadVerdictKind = findings[0]?.severity ?? 'ok';
   const label = verdict === 'ok' && intentional.length > 0 ? `ok (intentional snapshot: ${intentional.slice(0, 3).join(', ')})` : verdict;
   return {
