@@ -207,6 +207,37 @@ describe('redrive from the DLQ view (RabbitMQ)', () => {
     expect((await ch.checkQueue(work)).messageCount).toBe(4);
     expect((await ch.checkQueue(dlq)).messageCount).toBe(4);
   });
+
+  it('a rate-limited redrive of the chosen non-retryable groups can be paused and resumed', async () => {
+    const panel = page.getByTestId('redrive-panel');
+    await panel.getByRole('button', { name: 'Done' }).click();
+    await panel.getByRole('button', { name: 'Analyse for redrive' }).click();
+    await panel.getByTestId('redrive-analysis').waitFor({ timeout: 60_000 });
+    await panel.getByRole('checkbox', { name: 'Redrive HTTP 422 (non-retryable)' }).check();
+    await panel.getByRole('checkbox', { name: 'Redrive HTTP 404 (non-retryable)' }).check();
+    await panel.getByRole('textbox', { name: 'Rate (messages per second)' }).fill('1');
+    await panel.getByRole('button', { name: 'Preview (dry run)' }).click();
+    await expect.poll(() => panel.getByTestId('redrive-preview').innerText(), { timeout: 60_000 }).toMatch(/Would move 4 of 4 examined/);
+    await panel.getByRole('button', { name: 'Redrive 4…' }).click();
+    const dialog = page.getByRole('dialog');
+    expect(await dialog.innerText()).toMatch(/At most 1 messages per second/);
+    await dialog.getByRole('button', { name: 'Redrive', exact: true }).click();
+    const run = panel.getByTestId('redrive-run');
+    await expect.poll(async () => /([1-3]) moved/.test(await panel.getByTestId('redrive-counts').innerText()), { timeout: 30_000 }).toBe(true);
+    await panel.getByRole('button', { name: 'Pause' }).click();
+    await page.locator('[data-testid="redrive-run"][data-status="paused"]').waitFor({ timeout: 10_000 });
+    await new Promise((r) => setTimeout(r, 600)); // a batch in hand finishes
+    const atPause = (await ch.checkQueue(work)).messageCount;
+    await new Promise((r) => setTimeout(r, 2000));
+    expect((await ch.checkQueue(work)).messageCount).toBe(atPause);
+    expect(atPause).toBeLessThan(8);
+    await panel.getByRole('button', { name: 'Resume' }).click();
+    await run.and(page.locator('[data-status="completed"], [data-status="failed"], [data-status="cancelled"]')).waitFor({ timeout: 60_000 });
+    expect(await run.getAttribute('data-status')).toBe('completed');
+    expect(await panel.getByTestId('redrive-result').innerText()).toMatch(/4 moved, 0 stayed, 0 failed/);
+    expect((await ch.checkQueue(work)).messageCount).toBe(8);
+    expect((await ch.checkQueue(dlq)).messageCount).toBe(0);
+  });
 });
 
 describe('redrive from the queue view (BullMQ failed jobs)', () => {
