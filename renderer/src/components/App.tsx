@@ -8,6 +8,7 @@ import { OperationsDock } from './OperationsDock';
 import { QueueList } from './QueueList';
 import { QueueView } from './QueueView';
 import { Sidebar } from './Sidebar';
+import { WatchBanner } from './WatchBanner';
 import { Welcome } from './Welcome';
 
 /** The window: sidebar, error banner, the current screen, operations. */
@@ -27,6 +28,7 @@ export function App() {
       <Sidebar />
       <main className="main">
         {banner !== null && <ErrorBanner error={banner} onDismiss={dismissBanner} />}
+        <WatchBanner />
         {view.screen === 'welcome' && <Welcome />}
         {view.screen === 'connection-form' && <ConnectionForm key={view.editId ?? 'new'} editId={view.editId} />}
         {view.screen === 'queues' && <QueueList key={view.connectionId} connectionId={view.connectionId} />}

@@ -7,6 +7,7 @@ import { count, matchesFilter, relativeTime } from '../lib/format';
 import { useStore } from '../store';
 import { REFRESH_INTERVALS_MS } from '../store/ui';
 import { Empty, ErrorState, KindBadge, Loading } from './common';
+import { WatchQueueBadge } from './WatchBadge';
 
 const ROW_HEIGHT = 46;
 
@@ -113,7 +114,7 @@ export function QueueList({ connectionId }: { connectionId: string }) {
           {shown.length === 0 ? (
             <Empty title="No queue matches the filter" />
           ) : (
-            <QueueTable queues={shown} byId={byId} onOpen={open} />
+            <QueueTable connectionId={connectionId} queues={shown} byId={byId} onOpen={open} />
           )}
         </>
       )}
@@ -121,7 +122,7 @@ export function QueueList({ connectionId }: { connectionId: string }) {
   );
 }
 
-function QueueTable({ queues, byId, onOpen }: { queues: QueueSummary[]; byId: Map<string, QueueSummary>; onOpen: (id: string) => void }) {
+function QueueTable({ connectionId, queues, byId, onOpen }: { connectionId: string; queues: QueueSummary[]; byId: Map<string, QueueSummary>; onOpen: (id: string) => void }) {
   const scrollRef = useRef<HTMLDivElement>(null);
   // eslint-disable-next-line react-hooks/incompatible-library -- TanStack Virtual returns functions React Compiler cannot memoize; this component is not compiled.
   const virtualizer = useVirtualizer({ count: queues.length, getScrollElement: () => scrollRef.current, estimateSize: () => ROW_HEIGHT, overscan: 10 });
@@ -161,6 +162,7 @@ function QueueTable({ queues, byId, onOpen }: { queues: QueueSummary[]; byId: Ma
                 <div role="cell">
                   <KindBadge kind={q.kind} />
                   {q.isDeadLetterQueue && <span className="badge badge-dlq">DLQ</span>}
+                  <WatchQueueBadge connectionId={connectionId} queue={q} />
                 </div>
                 <div role="cell" className={q.isDeadLetterQueue && (q.depth ?? 0) > 0 ? 'num strong danger-text' : 'num strong'}>
                   <span data-col="depth">{count(q.depth)}</span>

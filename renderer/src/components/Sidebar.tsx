@@ -1,6 +1,7 @@
 import { describeConnection } from '../../../shared/domain/connection';
 import { useStore } from '../store';
 import { BrokerBadge, ErrorState, Loading } from './common';
+import { WatchConnectionBadge } from './WatchBadge';
 
 /** Left column: saved connections, the demo/opened snapshots, "New connection" and "Open snapshot…". */
 export function Sidebar() {
@@ -45,6 +46,7 @@ export function Sidebar() {
                 <span className="conn-name">
                   <span className="conn-name-text">{c.name}</span>
                   {c.builtIn && <span className="conn-tag">demo</span>}
+                  <WatchConnectionBadge connectionId={c.id} />
                 </span>
                 <BrokerBadge broker={c.config.kind} />
                 <span className="conn-desc">{describeConnection(c.config)}</span>
