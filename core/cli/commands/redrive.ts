@@ -9,7 +9,7 @@ import { AuditLog, type AuditEntry } from '../../services/audit-log';
 import { OperationManager } from '../../services/operations';
 import { defaultConfigDir } from '../../services/profile-store';
 import { connectionOptions, flagsOf, resolveQueue, splitPositionals, waitWithProgress, type CliContext, type CommonOpts } from '../context';
-import { EXIT } from '../exit-codes';
+import { EXIT, exitCodeFor } from '../exit-codes';
 import { cell, escapeForTerminal, formatTime, toJson } from '../format';
 import type { ResolvedConnection } from '../resolve-config';
 import type { BrokerAdapter } from '../../adapters/types';
@@ -172,18 +172,23 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
 
 /**
  * Prints the outcome and sets the exit code: completed cleanly → 0; completed with failed or
- * possibly duplicated messages → 7; cancelled → 130; failed → the error's code (counts printed first).
+ * possibly duplicated messages → 7; cancelled → 130; failed → the error's code (counts printed
+ * first). With `--json` exactly one JSON document goes to stdout, with `error` when it failed.
  */
 function finish(ctx: CliContext, final: OperationSnapshot, json: boolean, text: (r: Record<string, unknown>) => string): void {
   const last = final.errors.at(-1);
   const result = final.result ?? (last?.details?.result as Record<string, unknown> | undefined) ?? null;
-  if (json) ctx.out(toJson({ status: final.status, result, errors: final.errors }));
-  else if (result !== null) ctx.out(text(result));
+  const error = final.status === 'failed' ? (last ?? { code: 'INTERNAL' as const, message: 'The operation failed.' }) : null;
+  if (json) {
+    // One JSON document on stdout, also on failure (with `error`); the exit code says what happened.
+    const errors = final.errors.map((e) => ({ code: e.code, message: e.message }));
+    ctx.out(toJson({ status: final.status, result, errors, ...(error !== null ? { error: { code: error.code, message: error.message } } : {}) }));
+    if (final.status === 'cancelled') ctx.setExitCode(EXIT.INTERRUPTED);
+    if (error !== null) ctx.setExitCode(exitCodeFor(error.code));
+    if (final.status !== 'completed') return;
+  } else if (result !== null) ctx.out(text(result));
   if (final.status === 'cancelled') throw new QueuescopeError('CANCELLED', 'Cancelled; messages moved so far stay moved, the rest are still in the DLQ (see the counts above).');
-  if (final.status === 'failed') {
-    const e = last ?? { code: 'INTERNAL' as const, message: 'The operation failed.' };
-    throw new QueuescopeError(e.code, e.message);
-  }
+  if (error !== null) throw new QueuescopeError(error.code, error.message);
   const failed = typeof result?.failed === 'number' ? result.failed : 0;
   const dups = typeof result?.possibleDuplicates === 'number' ? result.possibleDuplicates : 0;
   if (failed > 0 || dups > 0) {
