@@ -334,7 +334,9 @@ async function measurePel(ctx: RedisContext, key: string, options: MeasureOption
     const elapsed = at - startedAt;
     options.onProgress?.({ fraction: Math.min(1, elapsed / windowMs), polls, samples: samplesMs.length });
     if (elapsed >= windowMs) break;
-    await sleepBetweenPolls(Math.min(intervalMs, windowMs - elapsed), signal);
+    // A random interval (0.5–1.5 × the mean) keeps the samples from phase-locking with a regular
+    // service time (a 200 ms job sampled every 100 ms would otherwise be seen at the same phase every time).
+    await sleepBetweenPolls(Math.min(intervalMs * (0.5 + Math.random()), windowMs - elapsed), signal);
   }
   const endedAt = Date.now();
   const meanGap = gaps.length === 0 ? intervalMs : gaps.reduce((a, b) => a + b, 0) / gaps.length;
@@ -346,7 +348,7 @@ async function measurePel(ctx: RedisContext, key: string, options: MeasureOption
     notes.push(`${stillPending.length} entr${stillPending.length === 1 ? 'y was' : 'ies were'} still pending at the end (oldest idle ${Math.round(oldest)} ms); they are not in the samples${oldest > windowMs ? ' — entries idle longer than the window may be stranded (their consumer died): claim them' : ''}.`);
   }
   if (truncated) notes.push(`The pending entries list held more than ${PEL_COUNT} entries: only the oldest ${PEL_COUNT} were tracked.`);
-  notes.push(`Sampled every ~${Math.round(meanGap)} ms: entries processed faster than that may be missed, so the sample leans towards longer entries.`);
+  notes.push(`Sampled every ~${Math.round(meanGap)} ms on average (randomised intervals): entries processed faster than that may be missed, so the sample leans towards longer entries.`);
   const hist = new Map<number, number>();
   for (const d of deliveryHist.values()) hist.set(d, (hist.get(d) ?? 0) + 1);
   return {
