@@ -66,6 +66,8 @@ describe('DLQ alerts in the browser', () => {
     expect(await page.getByTestId('watch-alert').count()).toBe(1); // exactly one alert for the first message
     await expect.poll(() => badge.getAttribute('data-state'), { timeout: 10_000 }).toBe('alert');
     expect(await badge.innerText()).toMatch(/1$/);
+    // The queue list refreshes with the alert: its Depth column agrees with the badge.
+    await expect.poll(() => row.locator('[data-col="depth"]').innerText(), { timeout: 10_000 }).toBe('1');
     const sidebarBadge = page.getByRole('navigation', { name: 'Connections' }).getByTestId('watch-connection-badge');
     expect(await sidebarBadge.getAttribute('data-state')).toBe('alert');
     expect(await sidebarBadge.innerText()).toMatch(/1\/1$/);

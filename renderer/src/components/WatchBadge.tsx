@@ -44,7 +44,7 @@ export function WatchQueueBadge({ connectionId, queue }: { connectionId: string;
       </button>
       {w !== undefined && state !== null && (
         <span className={`watch-badge ${state}`} data-testid="watch-badge" data-state={state} title={state === 'error' ? `Cannot read: ${w.error?.message ?? 'unknown error'}` : `Watched DLQ: ${w.depth ?? '?'} messages`}>
-          <span aria-hidden="true">🔔</span>
+          <span aria-hidden="true">●</span>
           {w.depth ?? '–'}
         </span>
       )}
@@ -68,7 +68,7 @@ export function WatchConnectionBadge({ connectionId }: { connectionId: string })
       data-state={state}
       title={`${mine.length} watched DLQ${mine.length === 1 ? '' : 's'}, ${withMessages} holding messages`}
     >
-      <span aria-hidden="true">🔔</span>
+      <span aria-hidden="true">●</span>
       {withMessages}/{mine.length}
     </span>
   );

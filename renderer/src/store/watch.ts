@@ -2,6 +2,7 @@ import { create } from 'zustand';
 import { ALERT_EVENT_TYPES, type WatchEventView, type WatchedDlqView } from '../../../shared/api/watch';
 import type { ErrorInfo } from '../../../shared/domain/errors';
 import { call, errorInfoOf } from '../api';
+import { useStore } from './index';
 
 /** How often the renderer asks for new watch events, ms. */
 export const WATCH_POLL_MS = 2_000;
@@ -57,6 +58,10 @@ export const useWatchStore = create<WatchStore>()((set, get) => ({
         alerts: fresh.length === 0 ? s.alerts : [...s.alerts, ...fresh].slice(-MAX_ALERTS),
         error: null,
       }));
+      // A depth change seen by the watch: refresh that connection's queue list if it is loaded, so its Depth column agrees.
+      const app = useStore.getState();
+      const changed = new Set(page.events.filter((e) => e.type !== 'status' && e.type !== 'error').map((e) => e.connectionId));
+      for (const connectionId of changed) if (app.queueLists[connectionId] !== undefined) void app.loadQueues(connectionId);
     } catch (e) {
       set({ error: errorInfoOf(e) });
     }
