@@ -7,7 +7,7 @@ import type { MoveBatchResult } from '../../core/adapters/redrive-types';
 import { QueuescopeError } from '../../shared/domain';
 import { AMQP_URL, RABBITMQ_MANAGEMENT_URL, uniqueName } from './env';
 import { closeNative, nativeConnection, nativeDeleteQueue } from './rabbitmq-native';
-import { idOf, keyOf, makeDeadLettered, publishKeys, snapshotQueue } from './fixtures/redrive-rabbitmq-util';
+import { idOf, keyOf, makeDeadLettered, publishKeys, snapshotQueue, waitSettled } from './fixtures/redrive-rabbitmq-util';
 import { PrivateRabbit } from './fixtures/private-rabbitmq';
 
 /**
@@ -77,14 +77,14 @@ function runChild(source: string, target: string, killAfterMs: number): Promise<
   });
 }
 
-describe('SIGKILL during a redrive', () => {
+describe.each(['classic', 'quorum'] as const)('SIGKILL during a redrive (%s queues)', (type) => {
   it(`loses no message over ${TRIALS} trials of ${N.toLocaleString('en')} messages; duplicates counted`, async () => {
-    const a = uniqueName('fault-a');
-    const b = uniqueName('fault-b');
+    const a = uniqueName(`fault-${type}-a`);
+    const b = uniqueName(`fault-${type}-b`);
     queues.push(a, b);
     const ch = await conn.createConfirmChannel();
-    await ch.assertQueue(a, { durable: true });
-    await ch.assertQueue(b, { durable: true });
+    await ch.assertQueue(a, { durable: true, arguments: { 'x-queue-type': type } });
+    await ch.assertQueue(b, { durable: true, arguments: { 'x-queue-type': type } });
     await publishKeys(ch, a, 0, N);
     await ch.close();
     const all = Array.from({ length: N }, (_, i) => `k-${i}`);
@@ -92,11 +92,12 @@ describe('SIGKILL during a redrive', () => {
     let duplicates = 0;
     const log: string[] = [];
     for (let t = 0; t < TRIALS; t++) {
+      await waitSettled(conn, [a, b]);
       const [inA, inB] = [(await snapshotQueue(conn, a)).length, (await snapshotQueue(conn, b)).length];
       const [src, dst] = inA >= inB ? [a, b] : [b, a];
       const r = await runChild(src, dst, Math.floor(Math.random() * 2500));
       if (r.killed) killedMidRun++;
-      await new Promise((res) => setTimeout(res, 300)); // the broker requeues the killed consumer's deliveries
+      await waitSettled(conn, [a, b]); // the broker returns the killed consumer's deliveries
       const keys = [...(await snapshotQueue(conn, a)), ...(await snapshotQueue(conn, b))].map(keyOf);
       const unique = new Set(keys);
       const lost = all.filter((k) => !unique.has(k));
@@ -104,7 +105,7 @@ describe('SIGKILL during a redrive', () => {
       duplicates = keys.length - N;
       log.push(`trial ${t}: ${r.killed ? 'killed' : 'finished'} after ${r.batches} batches (${r.moved} moved), total copies ${keys.length}, duplicates so far ${duplicates}`);
     }
-    process.stdout.write(`RabbitMQ redrive SIGKILL fault test:\n${log.join('\n')}\n`);
+    process.stdout.write(`RabbitMQ redrive SIGKILL fault test (${type}):\n${log.join('\n')}\n`);
     expect(killedMidRun).toBeGreaterThanOrEqual(Math.ceil(TRIALS / 2));
     expect(duplicates).toBeGreaterThanOrEqual(0);
   }, 900_000);
@@ -123,13 +124,13 @@ describe('broker restart during a redrive (private node)', () => {
     await rabbit.stop();
   }, 120_000);
 
-  it('ends failed with exact counts; a second run completes; zero lost', async () => {
+  it.each(['classic', 'quorum'] as const)('%s DLQ: ends failed with exact counts; a second run completes; zero lost', async (type) => {
     const M = 12_000;
     pconn = await connect(rabbit.url, { noDelay: true });
     pconn.on('error', () => undefined);
     const work = uniqueName('restart-work');
     const dlq = uniqueName('restart-dlq');
-    await makeDeadLettered(pconn, work, dlq, M);
+    await makeDeadLettered(pconn, work, dlq, M, { 'x-queue-type': type });
     await pconn.close().catch(() => undefined);
     pconn = null;
     const adapter = createRabbitmqAdapter({ kind: 'rabbitmq', url: rabbit.url, managementUrl: rabbit.mgmtUrl });
@@ -176,7 +177,7 @@ describe('broker restart during a redrive (private node)', () => {
     const unique = new Set(keys);
     expect(Array.from({ length: M }, (_, i) => `k-${i}`).filter((k) => !unique.has(k))).toEqual([]);
     const dups = keys.length - M;
-    process.stdout.write(`RabbitMQ redrive restart test: first run moved ${firstMoved} (+${firstDup} possible duplicates) then failed with ${(failure as QueuescopeError).code}; second run moved ${second.moved}; duplicates ${dups}\n`);
+    process.stdout.write(`RabbitMQ redrive restart test (${type} DLQ): first run moved ${firstMoved} (+${firstDup} possible duplicates) then failed with ${(failure as QueuescopeError).code}; second run moved ${second.moved}; duplicates ${dups}\n`);
     expect(dups).toBeLessThanOrEqual(firstDup);
     expect(await snapshotQueue(pconn, dlq)).toHaveLength(0);
     await adapter.close();

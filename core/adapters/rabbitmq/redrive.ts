@@ -265,8 +265,12 @@ class ClientRun {
   private consumerCh: Channel | null = null;
   private consumerConn: ChannelModel | null = null;
   private pub: ConfirmPublisher | null = null;
-  /** Deliveries kept unacked until the end of the run, then requeued. */
+  /** Deliveries kept unacked until the end of the run, then requeued: only their delivery tags (a dry run of 1M messages must not keep 1M bodies). */
   private readonly held: Message[] = [];
+
+  private hold(m: Message): void {
+    this.held.push({ fields: { deliveryTag: m.fields.deliveryTag } } as unknown as Message);
+  }
   /** Fingerprints of the copies this run put at the DLQ's tail. */
   private readonly copies = new Set<number>();
   private readonly totals = { examined: 0, moved: 0, skipped: 0, failed: 0, possibleDuplicates: 0 };
@@ -365,7 +369,7 @@ class ClientRun {
     if (next !== null) {
       // A failure while a read-ahead was in progress: what it got stays in the DLQ.
       const extra = await next.catch(() => [] as Message[]);
-      this.held.push(...extra);
+      for (const m of extra) this.hold(m);
     }
     if (fatal !== null) throw fatal instanceof QueuescopeError ? fatal : new QueuescopeError('BROKER_ERROR', `The redrive stopped: ${messageOf(fatal)}`);
     throwIfAborted(this.signal);
@@ -449,7 +453,7 @@ class ClientRun {
     const unexaminedCopies: { m: Message; confirmed: Promise<void> }[] = [];
     for (const m of unexamined) {
       if (this.requeueWouldDeadLetter(m) && this.pub?.closed() === null) unexaminedCopies.push({ m, ...(await this.copyToTail(m)) });
-      else this.held.push(m);
+      else this.hold(m);
     }
     const settleUnexamined = async (): Promise<void> => {
       for (const c of unexaminedCopies) {
@@ -457,7 +461,7 @@ class ClientRun {
           await c.confirmed;
           toAck.push(c.m);
         } catch {
-          this.held.push(c.m);
+          this.hold(c.m);
         }
       }
     };
@@ -466,7 +470,7 @@ class ClientRun {
     if (dry) {
       const copies: { item: Item; confirmed: Promise<void> }[] = [];
       for (const it of items) {
-        if (this.keepHow(it.m, true) === 'hold' || this.pub?.closed() !== null) this.held.push(it.m);
+        if (this.keepHow(it.m, true) === 'hold' || this.pub?.closed() !== null) this.hold(it.m);
         else copies.push({ item: it, ...(await this.copyToTail(it.m)) });
         this.report(result, it, it.decision.action === 'move' && it.target !== null ? 'moved' : 'kept');
       }
@@ -476,7 +480,7 @@ class ClientRun {
           const c = copies[i];
           if (!c) return;
           if (r.status === 'fulfilled') toAck.push(c.item.m);
-          else this.held.push(c.item.m);
+          else this.hold(c.item.m);
         });
       };
     } else {
@@ -485,7 +489,7 @@ class ClientRun {
           await this.hooks.beforeMove(moves.map((i) => i.qm));
         } catch (e) {
           // Nothing of this batch is published: everything stays (requeued at the end), and the run fails.
-          for (const it of items) this.held.push(it.m);
+          for (const it of items) this.hold(it.m);
           await settleUnexamined();
           this.ackAll(toAck);
           throw e;
@@ -514,7 +518,7 @@ class ClientRun {
           if (f.to === 'target' && this.pub?.closed() === null) {
             retries.push({ item: f.item, error, ...(await this.copyToTail(f.item.m)) });
           } else {
-            this.held.push(f.item.m);
+            this.hold(f.item.m);
             if (f.to === 'target') result.failed.push({ id: f.item.qm.id, error });
             else this.report(result, f.item, 'kept');
           }
@@ -522,7 +526,7 @@ class ClientRun {
         const retried = await Promise.allSettled(retries.map((x) => x.confirmed));
         retries.forEach((x, i) => {
           if (retried[i]?.status === 'fulfilled') toAck.push(x.item.m);
-          else this.held.push(x.item.m);
+          else this.hold(x.item.m);
           result.failed.push({ id: x.item.qm.id, error: x.error });
         });
         const gone = this.pub?.closed() ?? null;
