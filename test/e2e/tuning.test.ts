@@ -126,6 +126,7 @@ describe('Tuning panel in the browser', () => {
     await panel.getByTestId('tuning-apply').click();
     const confirm = panel.getByTestId('tuning-confirm');
     expect(await confirm.getByTestId('tuning-diff').innerText()).toBe('2 s → 9 s');
+    if (process.env.QUEUESCOPE_TUNE_SHOT) await panel.screenshot({ path: join(process.env.QUEUESCOPE_TUNE_SHOT, 'tuning-sqs-confirm.png') });
     const before = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: sqsUrl, AttributeNames: ['VisibilityTimeout'] }))).Attributes?.VisibilityTimeout;
     expect(before).toBe('2'); // nothing changes before the confirmation
     await confirm.getByTestId('tuning-confirm-apply').click();

@@ -145,7 +145,7 @@ export function RetryHerdChart({ schedule, height = 180 }: { schedule: RetrySche
           { stroke: fg, grid: { stroke: grid }, label: `retries per ${formatMs(binMs)}` },
         ],
         series: [
-          { value: (_u, v) => formatMs(v) },
+          { label: 'after the failure', value: (_u, v: number | null) => (v === null ? '–' : formatMs(v)) },
           { label: schedule.policy.jitter > 0 ? `as configured (jitter ${schedule.policy.jitter})` : 'as configured (no jitter)', stroke: cssVar('--danger', '#c92a2a'), width: 2, paths: uPlot.paths.stepped?.({ align: 1 }), points: { show: false } },
           { label: 'full jitter', stroke: cssVar('--ok', '#1f8a4c'), width: 2, paths: uPlot.paths.stepped?.({ align: 1 }), points: { show: false } },
         ],

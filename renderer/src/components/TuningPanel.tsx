@@ -426,6 +426,11 @@ function RetryCheck({ initial }: { initial: RetryPolicy | null }) {
   return (
     <div className="tuning-retry" data-testid="retry-check">
       <h4>Retry schedule</h4>
+      {initial === null && (
+        <p className="muted" data-testid="retry-example">
+          No retry policy was found on the broker (BullMQ job options, or an SQS RedrivePolicy): this is an example — enter yours.
+        </p>
+      )}
       <div className="tuning-form">
         <label>
           Deliveries <input className="tuning-num" aria-label="Deliveries (attempts)" value={String(policy.attempts)} onChange={(e) => setPolicy({ ...policy, attempts: num(e.target.value) })} />
