@@ -378,6 +378,8 @@ interface Ctx {
   envelope: { name: string; argsPath: string; snapshot: Envelope['snapshot']; operation: Envelope['operation'] } | null;
   /** Second hash lane of the last walk() call (avoids an allocation per node). */
   h2: number;
+  /** > 0 while walking a member left out of the business hash (its hashes are discarded, so not computed). */
+  noHash: number;
   infoPool: NameInfo[][];
 }
 
@@ -432,6 +434,13 @@ function sameSegs(a: readonly string[], b: readonly string[]): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
+}
+
+/** The current path is one of the key's fields (left out of the business hash). */
+function hashExcluded(ctx: Ctx): boolean {
+  const ex = ctx.hashExclude;
+  for (let i = 0; i < ex.length; i++) if (sameSegs(ex[i] as string[], ctx.segs)) return true;
+  return false;
 }
 
 function isArgsRoot(ctx: Ctx): boolean {
@@ -570,6 +579,10 @@ function walk(ctx: Ctx, v: unknown, scope: Scope, depth: number, info: NameInfo 
       }
     }
     if (info !== null) classifyLeaf(ctx, scope, info, v, name);
+    if (ctx.noHash > 0) {
+      ctx.h2 = 0;
+      return 0;
+    }
     if (typeof v === 'string') hashString(v, 1, LEAF_H);
     else if (typeof v === 'number') hashString(String(v), 2, LEAF_H);
     else {
@@ -769,18 +782,21 @@ function walkObject(ctx: Ctx, o: Record<string, unknown>, scope: Scope, depth: n
     const v = o[k];
     ctx.segs.push(k);
     let x: number;
-    let perSend = ki.perSend && ctx.segs.length - ctx.argsStart <= 1;
     const meta = envMeta !== null && Object.prototype.hasOwnProperty.call(envMeta, k) ? envMeta[k] : undefined;
-    if (meta !== undefined && !isArgsRoot(ctx)) {
+    const isMeta = meta !== undefined && !isArgsRoot(ctx);
+    const perSend = isMeta ? meta.perSend === true : ki.perSend && ctx.segs.length - ctx.argsStart <= 1;
+    // Left out of the business hash: its values need no hashing (they are still classified).
+    const excluded = perSend || (ctx.hashExclude.length > 0 && hashExcluded(ctx));
+    if (excluded) ctx.noHash++;
+    if (isMeta) {
       annotate(ctx, meta.cls, meta.why);
       x = hashOnly(ctx, v, depth + 1);
-      perSend = meta.perSend === true;
     } else {
       const user = userSnapFor(ctx, memberScope);
       x = walk(ctx, v, user !== null ? mkScope(user, memberScope.stateful, memberScope.citeDone, memberScope.parentNorm) : memberScope, depth + 1, ki, k);
     }
+    if (excluded) ctx.noHash--;
     const x2 = ctx.h2;
-    const excluded = perSend || (ctx.hashExclude.length > 0 && ctx.hashExclude.some((e) => sameSegs(e, ctx.segs)));
     ctx.segs.pop();
     if (!excluded) {
       ha = (ha + mixOrdered(ki.ha, x)) >>> 0;
@@ -1003,6 +1019,7 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
     argsRoots: [],
     envelope: null,
     h2: 0,
+    noHash: 0,
     infoPool: INFO_POOL,
   };
   const h1 = walkDocument(ctx, root, { snap: null, stateful: null, citeDone: false, parentNorm: '' }, 0, env);
