@@ -46,6 +46,9 @@ function fakeHandlers(calls: { method: string; input: unknown }[]): ApiHandlers 
     'audit.run': unused,
     'audit.fix.preview': unused,
     'audit.fix.apply': unused,
+    'watch.set': unused,
+    'watch.list': unused,
+    'watch.events': unused,
   };
 }
 
