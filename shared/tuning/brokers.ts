@@ -34,6 +34,8 @@ export interface TimeoutSetting {
   defaultMs: number | null;
   /** True when Queuescope can change it on the broker (SQS `SetQueueAttributes`). */
   canApply: boolean;
+  /** A value not to recommend going below, ms, with the reason (BullMQ: its default), or undefined. */
+  floor?: { ms: number; reason: string };
   /** One sentence: what happens when processing outlives it. */
   whatHappens: string;
 }
@@ -63,6 +65,11 @@ export const TIMEOUT_SETTINGS: Record<TuningTarget, TimeoutSetting> = {
     granularityMs: 1,
     defaultMs: 30_000,
     canApply: false,
+    floor: {
+      ms: 30_000,
+      reason:
+        "Raised to BullMQ's default lockDuration of 30 s: the lock is renewed every lockDuration/2 while the worker runs, so a shorter lockDuration only adds renewal traffic and turns event-loop pauses (GC, CPU-bound work) into stalled jobs that run twice",
+    },
     whatHappens:
       'the job lock expires; the stalled-job checker moves the job back to wait (or fails it after maxStalledCount) and another worker runs it again. BullMQ renews the lock every lockDuration/2 while the worker process is alive, so this bites only when the processor blocks the event loop (CPU-bound, synchronous work) or the worker dies',
   },

@@ -70,6 +70,16 @@ describe('recommend (ms)', () => {
     expect(r.snippets[0]!.text).toContain(`lockDuration: ${r.recommendedMs}`);
   });
 
+  it('BullMQ: never below its 30 s default lockDuration (renewal traffic, stalls on event-loop pauses); above it p99 × factor', () => {
+    const short = recommend({ target: 'bullmq', samplesMs: new Array<number>(100).fill(200), snippet: { queueName: 'payments' } })!;
+    expect(short.recommendedMs).toBe(30_000);
+    expect(short.clamped).toBe('min');
+    expect(short.reasons.at(-1)).toMatch(/BullMQ's default lockDuration of 30 s/);
+    const long = recommend({ target: 'bullmq', samplesMs: new Array<number>(100).fill(20_000), snippet: { queueName: 'payments' } })!;
+    expect(long.recommendedMs).toBe(60_000);
+    expect(long.clamped).toBeNull();
+  });
+
   it('factor outside 1–100 is refused; nothing to base it on → null', () => {
     expect(() => recommend({ target: 'sqs', samplesMs: [1], factor: 0.5, snippet: ctx })).toThrow(RangeError);
     expect(recommend({ target: 'sqs', samplesMs: [], snippet: ctx })).toBeNull();

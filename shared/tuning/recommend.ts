@@ -116,6 +116,10 @@ export function recommend(input: RecommendInput): Recommendation | null {
     clamped = 'max';
     recommendedMs = setting.maxMs;
     reasons.push(`Clamped to the ${setting.name} maximum of ${formatMs(setting.maxMs)}: processing can outlive it, so lease extension is required.`);
+  } else if (setting.floor !== undefined && recommendedMs < setting.floor.ms) {
+    clamped = 'min';
+    recommendedMs = setting.floor.ms;
+    reasons.push(`${setting.floor.reason}.`);
   } else if (recommendedMs < setting.minMs) {
     clamped = 'min';
     recommendedMs = setting.minMs;
@@ -147,6 +151,10 @@ export function recommend(input: RecommendInput): Recommendation | null {
   if (input.target === 'rabbitmq') {
     const v = input.current?.brokerVersion ?? input.snippet.brokerVersion ?? null;
     const perQueue = input.current?.perQueueTimeoutSupported ?? null;
+    const cur = input.current?.timeoutMs ?? null;
+    if (perQueue !== true && cur !== null && recommendedMs < cur) {
+      brokerNotes.push(`Without a per-queue value, consumer_timeout applies to every queue on the node: lower it from ${formatMs(cur)} only if the slowest consumer on the node also fits — this recommendation covers this queue.`);
+    }
     brokerNotes.push(
       perQueue === true
         ? `RabbitMQ ${v ?? ''} supports a per-queue consumer timeout: set it with a policy (consumer-timeout) for this queue only, or node-wide in rabbitmq.conf.`
