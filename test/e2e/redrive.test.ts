@@ -281,4 +281,29 @@ describe('redrive from the queue view (BullMQ failed jobs)', () => {
     const waiting = await queue.getWaiting();
     expect(waiting.map((j) => (j.data as { n: number }).n).sort()).toEqual([0, 1, 4, 5]);
   });
+
+  it('redrives one message picked in the list (a non-retryable one, chosen by the user)', async () => {
+    const failed = await queue.getFailed();
+    const picked = failed.find((j) => (j.data as { n: number }).n === 2);
+    if (picked?.id === undefined) throw new Error('job n=2 should be failed');
+    await page.getByRole('combobox', { name: 'State' }).selectOption('failed');
+    const box = page.getByRole('checkbox', { name: `Select message ${picked.id}` });
+    await box.waitFor({ timeout: 30_000 });
+    await box.check();
+    const panel = page.getByTestId('redrive-panel');
+    await panel.getByRole('button', { name: 'Done' }).click();
+    await panel.getByRole('button', { name: 'Analyse for redrive' }).click();
+    await panel.getByTestId('redrive-analysis').waitFor({ timeout: 60_000 });
+    await panel.getByRole('checkbox', { name: /Only the 1 message selected in the list/ }).check();
+    await panel.getByRole('button', { name: 'Preview (dry run)' }).click();
+    await expect.poll(() => panel.getByTestId('redrive-preview').innerText(), { timeout: 60_000 }).toMatch(/Would move 1 of 4 examined[^]*Would stay 3:[^]*3 · not picked/);
+    await panel.getByRole('button', { name: 'Redrive 1…' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Redrive', exact: true }).click();
+    const run = panel.getByTestId('redrive-run');
+    await run.and(page.locator('[data-status="completed"], [data-status="failed"], [data-status="cancelled"]')).waitFor({ timeout: 60_000 });
+    expect(await panel.getByTestId('redrive-result').innerText()).toMatch(/1 moved, 3 stayed, 0 failed/);
+    expect(await queue.getFailedCount()).toBe(3);
+    expect((await queue.getJob(picked.id))?.failedReason ?? '').toBe(''); // retried: no longer failed
+    expect(await queue.getJobState(picked.id)).toBe('waiting');
+  });
 });
