@@ -256,6 +256,23 @@ describe('client-side move', () => {
     await expectCode(mover.moveClientSide({ sourceQueueId: idOf(stream), batchSize: 5, cutoffMs: farFuture, maxMessages: null, dryRun: false }, recordingHooks(moveTo(work))), 'UNSUPPORTED');
   });
 
+  it('reads a single-active-consumer DLQ whose active consumer is someone else (basic.get)', async () => {
+    const { work, dlq } = names('sac');
+    await makeDeadLettered(conn, work, dlq, 20, { 'x-single-active-consumer': true });
+    const other = await conn.createChannel();
+    await other.prefetch(1);
+    let held = 0;
+    await other.consume(dlq, () => {
+      held++;
+    });
+    for (let i = 0; i < 100 && held === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    const sum = await mover.moveClientSide({ sourceQueueId: idOf(dlq), batchSize: 8, cutoffMs: farFuture, maxMessages: null, dryRun: false }, recordingHooks(moveTo(work)));
+    expect(sum).toMatchObject({ examined: 19, moved: 19, failed: 0 });
+    await other.close();
+    expect(await nativeCount(work)).toBe(19);
+    await waitCount(conn, dlq, 1);
+  });
+
   it('x-death survives a redrive on this broker: dying again increments its count', async () => {
     const { work, dlq } = names('xdeath');
     await makeDeadLettered(conn, work, dlq, 5);

@@ -19,10 +19,16 @@ export class DlqReader {
   private failure: Error | null = null;
   private closed = false;
 
+  /**
+   * @param useGet read with basic.get instead of a consumer: a single-active-consumer queue
+   *   delivers only to its active consumer, which may be someone else's (slower: one round trip
+   *   per message).
+   */
   constructor(
     readonly ch: Channel,
     private readonly queue: string,
     private readonly vhost: string,
+    private readonly useGet = false,
   ) {
     ch.on('error', (e: Error) => {
       this.failure = e;
@@ -49,6 +55,7 @@ export class DlqReader {
    */
   async read(n: number): Promise<Message[]> {
     if (this.closed) throw this.error();
+    if (this.useGet) return this.readByGet(n);
     const got: Message[] = [];
     let finish: () => void = () => undefined;
     const done = new Promise<void>((r) => {
@@ -87,6 +94,20 @@ export class DlqReader {
     }
     this.ch.off('close', onClose);
     if (!this.isOpen() && got.length === 0) throw this.error();
+    return got;
+  }
+
+  private async readByGet(n: number): Promise<Message[]> {
+    const got: Message[] = [];
+    try {
+      while (got.length < n) {
+        const m = await this.ch.get(this.queue, { noAck: false });
+        if (m === false) break;
+        got.push(m);
+      }
+    } catch (e) {
+      if (got.length === 0) throw channelError(e, this.queue, this.vhost);
+    }
     return got;
   }
 }

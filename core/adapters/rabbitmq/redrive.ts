@@ -162,7 +162,8 @@ export class RabbitmqRedriveMover implements RedriveMover {
     }
     const kind: QueueKind | null = info?.kind ?? null;
     const deliveryLimit = kind === 'rabbitmq-quorum' ? (info?.settings.deliveryLimit?.value ?? null) : null;
-    const run = new ClientRun(this.d, dlq, options, hooks, signal, { batch, maxBodyBytes, kind, deliveryLimit });
+    const singleActiveConsumer = info?.settings.singleActiveConsumer === true;
+    const run = new ClientRun(this.d, dlq, options, hooks, signal, { batch, maxBodyBytes, kind, deliveryLimit, singleActiveConsumer });
     return run.execute();
   }
 
@@ -282,7 +283,7 @@ class ClientRun {
     private readonly o: ClientMoveOptions,
     private readonly hooks: MoveHooks,
     private readonly signal: AbortSignal | undefined,
-    private readonly cfg: { batch: number; maxBodyBytes: number; kind: QueueKind | null; deliveryLimit: number | null },
+    private readonly cfg: { batch: number; maxBodyBytes: number; kind: QueueKind | null; deliveryLimit: number | null; singleActiveConsumer: boolean },
   ) {}
 
   async execute(): Promise<MoveSummary> {
@@ -294,7 +295,7 @@ class ClientRun {
       const publisherConn = await this.d.openConnection(this.signal);
       conns.push(publisherConn);
       this.consumerCh = await consumerConn.createChannel();
-      this.reader = new DlqReader(this.consumerCh, this.dlq, this.d.vhost);
+      this.reader = new DlqReader(this.consumerCh, this.dlq, this.d.vhost, this.cfg.singleActiveConsumer);
       let depth: number;
       try {
         depth = (await this.consumerCh.checkQueue(this.dlq)).messageCount;
