@@ -211,3 +211,61 @@ describe('queuescope watch (in-process main)', () => {
     expect(await both.done).toBe(2);
   });
 });
+
+describe('watchDlqs when the broker goes away (private redis-server)', () => {
+  it('reports error once while Redis is down, backs off, then recovered and the first message that arrived', async () => {
+    const { execFileSync } = await import('node:child_process');
+    const port = 20_000 + Math.floor(Math.random() * 9_000); // a private server, away from the shared one and other tests' fixed ports
+    const cli = (...args: string[]): string => execFileSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8' });
+    const startServer = (): void => void execFileSync('redis-server', ['--port', String(port), '--save', '', '--appendonly', 'no', '--daemonize', 'yes', '--bind', '127.0.0.1']);
+    const waitUp = async (): Promise<void> => {
+      for (let i = 0; i < 50; i++) {
+        try {
+          if (cli('ping').trim() === 'PONG') return;
+        } catch {
+          /* not yet */
+        }
+        await sleep(100);
+      }
+      throw new Error('private redis-server did not start');
+    };
+    startServer();
+    await waitUp();
+    const adapter = createAdapter({ kind: 'redis', url: `redis://127.0.0.1:${port}` });
+    const ac = new AbortController();
+    try {
+      const key = 'orders-dlq';
+      cli('XADD', key, '*', 'body', 'seed');
+      cli('XTRIM', key, 'MAXLEN', '0');
+      const events: DlqWatchEvent[] = [];
+      const running = watchDlqs(adapter, { queueIds: [`stream:${key}`], intervalMs: 1_000, maxBackoffMs: 4_000, onEvent: (e) => events.push(e), signal: ac.signal });
+      await until(() => events.length === 1, 10_000, 'status');
+      expect(events[0]).toMatchObject({ type: 'status', depth: 0 });
+      try {
+        cli('SHUTDOWN', 'NOSAVE');
+      } catch {
+        /* the connection closes as it shuts down */
+      }
+      await until(() => events.some((e) => e.type === 'error'), 20_000, 'the error event');
+      await sleep(4_000); // several failed polls: still one error event
+      expect(events.filter((e) => e.type === 'error')).toHaveLength(1);
+      expect(events[1]?.error?.code).toMatch(/HOST_UNREACHABLE|TIMEOUT|BROKER_ERROR/);
+      startServer(); // empty (no persistence): the stream is gone until the next dead letter
+      await waitUp();
+      cli('XADD', key, '*', 'body', '{"orderId":"A-9"}', 'error', 'HTTP 503 Service Unavailable');
+      await until(() => events.some((e) => e.type === 'first-message'), 30_000, 'recovered + first-message');
+      ac.abort();
+      await running;
+      expect(events.map((e) => e.type)).toEqual(['status', 'error', 'recovered', 'first-message']);
+      expect(events[3]).toMatchObject({ depth: 1, previousDepth: 0, failure: { class: 'transient', label: 'HTTP 503' } });
+    } finally {
+      ac.abort();
+      await adapter.close().catch(() => undefined);
+      try {
+        cli('SHUTDOWN', 'NOSAVE');
+      } catch {
+        /* already stopped */
+      }
+    }
+  });
+});
