@@ -7,16 +7,18 @@
  * Target: client-side ≥ 0.9× the shovel's rate.
  *
  * Size: QS_BENCH_REDRIVE_RABBITMQ_N (default 20,000; the issue's figure is 100,000). Batch size:
- * QS_BENCH_REDRIVE_RABBITMQ_BATCH (default 1,000). Uses the shared broker with unique queue names
+ * QS_BENCH_REDRIVE_RABBITMQ_BATCH (default 1,000). QS_BENCH_REDRIVE_RABBITMQ_RSS_N=1000000 adds a
+ * peak-RSS row for a 1M-message client-side redrive. Uses the shared broker with unique queue names
  * and deletes them. Run alone: `npx tsx bench/redrive-rabbitmq.ts`.
  */
 import { closeSync, fsyncSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { connect } from 'amqplib';
+import { connect, type ConfirmChannel } from 'amqplib';
 import { createRabbitmqAdapter } from '../core/adapters/rabbitmq';
 import type { MoveHooks } from '../core/adapters/redrive-types';
+import type { BrokerAdapter } from '../core/adapters/types';
 
 const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 const MGMT = process.env.RABBITMQ_MANAGEMENT_URL ?? 'http://127.0.0.1:15672';
@@ -93,7 +95,11 @@ export async function benchRabbitmqRedrive(): Promise<RabbitmqRedriveRow[]> {
     const shovelRate = n / shovelS;
     const clientRate = n / clientS;
     const ratio = clientRate / shovelRate;
+    const rows: RabbitmqRedriveRow[] = [];
+    const rssN = Number(process.env.QS_BENCH_REDRIVE_RABBITMQ_RSS_N ?? 0);
+    if (rssN > 0) rows.push(await peakRssRun(ch, adapter, rssN, `${a}-rss`));
     return [
+      ...rows,
       { name: `RabbitMQ dynamic shovel (Move messages), ${n.toLocaleString('en')} persistent msgs`, messages: n, seconds: shovelS, perSecond: shovelRate, peakRssMb: 0, target: 'baseline', met: '' },
       {
         name: `RabbitMQ client-side filtered redrive (${sum.moved.toLocaleString('en')} moved, ${sum.skipped.toLocaleString('en')} kept; batch ${batch}; ${ratio.toFixed(2)}× shovel)`,
@@ -110,6 +116,46 @@ export async function benchRabbitmqRedrive(): Promise<RabbitmqRedriveRow[]> {
     await conn.close().catch(() => undefined);
     await adapter.close();
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Peak RSS of this process during a client-side filtered redrive of `n` messages (transient, to
+ * fill the queue quickly; the mover's memory does not depend on persistence), with a no-op backup
+ * hook: what the mover itself keeps. Enabled by QS_BENCH_REDRIVE_RABBITMQ_RSS_N (e.g. 1000000).
+ */
+async function peakRssRun(ch: ConfirmChannel, adapter: BrokerAdapter, n: number, base: string): Promise<RabbitmqRedriveRow> {
+  const src = `${base}-src`;
+  const dst = `${base}-dst`;
+  try {
+    await ch.assertQueue(src, { durable: true });
+    await ch.assertQueue(dst, { durable: true });
+    const pad = 'x'.repeat(260);
+    for (let i = 0; i < n; i++) {
+      const ok = ch.sendToQueue(src, Buffer.from(`{"key":"k-${i}","p":"${pad}"}`), { messageId: `m-${i}`, headers: { seq: i } });
+      if (!ok) await new Promise((r) => ch.once('drain', r));
+      if (i % 10_000 === 9_999) await ch.waitForConfirms();
+    }
+    await ch.waitForConfirms();
+    let peak = process.memoryUsage().rss;
+    const t0 = performance.now();
+    const sum = await adapter.redrive!.moveClientSide(
+      { sourceQueueId: idOf(src), batchSize: 1000, cutoffMs: Date.now() + 3_600_000, maxMessages: null, dryRun: false },
+      {
+        gate: () => Promise.resolve(),
+        decide: (m) => ((m.headers.seq as number) % 10 === 9 ? { action: 'skip', reason: 'non-retryable' } : { action: 'move', targetQueueId: idOf(dst) }),
+        beforeMove: () => Promise.resolve(),
+        onBatch: () => {
+          peak = Math.max(peak, process.memoryUsage().rss);
+        },
+      },
+    );
+    const s = (performance.now() - t0) / 1000;
+    const mb = peak / 1024 / 1024;
+    return { name: `RabbitMQ client-side filtered redrive, peak RSS (${sum.examined.toLocaleString('en')} examined, transient msgs, no backup)`, messages: n, seconds: s, perSecond: n / s, peakRssMb: mb, target: '< 300 MB peak RSS', met: mb < 300 ? 'yes' : 'NO' };
+  } finally {
+    await ch.deleteQueue(src).catch(() => undefined);
+    await ch.deleteQueue(dst).catch(() => undefined);
   }
 }
 
