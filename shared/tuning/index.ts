@@ -6,3 +6,4 @@ export * from './types';
 export * from './recommend';
 export * from './import';
 export * from './api';
+export * from './littles-law';

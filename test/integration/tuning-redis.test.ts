@@ -2,7 +2,6 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { Queue, Worker } from 'bullmq';
 import { createRedisAdapter } from '../../core/adapters/redis';
-import { QueuescopeError } from '../../shared/domain';
 import { computeStats, roundUpToStep } from '../../shared/tuning';
 import { tuneQueue } from '../../core/tuning';
 import { REDIS_URL, uniqueName } from './env';
@@ -88,12 +87,12 @@ describe('BullMQ source (processedOn → finishedOn)', () => {
     expect(settings.timeoutSource).toMatch(/not stored in Redis/);
   });
 
-  it('a plain list is UNSUPPORTED with a hint to import durations; an unknown queue is QUEUE_NOT_FOUND', async () => {
+  it('a plain list is UNSUPPORTED (nothing to tune on the broker); an unknown queue is QUEUE_NOT_FOUND', async () => {
     const key = uniqueName('tune-list');
     await native.rpush(key, 'x');
     cleanups.push(() => native.del(key));
-    await expect(adapter.tuning!.sources(`list:${key}`)).rejects.toMatchObject({ code: 'UNSUPPORTED', message: expect.stringMatching(/--source file/) });
-    await expect(adapter.tuning!.measure(`bullmq:${uniqueName('none')}:q`, 'bullmq', { windowMs: 0 })).rejects.toBeInstanceOf(QueuescopeError);
+    await expect(adapter.tuning!.sources(`list:${key}`)).rejects.toMatchObject({ code: 'UNSUPPORTED', message: expect.stringMatching(/no visibility timeout to tune/) });
+    await expect(adapter.tuning!.measure(`bullmq:${uniqueName('none')}:q`, 'bullmq', { windowMs: 0 })).rejects.toMatchObject({ code: 'QUEUE_NOT_FOUND' });
   });
 });
 

@@ -107,7 +107,7 @@ function tunable(queueId: string): Tunable {
   if (ref.kind === 'list') {
     throw new QueuescopeError(
       'UNSUPPORTED',
-      `${queueId} is a plain Redis list: popped items leave no in-flight record, so processing time cannot be measured on the broker. Import durations from your logs instead (--source file).`,
+      `${queueId} is a plain Redis list: popped items leave no in-flight record and the list has no visibility timeout to tune. If your consumers use a reliable-queue pattern (LMOVE to a processing list and a reaper), its timeout lives in your code: size it from your logs (p99 × 3).`,
       { queueId },
     );
   }

@@ -7,7 +7,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { fromIni } from '@aws-sdk/credential-providers';
 import { QueuescopeError, type SqsConnectionConfig } from '../../../shared/domain';
-import { TIMEOUT_SETTINGS, type CurrentSettings, type MeasureOptions, type Measurement, type RedeliveryEvidence, type SourceOption } from '../../../shared/tuning';
+import { TIMEOUT_SETTINGS, littlesLawFromPeriods, type PeriodValue, type CurrentSettings, type MeasureOptions, type Measurement, type RedeliveryEvidence, type SourceOption } from '../../../shared/tuning';
 import { sleepBetweenPolls, type AppliedChange, type BrokerTuning } from '../tuning-types';
 import { parseArn, parseRedrivePolicy, queueNameFromUrl } from './attributes';
 
@@ -235,28 +235,20 @@ async function measureCloudWatch(config: SqsConnectionConfig, url: string, optio
       { abortSignal: signal },
     );
     options.onProgress?.({ fraction: 1, polls: 1, samples: 0 });
-    const series = (id: string): Map<number, number> => {
+    const series = (id: string): PeriodValue[] => {
       const r = res.MetricDataResults?.find((x) => x.Id === id);
-      const m = new Map<number, number>();
+      const out: PeriodValue[] = [];
       (r?.Timestamps ?? []).forEach((t, i) => {
         const v = r?.Values?.[i];
-        if (v !== undefined) m.set(t.getTime(), v);
+        if (v !== undefined) out.push({ t: t.getTime(), value: v });
       });
-      return m;
+      return out;
     };
-    const inflight = series('inflight');
-    const deleted = series('deleted');
-    // Minutes with both values and some deletions.
-    const minutes = [...deleted.keys()].filter((t) => inflight.has(t) && (deleted.get(t) ?? 0) > 0);
+    const est = littlesLawFromPeriods(series('inflight'), series('deleted'), 60_000);
     const notes: string[] = [];
-    let meanMs: number | null = null;
-    if (minutes.length === 0) notes.push(`CloudWatch shows no deletions on "${name}" in the last ${Math.round(lookback / 60_000)} min (metrics arrive a few minutes late).`);
-    else {
-      const L = minutes.reduce((x, t) => x + (inflight.get(t) ?? 0), 0) / minutes.length;
-      const lambda = minutes.reduce((x, t) => x + (deleted.get(t) ?? 0), 0) / (minutes.length * 60);
-      meanMs = (L / lambda) * 1000;
-      notes.push(`${minutes.length} one-minute periods with deletions: mean in flight ${L.toFixed(2)}, ${lambda.toFixed(2)} deletions/s.`);
-    }
+    if (est === null) notes.push(`CloudWatch shows no deletions on "${name}" in the last ${Math.round(lookback / 60_000)} min (metrics arrive a few minutes late).`);
+    else notes.push(`${est.periods} one-minute periods with deletions: mean in flight ${est.inFlight.toFixed(2)}, ${est.perSecond.toFixed(2)} deletions/s.`);
+    const meanMs = est?.meanMs ?? null;
     return { source: 'cloudwatch', measures: CLOUDWATCH.measures, confidence: 'mean-only', confidenceNote: CLOUDWATCH.confidenceNote, samplesMs: [], meanMs, sampleErrorMs: null, redeliveries: null, retryPolicy: null, startedAt: start.getTime(), endedAt: end.getTime(), polls: 1, notes };
   } catch (e) {
     if (signal?.aborted === true) throw new QueuescopeError('CANCELLED', 'The measurement was cancelled.');
