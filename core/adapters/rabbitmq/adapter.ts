@@ -134,7 +134,16 @@ export class RabbitmqAdapter implements BrokerAdapter {
       vhost: this.s.vhost,
       username: this.s.username,
       mgmt: this.mgmt,
-      openConnection: (signal) => abortable(this.openConnection(signal), signal),
+      openConnection: async (signal) => {
+        const p = this.openConnection(signal);
+        try {
+          return await abortable(p, signal);
+        } catch (e) {
+          // Cancelled while connecting: close the connection once it is open.
+          void p.then((c) => c.close()).catch(() => undefined);
+          throw e;
+        }
+      },
       queueRef: (id) => this.queueRef(id),
       queueInfo: (name, signal) => this.peekInfo(name, signal),
       mgmtStatusError: (res, path) => this.mgmtStatusError(res, path),
