@@ -130,6 +130,8 @@ export function readMessagePath(message: QueueMessage, path: string): unknown {
 
 const KEY_HEADERS = ['Idempotency-Key', 'X-Idempotency-Key'];
 const BODY_KEY_FIELDS = ['idempotencyKey', 'idempotency_key', 'dedupKey', 'dedup_key'];
+/** `body.<field>` for each of {@link BODY_KEY_FIELDS}, made once. */
+const BODY_KEY_PATHS: Readonly<Record<string, string>> = Object.fromEntries(BODY_KEY_FIELDS.map((f) => [f, `body.${f}`]));
 /** Envelope fields that wrap the real arguments in common job / event libraries. */
 const ENVELOPES = ['data', 'payload', 'detail', 'body', 'message', 'args'];
 
@@ -220,7 +222,10 @@ function builtin(message: QueueMessage): KeyExtraction | null {
   if (isRecord(json)) {
     for (const f of BODY_KEY_FIELDS) {
       const v = scalarText(own(json, f));
-      if (v !== undefined) return b(v, `body.${f}`, [`body.${f}`]);
+      if (v !== undefined) {
+        const path = BODY_KEY_PATHS[f] ?? `body.${f}`;
+        return b(v, path, [path]);
+      }
     }
     for (const env of ENVELOPES) {
       let inner = own(json, env);

@@ -148,6 +148,7 @@ const CELERY_META: Record<string, MetaField> = {
 };
 const BULLMQ_META: Record<string, MetaField> = { name: FACT_META('job name'), opts: OTHER_META('job options', false), id: ID_META('job id'), timestamp: TIME_META('job creation time'), attemptsMade: OTHER_META('attempts made'), stacktrace: OTHER_META('stack traces'), returnvalue: OTHER_META('return value'), failedReason: OTHER_META('failure reason'), processedOn: OTHER_META('processing time'), finishedOn: OTHER_META('finish time'), progress: OTHER_META('progress') };
 
+const GITHUB_EVENT_HEADER = ['x-github-event'];
 const GENERIC_WRAPPERS = ['payload', 'data', 'detail', 'body', 'message', 'args', 'arguments', 'params', 'job'];
 
 /** Recognises the job / event envelope of a document root; null when none. */
@@ -209,7 +210,7 @@ function detectEnvelope(root: unknown, message: QueueMessage, nested: boolean): 
     };
   }
   // GitHub webhook: the objects are copies taken when the event fired.
-  const ghEvent = headerText(message.headers, ['x-github-event']);
+  const ghEvent = headerText(message.headers, GITHUB_EVENT_HEADER);
   const sender = own(root, 'sender');
   if (ghEvent !== null || (isRecord(sender) && own(sender, 'login') !== undefined && (own(root, 'repository') !== undefined || own(root, 'organization') !== undefined || own(root, 'installation') !== undefined))) {
     const action = str(own(root, 'action'));
@@ -924,6 +925,20 @@ function bodySegs(path: string): string[] | null {
   return out;
 }
 
+const bodySegsCache = new Map<string, string[] | null>();
+
+/** {@link bodySegs}, cached (the same few key fields come with every message). Callers must not modify the result. */
+function cachedBodySegs(path: string): string[] | null {
+  const hit = bodySegsCache.get(path);
+  if (hit !== undefined) return hit;
+  const segs = bodySegs(path);
+  if (path.length <= 200) {
+    if (bodySegsCache.size >= 1000) bodySegsCache.clear();
+    bodySegsCache.set(path, segs);
+  }
+  return segs;
+}
+
 const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
 const code = (s: string): string => `\`${s}\``;
 /** "`a` and `b`", "`a`, `b` and `c`", plus " (and 4 more fields)". */
@@ -983,7 +998,7 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
   }
   const hashExclude: string[][] = [];
   if (key !== null && key.composed !== true) for (const f of key.fields) {
-    const s = bodySegs(f);
+    const s = cachedBodySegs(f);
     if (s !== null && s.length > 0) hashExclude.push(s);
   }
   const root = view.json;
