@@ -71,6 +71,7 @@ export function TuningPanel({ connectionId, summary }: { connectionId: string; s
   const [applying, setApplying] = useState(false);
   const [copied, setCopied] = useState<number | null>(null);
   const [peekCounts, setPeekCounts] = useState(false);
+  const [group, setGroup] = useState('');
 
   useEffect(() => {
     if (open && entry === undefined) void loadSources(connectionId, summary.id);
@@ -113,6 +114,7 @@ export function TuningPanel({ connectionId, summary }: { connectionId: string; s
       ...(currentMs !== null ? { currentTimeoutMs: currentMs } : {}),
       ...(overrideMs !== null ? { consumerOverrideMs: overrideMs } : {}),
       ...(peekCounts && chosen.source === 'littles-law' ? { acceptSideEffects: true } : {}),
+      ...(chosen.source === 'pel' && group.trim() !== '' ? { group: group.trim() } : {}),
       ...(chosen.source === 'file'
         ? { durations: { text: fileText, format, unit, ...(regex !== '' ? { regex } : {}), ...(field !== '' ? { field } : {}), ...(fileLabel !== null ? { label: fileLabel } : {}) } }
         : {}),
@@ -197,6 +199,11 @@ export function TuningPanel({ connectionId, summary }: { connectionId: string; s
             {chosen?.needsWindow === true && (
               <label>
                 Window (s) <input className="tuning-num" aria-label="Window in seconds" value={windowS} onChange={(e) => setWindowS(e.target.value)} inputMode="numeric" />
+              </label>
+            )}
+            {chosen?.source === 'pel' && (
+              <label>
+                Consumer group <input className="tuning-dur" aria-label="Consumer group" placeholder={settings?.group ?? 'first group'} value={group} onChange={(e) => setGroup(e.target.value)} />
               </label>
             )}
             <label>
