@@ -4,6 +4,7 @@
  * - A BullMQ queue drained by a worker with a known service time (200 ms, concurrency 4): the
  *   tuning panel measures it (exact source), draws the histogram/CDF (uPlot canvas, under the CSP),
  *   recommends p99 × 3, and shows the retry-schedule plot with its flags.
+ * - A Redis Stream drained by 4 consumers (200 ms each): PEL sampling with progress, mean within ±25 %.
  * - An SQS queue: durations pasted into the panel, the recommendation applied after the
  *   before/after confirmation, the queue attribute changed and the audit log written.
  *
@@ -13,6 +14,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatMs, roundUpToStep } from '../../shared/tuning';
@@ -107,6 +109,57 @@ describe('Tuning panel in the browser', () => {
     // QUEUESCOPE_TUNE_SHOT=<dir>: keep a picture of the panel for review
     if (process.env.QUEUESCOPE_TUNE_SHOT) await panel.screenshot({ path: join(process.env.QUEUESCOPE_TUNE_SHOT, 'tuning-bullmq.png') });
     expect(consoleProblems).toEqual([]);
+  });
+
+  it('Redis Streams: PEL sampling while 4 consumers work (200 ms each) shows progress and a mean within ±25 %', async () => {
+    const key = uniqueName('tune-e2e-stream');
+    const native = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    let stop = false;
+    const consumers: Promise<void>[] = [];
+    try {
+      await native.xgroup('CREATE', key, 'workers', '$', 'MKSTREAM');
+      const p = native.pipeline();
+      for (let i = 0; i < 300; i++) p.xadd(key, '*', 'orderId', `A-${i}`);
+      await p.exec();
+      for (let c = 0; c < 4; c++) {
+        consumers.push(
+          (async () => {
+            const r = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+            try {
+              while (!stop) {
+                const res = (await r.xreadgroup('GROUP', 'workers', `c${c}`, 'COUNT', 1, 'BLOCK', 200, 'STREAMS', key, '>')) as [string, [string, string[]][]][] | null;
+                const entry = res?.[0]?.[1][0];
+                if (!entry) continue;
+                await new Promise((done) => setTimeout(done, SERVICE_MS));
+                await r.xack(key, 'workers', entry[0]);
+              }
+            } finally {
+              r.disconnect();
+            }
+          })(),
+        );
+      }
+      await openConnection(page, 'Tune Redis');
+      await openQueue(page, key);
+      await openPanel();
+      const panel = page.getByTestId('tuning-panel');
+      expect(await panel.getByTestId('tuning-source').locator('option:checked').innerText()).toMatch(/^pel — bounded per-message times/);
+      await panel.getByLabel('Window in seconds').fill('5');
+      await panel.getByTestId('tuning-measure').click();
+      await panel.getByTestId('tuning-progress').waitFor();
+      const report = panel.getByTestId('tuning-report');
+      await report.waitFor({ timeout: 30_000 });
+      const mean = Number(/^([\d.]+) ms$/.exec(await report.getByTestId('tuning-mean').innerText())?.[1]);
+      expect(Math.abs(mean - SERVICE_MS) / SERVICE_MS).toBeLessThan(0.25);
+      expect(await report.getByTestId('tuning-recommendation').innerText()).toMatch(/Recommended min-idle-time/);
+      expect(await report.getByTestId('tuning-snippet').first().innerText()).toContain(`XAUTOCLAIM '${key}' 'workers' recovery-consumer`);
+      expect(consoleProblems).toEqual([]);
+    } finally {
+      stop = true;
+      await Promise.all(consumers);
+      await native.del(key);
+      native.disconnect();
+    }
   });
 
   it('SQS: pasted durations, apply with a before/after confirmation, attribute changed and audit-logged', async () => {
