@@ -1,10 +1,12 @@
 import type { ApiHandlers, ApiParsedInput } from '../../shared/api/contract';
 import { describeConnection } from '../../shared/domain';
 import type { ConnectionManager } from '../services/connection-manager';
-import { AuditLog } from '../services/audit-log';
+import { QueuescopeError } from '../../shared/domain';
+import { AuditLog, findAuditEntry } from '../services/audit-log';
+import { pathExists } from './backup';
 import type { OperationManager } from '../services/operations';
 import { resolveInspectSettings } from '../inspect/settings';
-import { planRedrive, startRedrive, type RedriveEnv, type RedriveRequest } from './engine';
+import { planRedrive, startRedrive, startReinject, type RedriveEnv, type RedriveRequest } from './engine';
 
 /** What the redrive handlers need (a subset of `ApiDeps`). */
 export interface RedriveHandlerDeps {
@@ -34,11 +36,12 @@ function requestOf(input: PlanInput & { ratePerSecond?: number | null | undefine
 }
 
 /**
- * Handlers of `redrive.plan`, `redrive.start`, `redrive.history`, `operations.pause` and
- * `operations.resume`, spread into `createApiHandlers`. Runs are logged with actor `app` in
+ * Handlers of `redrive.plan`, `redrive.start`, `redrive.history`, `redrive.reinject` (a backup
+ * named by its audit-log entry), `operations.pause` and `operations.resume`, spread into
+ * `createApiHandlers`. Runs are logged with actor `app` in
  * `<config dir>/audit-log.jsonl`; backups go to `<config dir>/backups/`.
  */
-export function createRedriveHandlers(deps: RedriveHandlerDeps): Pick<ApiHandlers, 'redrive.plan' | 'redrive.start' | 'redrive.history' | 'operations.pause' | 'operations.resume'> {
+export function createRedriveHandlers(deps: RedriveHandlerDeps): Pick<ApiHandlers, 'redrive.plan' | 'redrive.start' | 'redrive.history' | 'redrive.reinject' | 'operations.pause' | 'operations.resume'> {
   const { connections, operations } = deps;
   const configDir = (): string => deps.configDir ?? connections.profileStore.configDir;
   const auditLog = (): AuditLog => new AuditLog({ configDir: configDir() });
@@ -78,6 +81,15 @@ export function createRedriveHandlers(deps: RedriveHandlerDeps): Pick<ApiHandler
         ...(input.action !== undefined ? { action: input.action } : {}),
       });
       return { ...page, path: log.path };
+    },
+    'redrive.reinject': async (input) => {
+      const entry = await findAuditEntry(auditLog(), input.auditEntryId);
+      if (entry === null) throw new QueuescopeError('INVALID_INPUT', `No audit-log entry with id "${input.auditEntryId.slice(0, 80)}".`);
+      if (entry.backupPath === null) throw new QueuescopeError('INVALID_INPUT', `The ${entry.action} of ${entry.source ?? 'that queue'} has no backup to re-inject.`);
+      if (!(await pathExists(entry.backupPath))) throw new QueuescopeError('INVALID_INPUT', `The backup ${entry.backupPath} no longer exists.`, { path: entry.backupPath });
+      const env = envFor(input.connectionId);
+      await env.adapter.getQueue(input.queueId); // QUEUE_NOT_FOUND before starting
+      return startReinject(operations, env, { path: entry.backupPath, targetQueueId: input.queueId, ratePerSecond: input.ratePerSecond ?? null });
     },
     'operations.pause': (input) => Promise.resolve(operations.pause(input.operationId)),
     'operations.resume': (input) => Promise.resolve(operations.resume(input.operationId)),

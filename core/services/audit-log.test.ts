@@ -2,7 +2,7 @@ import { appendFile, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/prom
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { AUDIT_LOG_FILE, AuditLog, MAX_AUDIT_LINE_BYTES, parseAuditLine } from './audit-log';
+import { AUDIT_LOG_FILE, AuditLog, MAX_AUDIT_LINE_BYTES, findAuditEntry, parseAuditLine } from './audit-log';
 
 let dir: string;
 beforeEach(async () => {
@@ -118,6 +118,17 @@ describe('AuditLog', () => {
     await writeFile(join(dir, 'file'), 'x');
     const log = new AuditLog({ path: join(dir, 'file', 'a.jsonl') });
     await expect(log.append({ actor: 'cli', action: 'redrive' })).rejects.toMatchObject({ message: expect.stringContaining(join(dir, 'file', 'a.jsonl')) as unknown });
+  });
+});
+
+describe('findAuditEntry', () => {
+  it('finds an entry by id; null for an unknown id or a missing file', async () => {
+    const log = new AuditLog({ path: join(dir, 'a.jsonl') });
+    expect(await findAuditEntry(log, 'x')).toBeNull();
+    const a = await log.append({ actor: 'cli', action: 'redrive', backupPath: '/b1.jsonl' });
+    await log.append({ actor: 'cli', action: 'redrive', backupPath: '/b2.jsonl' });
+    expect(await findAuditEntry(log, a.id)).toEqual(a);
+    expect(await findAuditEntry(log, 'nope')).toBeNull();
   });
 });
 

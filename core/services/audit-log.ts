@@ -226,6 +226,28 @@ export class AuditLog {
   }
 }
 
+/**
+ * Finds an entry by id (the newest with that id), streaming the file; null when there is none.
+ * @throws like {@link AuditLog.read}.
+ */
+export async function findAuditEntry(log: AuditLog, id: string, signal?: AbortSignal): Promise<AuditEntry | null> {
+  let found: AuditEntry | null = null;
+  try {
+    const rl = createInterface({ input: createReadStream(log.path, { encoding: 'utf8' }), crlfDelay: Number.POSITIVE_INFINITY });
+    for await (const text of rl) {
+      if (signal?.aborted === true) throw new QueuescopeError('CANCELLED', 'Reading the audit log was cancelled.');
+      if (!text.includes(id)) continue;
+      const e = parseAuditLine(text);
+      if (e?.id === id) found = e;
+    }
+  } catch (e) {
+    if (e instanceof QueuescopeError) throw e;
+    if ((e as NodeJS.ErrnoException | null)?.code === 'ENOENT') return null;
+    throw new QueuescopeError('INTERNAL', `Reading the audit log ${log.path} failed: ${e instanceof Error ? e.message : String(e)}`, { path: log.path }, { cause: e });
+  }
+  return found;
+}
+
 /** Parses one line; null when it is not a valid entry (never throws). */
 export function parseAuditLine(text: string): AuditEntry | null {
   let raw: unknown;

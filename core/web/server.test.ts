@@ -37,6 +37,7 @@ function fakeHandlers(calls: { method: string; input: unknown }[]): ApiHandlers 
     'redrive.plan': unused,
     'redrive.start': unused,
     'redrive.history': unused,
+    'redrive.reinject': unused,
     'inspect.queue': unused,
     'inspect.rules.get': unused,
     'inspect.rules.set': unused,

@@ -13,7 +13,7 @@ import { auditFixInputSchema, auditRunInputSchema } from '../audit/api';
 import type { AuditReport, FixPreview } from '../audit/types';
 import { inspectQueueInputSchema, inspectRulesSetInputSchema, type InspectRulesState } from './inspect';
 import { tuningApplyInputSchema, tuningMeasureInputSchema, tuningSourcesInputSchema, type TuningApplyResult, type TuningSourcesResult } from '../tuning/api';
-import { redriveHistoryInputSchema, redrivePlanInputSchema, redriveStartInputSchema, type AuditLogPageView } from './redrive';
+import { redriveHistoryInputSchema, redrivePlanInputSchema, redriveReinjectInputSchema, redriveStartInputSchema, type AuditLogPageView } from './redrive';
 import type { RedrivePlan } from '../redrive/types';
 import { watchEventsInputSchema, watchListInputSchema, watchSetInputSchema, type WatchEventsPage, type WatchListView } from './watch';
 
@@ -99,6 +99,7 @@ export const apiInputSchemas = {
   'redrive.plan': redrivePlanInputSchema,
   'redrive.start': redriveStartInputSchema,
   'redrive.history': redriveHistoryInputSchema,
+  'redrive.reinject': redriveReinjectInputSchema,
   /** Configuration audit (issue 6), see shared/audit/api.ts: run, one-click fix preview and apply (logged). */
   'audit.run': auditRunInputSchema,
   'audit.fix.preview': auditFixInputSchema,
@@ -175,6 +176,8 @@ export interface ApiOutputs {
   /** The `redrive` operation; when completed, `result` is a `RedriveResult` (shared/redrive/types.ts). */
   'redrive.start': OperationSnapshot;
   'redrive.history': AuditLogPageView;
+  /** The `reinject` operation; when completed, `result` is `{ path, targetQueueId, targetName, read, published, failed, auditId }`. */
+  'redrive.reinject': OperationSnapshot;
   'audit.run': AuditReport;
   'audit.fix.preview': FixPreview;
   /** The settings read back after the change; an `audit-fix` entry is appended to the audit log. */

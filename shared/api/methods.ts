@@ -27,6 +27,7 @@ export const API_METHOD_NAMES = [
   'redrive.plan',
   'redrive.start',
   'redrive.history',
+  'redrive.reinject',
   'audit.run',
   'audit.fix.preview',
   'audit.fix.apply',

@@ -52,6 +52,22 @@ export const redriveStartInputSchema = z
   })
   .strict();
 
+/**
+ * Input of `redrive.reinject`: publishes the backup of an audit-log entry (a redrive's) into a queue
+ * of the connection. The path comes from the audit log on the machine running Queuescope, never
+ * from the renderer.
+ */
+export const redriveReinjectInputSchema = z
+  .object({
+    connectionId: id,
+    /** Target queue id. */
+    queueId: z.string().min(1).max(2048),
+    /** The audit-log entry whose `backupPath` is re-injected. */
+    auditEntryId: z.string().min(1).max(128),
+    ratePerSecond: z.number().positive().max(1_000_000).nullable().optional(),
+  })
+  .strict();
+
 /** Input of `redrive.history`. */
 export const redriveHistoryInputSchema = z
   .object({

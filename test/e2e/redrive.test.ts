@@ -140,6 +140,16 @@ describe('redrive from the DLQ view (SQS)', () => {
     const newest = await history.getByTestId('audit-entry').first().innerText();
     expect(newest).toMatch(/app\s+redrive\s+completed/);
     expect(newest).toMatch(/moved 4/);
+
+    // Put that run's backup back into the DLQ (re-inject through the same engine).
+    await history.getByTestId('audit-entry').first().getByRole('button', { name: 'Put back…' }).click();
+    const putBack = panel.getByTestId('redrive-putback');
+    expect(await putBack.getByRole('combobox', { name: 'Re-inject into queue' }).inputValue()).toMatch(new RegExp(`${base}-dlq$`));
+    await putBack.getByRole('button', { name: 'Re-inject' }).click();
+    await panel.locator('[data-testid="redrive-putback-status"][data-status="completed"]').waitFor({ timeout: 60_000 });
+    expect(await putBack.innerText()).toMatch(/completed: 4 of 4 published/);
+    await expect.poll(() => visible(dlqUrl), { timeout: 10_000 }).toBe(8);
+    await expect.poll(async () => (await history.getByTestId('audit-entry').first().innerText()).replace(/\s+/g, ' ')).toMatch(/app reinject completed/);
   });
 });
 

@@ -1,13 +1,17 @@
-import { useEffect } from 'react';
+import { useEffect, useState } from 'react';
+import type { AuditEntryView } from '../../../shared/api/redrive';
+import type { QueueSummary } from '../../../shared/domain';
 import { count, absoluteTime } from '../lib/format';
 import { useStore } from '../store';
 import { Empty, ErrorState, Loading } from './common';
 
 /**
  * The audit log (`<config dir>/audit-log.jsonl`): redrives, re-injects and other changes made by
- * the app and the CLI, newest first, with paging. Text only.
+ * the app and the CLI, newest first, with paging. A redrive's backup can be put back into a queue
+ * of this connection (`redrive.reinject`). Text only.
  */
-export function RedriveHistory() {
+export function RedriveHistory({ connectionId, queues }: { connectionId: string; queues: readonly QueueSummary[] }) {
+  const [putBack, setPutBack] = useState<string | null>(null);
   const h = useStore((s) => s.redriveHistory);
   const load = useStore((s) => s.loadRedriveHistory);
   useEffect(() => {
@@ -32,6 +36,9 @@ export function RedriveHistory() {
               <th scope="col">From → to</th>
               <th scope="col">Counts</th>
               <th scope="col">Backup</th>
+              <th scope="col">
+                <span className="sr-only">Actions</span>
+              </th>
             </tr>
           </thead>
           <tbody>
@@ -53,10 +60,20 @@ export function RedriveHistory() {
                 <td className="mono reason" title={e.backupPath ?? ''}>
                   {e.backupPath ?? ''}
                 </td>
+                <td>
+                  {e.backupPath !== null && e.action === 'redrive' && (
+                    <button type="button" className="btn btn-small" onClick={() => setPutBack(putBack === e.id ? null : e.id)} aria-expanded={putBack === e.id}>
+                      Put back…
+                    </button>
+                  )}
+                </td>
               </tr>
             ))}
           </tbody>
         </table>
+      )}
+      {putBack !== null && page.entries.some((e) => e.id === putBack) && (
+        <PutBack key={putBack} entry={page.entries.find((e) => e.id === putBack) as AuditEntryView} connectionId={connectionId} queues={queues} />
       )}
       <div className="list-footer">
         <span className="muted">
@@ -73,6 +90,41 @@ export function RedriveHistory() {
           Newest
         </button>
       </div>
+    </div>
+  );
+}
+
+/** Re-inject a redrive's backup into a queue of this connection, with its progress and outcome. */
+function PutBack({ entry, connectionId, queues }: { entry: AuditEntryView; connectionId: string; queues: readonly QueueSummary[] }) {
+  const reinject = useStore((s) => s.reinjectBackup);
+  const state = useStore((s) => s.redriveHistory.reinject);
+  const initial = queues.find((q) => q.name === entry.source)?.id ?? queues[0]?.id ?? '';
+  const [target, setTarget] = useState(initial);
+  const mine = state !== null && state.entryId === entry.id ? state : null;
+  const op = mine?.operation ?? null;
+  const moved = entry.counts.moved ?? 0;
+  return (
+    <div className="redrive-putback" data-testid="redrive-putback">
+      <label>
+        Put the backup of {count(moved)} message{moved === 1 ? '' : 's'} back into{' '}
+        <select value={target} onChange={(ev) => setTarget(ev.target.value)} aria-label="Re-inject into queue">
+          {queues.map((q) => (
+            <option key={q.id} value={q.id}>
+              {q.name}
+            </option>
+          ))}
+        </select>
+      </label>{' '}
+      <button type="button" className="btn btn-small btn-primary" disabled={target === '' || (op !== null && op.status === 'running')} onClick={() => void reinject({ connectionId, queueId: target, auditEntryId: entry.id })}>
+        Re-inject
+      </button>
+      {op !== null && (
+        <span className="muted" data-testid="redrive-putback-status" data-status={op.status}>
+          {' '}
+          {op.status}: {count(op.moved)} of {count(op.total)} published{op.failed > 0 ? `, ${count(op.failed)} failed` : ''}
+        </span>
+      )}
+      {mine?.error != null && <ErrorState error={mine.error} compact />}
     </div>
   );
 }

@@ -112,7 +112,7 @@ export function RedrivePanel({ connectionId, summary, queues, checkedIds }: { co
           {showHistory ? 'Hide history' : 'History'}
         </button>
       </div>
-      {showHistory && <RedriveHistory />}
+      {showHistory && <RedriveHistory connectionId={connectionId} queues={queues.filter((q) => q.broker === summary.broker)} />}
       {st?.error != null && !loopError && <ErrorState error={st.error} compact />}
 
       {op !== null ? (

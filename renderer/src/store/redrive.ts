@@ -26,6 +26,8 @@ export interface RedriveHistoryState {
   status: 'idle' | 'loading' | 'ready' | 'error';
   page: AuditLogPageView | null;
   error: ErrorInfo | null;
+  /** The last re-inject started from the history (`redrive.reinject`), polled until it ends. */
+  reinject: { entryId: string; operation: OperationSnapshot | null; error: ErrorInfo | null } | null;
 }
 
 export interface RedriveSlice {
@@ -45,6 +47,8 @@ export interface RedriveSlice {
   /** Forgets the finished run (back to the analysis). */
   dismissRedrive: (connectionId: string, dlqId: string) => void;
   loadRedriveHistory: (input?: ApiInput<'redrive.history'>) => Promise<void>;
+  /** Re-injects the backup of an audit-log entry into a queue; progress lands in `redriveHistory.reinject`. */
+  reinjectBackup: (input: ApiInput<'redrive.reinject'>) => Promise<void>;
 }
 
 const EMPTY: RedriveState = { analysis: null, analysing: false, preview: null, previewing: false, operation: null, error: null };
@@ -92,7 +96,7 @@ export const createRedriveSlice: StateCreator<All, [], [], RedriveSlice> = (set,
 
   return {
     redrive: {},
-    redriveHistory: { status: 'idle', page: null, error: null },
+    redriveHistory: { status: 'idle', page: null, error: null, reinject: null },
 
     async analyseDlq(input) {
       const key = queueKey(input.connectionId, input.dlqId);
@@ -144,9 +148,26 @@ export const createRedriveSlice: StateCreator<All, [], [], RedriveSlice> = (set,
       set((s) => ({ redriveHistory: { ...s.redriveHistory, status: 'loading', error: null } }));
       try {
         const page = await call('redrive.history', input);
-        set({ redriveHistory: { status: 'ready', page, error: null } });
+        set((s) => ({ redriveHistory: { ...s.redriveHistory, status: 'ready', page, error: null } }));
       } catch (e) {
         set((s) => ({ redriveHistory: { ...s.redriveHistory, status: 'error', error: errorInfoOf(e) } }));
+      }
+    },
+
+    async reinjectBackup(input) {
+      const putR = (r: NonNullable<RedriveHistoryState['reinject']>): void => set((s) => ({ redriveHistory: { ...s.redriveHistory, reinject: r } }));
+      putR({ entryId: input.auditEntryId, operation: null, error: null });
+      try {
+        let op = await call('redrive.reinject', input);
+        putR({ entryId: input.auditEntryId, operation: op, error: null });
+        while (!TERMINAL_STATUSES.includes(op.status)) {
+          await new Promise((r) => setTimeout(r, POLL_MS));
+          op = await call('operations.get', { operationId: op.id });
+          putR({ entryId: input.auditEntryId, operation: op, error: null });
+        }
+        await get().loadRedriveHistory({ limit: 20 });
+      } catch (e) {
+        putR({ entryId: input.auditEntryId, operation: get().redriveHistory.reinject?.operation ?? null, error: errorInfoOf(e) });
       }
     },
   };
