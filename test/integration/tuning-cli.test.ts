@@ -86,6 +86,16 @@ describe('queuescope tune', () => {
     expect(report.retry!.steps.map((s) => s.delayMs)).toEqual([1000, 2000, 4000]);
   });
 
+  it('the safety factor defaults to tune.safetyFactor of the project file', async () => {
+    const cfg = join(home, 'qs.json');
+    writeFileSync(cfg, JSON.stringify({ version: 1, tune: { safetyFactor: 150 } }));
+    const bad = await run(['tune', REDIS_URL, `bullmq:${prefix}:payments`, '--config', cfg]);
+    expect(bad.code).toBe(2); // the project file's schema allows 1–100
+    writeFileSync(cfg, JSON.stringify({ version: 1, tune: { safetyFactor: 100 } }));
+    const r = JSON.parse((await run(['tune', REDIS_URL, `bullmq:${prefix}:payments`, '--config', cfg, '--json'])).stdout) as TuningReport;
+    expect(r.recommendation!.factor).toBe(100);
+  });
+
   it('--fail-on risk exits 6 when the current timeout is below the recommendation', async () => {
     const r = await run(['tune', REDIS_URL, `bullmq:${prefix}:payments`, '--current', '100ms', '--fail-on', 'risk']);
     expect(r.code).toBe(6);

@@ -1,7 +1,8 @@
 import { resolve as resolvePath } from 'node:path';
 import { Option, type Command } from 'commander';
 import { QueuescopeError } from '../../../shared/domain';
-import { TUNING_SOURCES, formatMs, type DurationStats, type HerdSimulation, type RetryPolicy, type TuningReport, type TuningSource } from '../../../shared/tuning';
+import { DEFAULT_FACTOR, TUNING_SOURCES, formatMs, type DurationStats, type HerdSimulation, type RetryPolicy, type TuningReport, type TuningSource } from '../../../shared/tuning';
+import { loadProjectConfig } from '../../config/project-file';
 import { AuditLog } from '../../services/audit-log';
 import { defaultConfigDir } from '../../services/profile-store';
 import { OperationManager } from '../../services/operations';
@@ -20,7 +21,8 @@ interface TuneOpts {
   unit: DurationUnit;
   field?: string;
   regex?: string;
-  factor: string;
+  factor?: string;
+  config?: string;
   current?: string;
   consumerOverride?: string;
   group?: string;
@@ -69,7 +71,8 @@ export function register(program: Command, ctx: CliContext): void {
     .addOption(new Option('--unit <unit>', 'unit of the numbers in the durations file').choices(['ms', 's']).default('ms'))
     .option('--field <name>', 'CSV column (name or 1-based number) / JSONL field (dotted path) holding the duration')
     .option('--regex <regex>', 'log lines: a regex with one capture group around the duration, e.g. "took (\\d+)ms"')
-    .option('--factor <n>', 'safety factor applied to p99', '3')
+    .option('--factor <n>', 'safety factor applied to p99 (default: tune.safetyFactor of the project file, else 3)')
+    .option('--config <file>', 'project file (default: queuescope.config.json/.yaml found upward) for tune.safetyFactor')
     .option('--current <duration>', "the timeout in force when the broker cannot tell (BullMQ lockDuration, a stream claimer's min-idle-time, RabbitMQ consumer_timeout), e.g. 30s")
     .option('--consumer-override <duration>', 'SQS: the VisibilityTimeout your consumer passes to ReceiveMessage (the effective value), e.g. 60s')
     .option('--group <name>', 'Redis Streams: the consumer group to sample (default: the first)')
@@ -100,8 +103,9 @@ ${EXIT_CODES_HELP}
     )
     .action(async (a1: string | undefined, a2: string | undefined, opts: TuneOpts) => {
       const { connection, queue } = splitPositionals(a1, a2, opts.profile !== undefined ? { profile: opts.profile } : {});
-      const factor = Number(opts.factor);
-      if (!Number.isFinite(factor) || factor < 1 || factor > 100) throw new QueuescopeError('INVALID_INPUT', `--factor must be a number from 1 to 100, got "${cell(opts.factor, 40)}".`);
+      const project = opts.factor === undefined ? await loadProjectConfig({ cwd: ctx.cwd, ...(opts.config !== undefined ? { explicitPath: opts.config } : {}) }) : null;
+      const factor = opts.factor !== undefined ? Number(opts.factor) : (project?.config.tune.safetyFactor ?? DEFAULT_FACTOR);
+      if (!Number.isFinite(factor) || factor < 1 || factor > 100) throw new QueuescopeError('INVALID_INPUT', `--factor must be a number from 1 to 100, got "${cell(opts.factor ?? String(factor), 40)}".`);
       if (opts.source === 'file' && opts.file === undefined) throw new QueuescopeError('INVALID_INPUT', '--source file needs --file <path>.');
       if (opts.yes === true && opts.apply !== true) throw new QueuescopeError('INVALID_INPUT', '--yes confirms --apply; pass both.');
       const options: TuneOptions = {
