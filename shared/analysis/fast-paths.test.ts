@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { tokenKind } from './idempotency';
 import { hashString } from './hash';
 import { sortSmall } from './sort';
+import { hasOwnKeys } from './json-body';
 
 /**
  * The analysis replaces some regular expressions and per-object copies with hand-written scans
@@ -117,5 +118,21 @@ describe('hashString (unrolled) = the original loop', () => {
       }),
       { numRuns: 3000 },
     );
+  });
+});
+
+describe('hasOwnKeys = Object.keys(o).length > 0', () => {
+  it('for JSON objects, objects with inherited members and non-enumerable members', () => {
+    fc.assert(
+      fc.property(fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue(), { maxKeys: 4 }), (o) => {
+        expect(hasOwnKeys(o)).toBe(Object.keys(o).length > 0);
+        const child = Object.create(o) as object;
+        expect(hasOwnKeys(child)).toBe(false);
+      }),
+      { numRuns: 500 },
+    );
+    const hidden = {};
+    Object.defineProperty(hidden, 'x', { value: 1, enumerable: false });
+    expect(hasOwnKeys(hidden)).toBe(Object.keys(hidden).length > 0);
   });
 });

@@ -1,5 +1,5 @@
 import type { HeaderValue, QueueMessage } from '../domain';
-import { bodyJson, isRecord, own } from './json-body';
+import { bodyJson, hasOwnKeys, isRecord, own } from './json-body';
 import { sortSmall } from './sort';
 
 /**
@@ -74,7 +74,7 @@ function scalarText(v: unknown): string | undefined {
 
 /** Finds a header case-insensitively; returns its actual name and text value. */
 function findHeader(headers: Record<string, HeaderValue> | undefined, name: string): { name: string; value: string } | undefined {
-  if (!isRecord(headers)) return undefined;
+  if (!isRecord(headers) || !hasOwnKeys(headers)) return undefined;
   const wanted = name.toLowerCase();
   let seen = 0;
   for (const k of Object.keys(headers)) {

@@ -90,6 +90,12 @@ export function isRecord(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
+/** True when `o` has an own enumerable string-keyed member (what `Object.keys` lists), without allocating that list. */
+export function hasOwnKeys(o: object): boolean {
+  for (const k in o) if (Object.prototype.hasOwnProperty.call(o, k)) return true;
+  return false;
+}
+
 /** An own property, never the prototype chain (`__proto__`, `constructor` are plain keys here). */
 export function own(o: unknown, k: string): unknown {
   if (o === null || typeof o !== 'object') return undefined;

@@ -1,5 +1,5 @@
 import type { HeaderValue, QueueMessage } from '../domain';
-import { bodyView, isRecord, own } from './json-body';
+import { bodyView, hasOwnKeys, isRecord, own } from './json-body';
 import { ENTITY_STATE_ROLES, LOOSE_STATE_ROLES, MUTABLE_ROLES, ROLE_PRIORITY, SET_VERBS, nameInfo, normalizeName, operationWords, type NameInfo, type NameRole } from './field-names';
 import { fmix, hashHex, hashString, mixOrdered, type Hash2 } from './hash';
 import { compileSnapshotPattern, matchesPrefix, type SnapshotPattern } from './rules';
@@ -69,7 +69,7 @@ const OTHER_META = (what: string, perSend = true): MetaField => ({ cls: 'unknown
 const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v.slice(0, 200) : null);
 
 function headerText(headers: Record<string, HeaderValue> | undefined, names: readonly string[]): { name: string; value: string } | null {
-  if (!isRecord(headers)) return null;
+  if (!isRecord(headers) || !hasOwnKeys(headers)) return null;
   let seen = 0;
   for (const k of Object.keys(headers)) {
     if (++seen > 200) break;
