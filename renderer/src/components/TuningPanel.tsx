@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useState } from 'react';
+import { Suspense, lazy, useEffect, useMemo, useState } from 'react';
 import type { QueueSummary } from '../../../shared/domain';
 import {
   buildReport,
@@ -15,8 +15,14 @@ import { errorInfoOf } from '../api';
 import { useStore } from '../store';
 import { queueKey } from '../store/types';
 import { ErrorState, Loading } from './common';
-import { RetryHerdChart, TuningHistogramChart, type ChartMark } from './TuningCharts';
+import type { ChartMark } from './TuningCharts';
 import './TuningPanel.css';
+
+// uPlot (and its CSS) load only when a chart is shown: it touches window.matchMedia at import
+// time, and most sessions never open the tuning panel.
+const TuningHistogramChart = lazy(() => import('./TuningCharts').then((m) => ({ default: m.TuningHistogramChart })));
+const RetryHerdChart = lazy(() => import('./TuningCharts').then((m) => ({ default: m.RetryHerdChart })));
+const chartFallback = <Loading label="Loading chart…" />;
 
 const CONFIDENCE_LABEL: Record<Confidence, string> = {
   exact: 'exact per-message times',
@@ -364,7 +370,9 @@ function TuningReportView({ report, marks, copied, onCopy }: { report: TuningRep
               Long tail: p99/p50 = {s.tailRatio?.toFixed(1)} (&gt; 5). Prefer lease extension over one huge timeout.
             </p>
           )}
-          <TuningHistogramChart stats={s} marks={marks} />
+          <Suspense fallback={chartFallback}>
+            <TuningHistogramChart stats={s} marks={marks} />
+          </Suspense>
         </>
       ) : m.meanMs !== null ? (
         <p data-testid="tuning-mean">
@@ -471,7 +479,11 @@ function RetryCheck({ initial }: { initial: RetryPolicy | null }) {
               {f.message}
             </p>
           ))}
-          {schedule.steps.length > 0 && <RetryHerdChart schedule={schedule} />}
+          {schedule.steps.length > 0 && (
+            <Suspense fallback={chartFallback}>
+              <RetryHerdChart schedule={schedule} />
+            </Suspense>
+          )}
         </>
       )}
     </div>
