@@ -36,12 +36,13 @@ function requestOf(input: PlanInput & { ratePerSecond?: number | null | undefine
 }
 
 /**
- * Handlers of `redrive.plan`, `redrive.start`, `redrive.history`, `redrive.reinject` (a backup
+ * Handlers of `redrive.plan`, `redrive.analyse` (the same dry run as an operation with progress and
+ * cancel; `result.plan`), `redrive.start`, `redrive.history`, `redrive.reinject` (a backup
  * named by its audit-log entry), `operations.pause` and `operations.resume`, spread into
  * `createApiHandlers`. Runs are logged with actor `app` in
  * `<config dir>/audit-log.jsonl`; backups go to `<config dir>/backups/`.
  */
-export function createRedriveHandlers(deps: RedriveHandlerDeps): Pick<ApiHandlers, 'redrive.plan' | 'redrive.start' | 'redrive.history' | 'redrive.reinject' | 'operations.pause' | 'operations.resume'> {
+export function createRedriveHandlers(deps: RedriveHandlerDeps): Pick<ApiHandlers, 'redrive.plan' | 'redrive.analyse' | 'redrive.start' | 'redrive.history' | 'redrive.reinject' | 'operations.pause' | 'operations.resume'> {
   const { connections, operations } = deps;
   const configDir = (): string => deps.configDir ?? connections.profileStore.configDir;
   const auditLog = (): AuditLog => new AuditLog({ configDir: configDir() });
@@ -67,6 +68,18 @@ export function createRedriveHandlers(deps: RedriveHandlerDeps): Pick<ApiHandler
       const env = envFor(input.connectionId);
       const dlq = await env.adapter.getQueue(input.dlqId);
       return planRedrive(env, { ...requestOf(input), keyRules: keyRulesFor(input.connectionId, dlq) });
+    },
+    'redrive.analyse': async (input) => {
+      const env = envFor(input.connectionId);
+      const dlq = await env.adapter.getQueue(input.dlqId);
+      const request = { ...requestOf(input), keyRules: keyRulesFor(input.connectionId, dlq) };
+      return operations.start('redrive-analysis', `Analyse ${dlq.name} for redrive (dry run)`, async (ctx) => {
+        const plan = await planRedrive(env, request, ctx.signal, (p) => {
+          ctx.setTotal(p.expected);
+          ctx.report({ processed: p.examined });
+        });
+        return { plan };
+      });
     },
     'redrive.start': async (input) => {
       const env = envFor(input.connectionId);

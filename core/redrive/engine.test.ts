@@ -223,7 +223,13 @@ async function run(ops: OperationManager, r: RedriveRequest): Promise<{ status: 
 describe('planRedrive (dry run)', () => {
   it('lists what would move where and why the rest stays, changing nothing', async () => {
     fill();
-    const plan = await planRedrive(env, { dlqId: 'dlq', selection: { kind: 'all' } });
+    const progress: { examined: number; expected: number | null }[] = [];
+    const plan = await planRedrive(env, { dlqId: 'dlq', selection: { kind: 'all' }, batchSize: 4 }, undefined, (p) => progress.push(p));
+    expect(progress).toEqual([
+      { examined: 0, expected: 6 },
+      { examined: 4, expected: 6 },
+      { examined: 6, expected: 6 },
+    ]);
     expect(plan.examined).toBe(6);
     expect(plan.toMove).toBe(3);
     expect(plan.targets.map((t) => [t.queueId, t.count, t.via])).toEqual([

@@ -222,13 +222,16 @@ async function nativeSupport(mover: RedriveMover, dlq: QueueSummary, r: RedriveR
 /**
  * Dry run: reads the DLQ as a run would (the mover puts back whatever it had to take), decides
  * every message, and returns counts per target and per skip reason, failure groups and samples.
- * Nothing is published or removed; nothing is written to the audit log.
+ * Nothing is published or removed; nothing is written to the audit log. `onProgress` is called
+ * after each batch read (messages examined, and those expected when the depth is known).
  * @throws QueuescopeError `INVALID_INPUT` (bad options, a chosen target that loops without
  *   confirmation), `QUEUE_NOT_FOUND`, `UNSUPPORTED` (no mover), connection codes, `CANCELLED`.
  */
-export async function planRedrive(env: RedriveEnv, r: RedriveRequest, signal?: AbortSignal): Promise<RedrivePlan> {
+export async function planRedrive(env: RedriveEnv, r: RedriveRequest, signal?: AbortSignal, onProgress?: (p: { examined: number; expected: number | null }) => void): Promise<RedrivePlan> {
   const p = await prepare(env, r, signal);
   let failed = 0;
+  let examined = 0;
+  onProgress?.({ examined: 0, expected: p.expected });
   const summary = await p.mover.moveClientSide(
     { sourceQueueId: p.dlq.id, ...(r.state !== undefined ? { state: r.state } : {}), batchSize: p.batchSize, cutoffMs: p.cutoffMs, maxMessages: p.maxMessages, dryRun: true },
     {
@@ -240,6 +243,8 @@ export async function planRedrive(env: RedriveEnv, r: RedriveRequest, signal?: A
       beforeMove: () => Promise.resolve(),
       onBatch: (b) => {
         failed += b.failed.length;
+        examined += b.examined;
+        onProgress?.({ examined, expected: p.expected === null ? null : Math.max(p.expected, examined) });
       },
     },
     signal,

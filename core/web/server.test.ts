@@ -35,6 +35,7 @@ function fakeHandlers(calls: { method: string; input: unknown }[]): ApiHandlers 
     'operations.pause': unused,
     'operations.resume': unused,
     'redrive.plan': unused,
+    'redrive.analyse': unused,
     'redrive.start': unused,
     'redrive.history': unused,
     'redrive.reinject': unused,

@@ -97,6 +97,8 @@ export const apiInputSchemas = {
   'tuning.apply': tuningApplyInputSchema,
   /** DLQ redrive (issue 4), see shared/api/redrive.ts: dry run, start (an operation), audit log. */
   'redrive.plan': redrivePlanInputSchema,
+  /** The same dry run as an operation (progress, cancel); when completed, `result.plan` is the `RedrivePlan`. */
+  'redrive.analyse': redrivePlanInputSchema,
   'redrive.start': redriveStartInputSchema,
   'redrive.history': redriveHistoryInputSchema,
   'redrive.reinject': redriveReinjectInputSchema,
@@ -173,6 +175,7 @@ export interface ApiOutputs {
   'tuning.measure': OperationSnapshot;
   'tuning.apply': TuningApplyResult;
   'redrive.plan': RedrivePlan;
+  'redrive.analyse': OperationSnapshot;
   /** The `redrive` operation; when completed, `result` is a `RedriveResult` (shared/redrive/types.ts). */
   'redrive.start': OperationSnapshot;
   'redrive.history': AuditLogPageView;

@@ -25,6 +25,7 @@ export const API_METHOD_NAMES = [
   'tuning.measure',
   'tuning.apply',
   'redrive.plan',
+  'redrive.analyse',
   'redrive.start',
   'redrive.history',
   'redrive.reinject',

@@ -27,6 +27,7 @@ export function RedrivePanel({ connectionId, summary, queues, checkedIds }: { co
   const key = queueKey(connectionId, summary.id);
   const st = useStore((s) => s.redrive[key]);
   const analyse = useStore((s) => s.analyseDlq);
+  const cancelAnalysis = useStore((s) => s.cancelAnalysis);
   const preview = useStore((s) => s.previewRedrive);
   const clearPreview = useStore((s) => s.clearPreview);
   const start = useStore((s) => s.startRedrive);
@@ -126,7 +127,7 @@ export function RedrivePanel({ connectionId, summary, queues, checkedIds }: { co
       ) : analysis === null ? (
         <div className="redrive-start">
           {st?.analysing === true ? (
-            <Loading label="Reading the dead-letter queue (dry run)…" />
+            <AnalysisProgress op={st.analysisOp} onCancel={() => void cancelAnalysis(connectionId, summary.id)} />
           ) : (
             <>
               <p className="muted">
@@ -250,6 +251,30 @@ export function RedrivePanel({ connectionId, summary, queues, checkedIds }: { co
         <RedriveConfirm plan={plan} dlqName={summary.name} rate={rateNum} loopConfirmed={confirmLoop} onConfirm={runStart} onCancel={() => setConfirming(false)} />
       )}
     </section>
+  );
+}
+
+/** The analysis (a dry run of the whole DLQ) in progress, with Cancel. */
+function AnalysisProgress({ op, onCancel }: { op: OperationSnapshot | null; onCancel: () => void }) {
+  if (op === null) return <Loading label="Reading the dead-letter queue (dry run)…" />;
+  const pct = op.total !== null && op.total > 0 ? Math.min(100, (op.processed / op.total) * 100) : null;
+  return (
+    <div className="redrive-run" data-testid="redrive-analysing">
+      <div className="op-meta">
+        Reading the dead-letter queue (dry run): {count(op.processed)}
+        {op.total !== null ? ` of ${count(op.total)}` : ''} messages
+        {op.rate !== null ? ` · ${Math.round(op.rate)}/s` : ''}
+        {op.etaMs !== null ? ` · ${duration(op.etaMs)} left` : ''}
+      </div>
+      <div className="progress" role="progressbar" aria-label="Analysis progress" aria-valuemin={0} aria-valuemax={op.total ?? undefined} aria-valuenow={op.processed}>
+        <div className={pct === null ? 'progress-bar indeterminate' : 'progress-bar'} style={{ width: `${pct ?? 0}%` }} />
+      </div>
+      <div className="op-actions">
+        <button type="button" className="btn btn-small" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </div>
   );
 }
 

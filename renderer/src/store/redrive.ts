@@ -14,6 +14,8 @@ export interface RedriveState {
   /** Dry run of the whole DLQ: failure groups and counts. */
   analysis: RedrivePlan | null;
   analysing: boolean;
+  /** The running analysis (a dry-run operation): progress and cancel. */
+  analysisOp: OperationSnapshot | null;
   /** Dry run of the chosen selection and options. */
   preview: RedrivePlan | null;
   previewing: boolean;
@@ -34,8 +36,9 @@ export interface RedriveSlice {
   /** Per `queueKey(connectionId, dlqId)`. */
   redrive: Record<string, RedriveState | undefined>;
   redriveHistory: RedriveHistoryState;
-  /** Dry run of the whole DLQ (groups by failure class and reason). */
-  analyseDlq: (input: ApiInput<'redrive.plan'>) => Promise<void>;
+  /** Dry run of the whole DLQ (groups by failure class and reason), as an operation with progress. */
+  analyseDlq: (input: ApiInput<'redrive.analyse'>) => Promise<void>;
+  cancelAnalysis: (connectionId: string, dlqId: string) => Promise<void>;
   /** Dry run of a selection; the result lands in `preview`. */
   previewRedrive: (input: ApiInput<'redrive.plan'>) => Promise<void>;
   clearPreview: (connectionId: string, dlqId: string) => void;
@@ -51,7 +54,7 @@ export interface RedriveSlice {
   reinjectBackup: (input: ApiInput<'redrive.reinject'>) => Promise<void>;
 }
 
-const EMPTY: RedriveState = { analysis: null, analysing: false, preview: null, previewing: false, operation: null, error: null };
+const EMPTY: RedriveState = { analysis: null, analysing: false, analysisOp: null, preview: null, previewing: false, operation: null, error: null };
 
 /** DLQ redrive: analysis, preview, run with pause/resume/cancel, and the audit log. */
 export const createRedriveSlice: StateCreator<All, [], [], RedriveSlice> = (set, get) => {
@@ -100,12 +103,30 @@ export const createRedriveSlice: StateCreator<All, [], [], RedriveSlice> = (set,
 
     async analyseDlq(input) {
       const key = queueKey(input.connectionId, input.dlqId);
-      patch(key, { analysing: true, error: null });
+      patch(key, { analysing: true, analysisOp: null, error: null });
       try {
-        const analysis = await call('redrive.plan', input);
-        patch(key, { analysis, analysing: false });
+        let op = await call('redrive.analyse', input);
+        patch(key, { analysisOp: op });
+        while (!TERMINAL_STATUSES.includes(op.status)) {
+          await new Promise((r) => setTimeout(r, POLL_MS));
+          op = await call('operations.get', { operationId: op.id });
+          patch(key, { analysisOp: op });
+        }
+        const plan = op.status === 'completed' ? ((op.result?.plan as RedrivePlan | undefined) ?? null) : null;
+        const failure = op.status === 'failed' ? (op.errors.at(-1) ?? null) : null;
+        patch(key, { analysis: plan, analysing: false, analysisOp: null, error: failure });
       } catch (e) {
-        patch(key, { analysing: false, error: errorInfoOf(e) });
+        patch(key, { analysing: false, analysisOp: null, error: errorInfoOf(e) });
+      }
+    },
+
+    async cancelAnalysis(connectionId, dlqId) {
+      const op = get().redrive[queueKey(connectionId, dlqId)]?.analysisOp;
+      if (op == null) return;
+      try {
+        await call('operations.cancel', { operationId: op.id });
+      } catch (e) {
+        patch(queueKey(connectionId, dlqId), { error: errorInfoOf(e) });
       }
     },
 
