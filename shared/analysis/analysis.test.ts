@@ -14,6 +14,7 @@ describe('labelled corpus: key, key verdict, message verdict and reasons', () =>
       if (f.operation !== undefined) expect(a.operation).toBe(f.operation);
       for (const r of f.reasons) expect(all).toContain(r);
       for (const r of f.notReasons ?? []) expect(all).not.toContain(r);
+      for (const r of f.keyReasons ?? []) expect(a.keyVerdict.reason).toContain(r);
       expect(a.keyVerdict.reason.startsWith(`${a.keyVerdict.verdict}:`)).toBe(true);
     });
   }

@@ -1,4 +1,5 @@
 import type { HeaderValue, QueueMessage } from '../domain';
+import { nameInfo } from './field-names';
 import { bodyJson, hasOwnKeys, isRecord, own } from './json-body';
 import { sortSmall } from './sort';
 
@@ -263,20 +264,49 @@ interface Scalar {
 }
 
 /**
+ * Body members that hold a message's or a send's own key rather than a business value
+ * (normalised names: `idempotencyKey`, `idempotency_key`, `dedupKey`, `requestId`, `messageId`,
+ * `eventId`, `correlationId`…). A copy of the key in one of them is the key itself, not evidence
+ * that it was built from business data: a random UUID copied into `body.idempotencyKey` stays
+ * opaque random. Business identifiers (`orderId`, `paymentId`…) are not in this set.
+ */
+const KEY_HOLDER_NAMES: ReadonlySet<string> = new Set([
+  'idempotencykey',
+  'idempotencytoken',
+  'idempotencyid',
+  'dedupkey',
+  'dedupid',
+  'deduplicationkey',
+  'deduplicationid',
+  'messagededuplicationid',
+  'requestid',
+  'messageid',
+  'msgid',
+  'eventid',
+  'deliveryid',
+  'correlationid',
+  'causationid',
+  'traceid',
+  'spanid',
+  'jobid',
+  'jid',
+]);
+
+/**
  * Collects the body's scalar values (strings ≤ 256 chars, finite numbers) that occur in `key`,
  * walking at most {@link MAX_BODY_FIELDS} values per container, {@link MAX_BODY_DEPTH} levels and
  * 4 × {@link MAX_BODY_FIELDS} nodes in all. Recursion is bounded by {@link MAX_BODY_DEPTH}, so deep
  * bodies cannot overflow the stack; paths are built only for values that match.
  */
-function collectScalars(json: unknown, exclude: readonly string[], key: string): Scalar[] {
+function collectScalars(json: unknown, exclude: readonly string[], key: string): ScalarWalk {
   const ex: string[][] = [];
   for (const p of exclude) {
     const segs = cachedPathSegs(p);
     if (segs !== null) ex.push(segs);
   }
-  const w: ScalarWalk = { out: [], key, keyHasDigit: /\d/.test(key), exclude: ex, segs: [], visited: 0 };
+  const w: ScalarWalk = { out: [], copies: [], key, keyHasDigit: /\d/.test(key), exclude: ex, segs: [], visited: 0 };
   collect(w, json, 0);
-  return w.out;
+  return w;
 }
 
 const segsCache = new Map<string, string[] | null>();
@@ -306,6 +336,8 @@ function indexSeg(i: number): string {
 
 interface ScalarWalk {
   out: Scalar[];
+  /** Key-holding members ({@link KEY_HOLDER_NAMES}) whose value occurs in the key: skipped as evidence, named in the reason. */
+  copies: Scalar[];
   key: string;
   /** Numbers are written with at least one digit: a key without digits cannot contain one. */
   keyHasDigit: boolean;
@@ -368,8 +400,13 @@ function collect(w: ScalarWalk, v: unknown, depth: number): void {
   const n = Math.min(keys.length, MAX_BODY_FIELDS);
   for (let i = 0; i < n; i++) {
     const k = keys[i] as string;
+    const val = (v as Record<string, unknown>)[k];
     w.segs.push(k);
-    collect(w, (v as Record<string, unknown>)[k], depth + 1);
+    if (KEY_HOLDER_NAMES.has(nameInfo(k).norm)) {
+      // The key's own copy (or a per-send id): not business evidence.
+      const t = scalarText(val);
+      if (t !== undefined && t.length <= MAX_VALUE_LENGTH && w.copies.length < 4 && w.key.includes(t)) w.copies.push({ path: scalarPath(w.segs), text: t });
+    } else collect(w, val, depth + 1);
     w.segs.pop();
   }
 }
@@ -572,7 +609,10 @@ function classify(rawKey: string, message: QueueMessage, extraction?: Pick<KeyEx
   const from = extraction ? ` (from ${extraction.source})` : '';
   if (key.length === 0) return { verdict: 'missing', reason: 'missing: no idempotency key was found in the headers, properties or body, so redelivered copies cannot be recognised.' };
   const exclude = extraction?.composed === true ? [] : (extraction?.fields ?? []);
-  const { matches, covered } = matchValues(key, collectScalars(bodyJson(message), exclude, key));
+  const walked = collectScalars(bodyJson(message), exclude, key);
+  const { matches, covered } = matchValues(key, walked.out);
+  const copy = walked.copies[0];
+  const copied = copy !== undefined ? ` (its copy in ${copy.path} is the key itself, not a business value)` : '';
   const residual: Piece[] = [];
   // The uncovered runs of the key, in order.
   let start = -1;
@@ -598,7 +638,7 @@ function classify(rawKey: string, message: QueueMessage, extraction?: Pick<KeyEx
     const partly = matches.length > 0 ? ` (it also uses ${list(matches.map(cite))})` : '';
     return {
       verdict: 'opaque-random',
-      reason: `opaque-random: the key ${q}${from} contains ${KIND_NAMES[random.kind]} (${clip(random.text)}) found in no payload value${partly}; if the sender makes a new one per send, retries are not deduplicated.`,
+      reason: `opaque-random: the key ${q}${from} contains ${KIND_NAMES[random.kind]} (${clip(random.text)}) found in no payload value${copied}${partly}; if the sender makes a new one per send, retries are not deduplicated.`,
     };
   }
   const period = residual.find((p) => PERIOD_KINDS.has(p.kind)) ?? matchedPieces.find((x) => x.kinds.length > 0 && x.kinds.every((k) => PERIOD_KINDS.has(k)))?.m;
@@ -613,6 +653,6 @@ function classify(rawKey: string, message: QueueMessage, extraction?: Pick<KeyEx
   }
   return {
     verdict: 'opaque-random',
-    reason: `opaque-random: the key ${q}${from} matches no payload value, so it cannot be shown to be business-derived; if the sender makes a new one per send, retries are not deduplicated.`,
+    reason: `opaque-random: the key ${q}${from} matches no payload value${copied}, so it cannot be shown to be business-derived; if the sender makes a new one per send, retries are not deduplicated.`,
   };
 }
