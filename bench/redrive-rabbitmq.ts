@@ -1,22 +1,25 @@
 /**
  * RabbitMQ redrive bench: a client-side FILTERED redrive (RabbitmqRedriveMover.moveClientSide, every
  * 10th message skipped = copied to the DLQ tail, the rest moved; confirm-then-ack; the selected
- * messages appended to a JSONL backup with one fsync per batch, as the engine does) versus the
+ * messages appended to a backup with the engine's RedriveBackup: one write + fsync per batch) versus the
  * dynamic shovel (the management UI's "Move messages", RabbitmqRedriveMover.startNativeMove) on
  * the same number of persistent ~300-byte messages, measured in the same run.
  * Target: client-side ≥ 0.9× the shovel's rate.
  *
  * Size: QS_BENCH_REDRIVE_RABBITMQ_N (default 20,000; the issue's figure is 100,000). Batch size:
- * QS_BENCH_REDRIVE_RABBITMQ_BATCH (default 1,000). QS_BENCH_REDRIVE_RABBITMQ_RSS_N=1000000 adds a
+ * QS_BENCH_REDRIVE_RABBITMQ_BATCH (default 1,000). Rounds: QS_BENCH_REDRIVE_RABBITMQ_ROUNDS (default 3; each
+ * round runs the shovel then the client-side redrive on fresh queues, the ratio is the median of
+ * the rounds' ratios, because other work on a shared 2-core machine shifts both rates by ±30%). QS_BENCH_REDRIVE_RABBITMQ_RSS_N=1000000 adds a
  * peak-RSS row for a 1M-message client-side redrive. Uses the shared broker with unique queue names
  * and deletes them. Run alone: `npx tsx bench/redrive-rabbitmq.ts`.
  */
-import { closeSync, fsyncSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { connect, type ConfirmChannel } from 'amqplib';
 import { createRabbitmqAdapter } from '../core/adapters/rabbitmq';
+import { RedriveBackup } from '../core/redrive/backup';
 import type { MoveHooks } from '../core/adapters/redrive-types';
 import type { BrokerAdapter } from '../core/adapters/types';
 
@@ -35,76 +38,110 @@ export interface RabbitmqRedriveRow {
 
 const idOf = (name: string): string => `rabbitmq:%2F/${encodeURIComponent(name)}`;
 
+const median = (xs: number[]): number => {
+  const v = [...xs].sort((x, y) => x - y);
+  const mid = Math.floor(v.length / 2);
+  return v.length % 2 === 1 ? (v[mid] ?? 0) : ((v[mid - 1] ?? 0) + (v[mid] ?? 0)) / 2;
+};
+
+/** Fills `queue` with `n` persistent ~300-byte messages (confirmed). */
+async function fill(ch: ConfirmChannel, queue: string, n: number, sourceName: string): Promise<void> {
+  const pad = 'x'.repeat(260);
+  for (let i = 0; i < n; i++) {
+    const ok = ch.sendToQueue(queue, Buffer.from(`{"key":"k-${i}","p":"${pad}"}`), { persistent: true, messageId: `m-${i}`, headers: { 'x-first-death-queue': sourceName, seq: i } });
+    if (!ok) await new Promise((r) => ch.once('drain', r));
+    if (i % 5000 === 4999) await ch.waitForConfirms();
+  }
+  await ch.waitForConfirms();
+}
+
 export async function benchRabbitmqRedrive(): Promise<RabbitmqRedriveRow[]> {
   const n = Number(process.env.QS_BENCH_REDRIVE_RABBITMQ_N ?? 20_000);
   const batch = Number(process.env.QS_BENCH_REDRIVE_RABBITMQ_BATCH ?? 1000);
+  const rounds = Math.max(1, Number(process.env.QS_BENCH_REDRIVE_RABBITMQ_ROUNDS ?? 3));
+  const backup = process.env.QS_BENCH_REDRIVE_RABBITMQ_BACKUP !== '0';
   const tag = randomBytes(4).toString('hex');
-  const [a, b, c] = ['a', 'b', 'c'].map((x) => `qs-bench-redrive-${tag}-${x}`) as [string, string, string];
   const conn = await connect(AMQP_URL, { noDelay: true });
   const ch = await conn.createConfirmChannel();
   const adapter = createRabbitmqAdapter({ kind: 'rabbitmq', url: AMQP_URL, managementUrl: MGMT });
   const dir = mkdtempSync(join(tmpdir(), 'qs-bench-rmq-'));
+  const created: string[] = [];
   try {
-    for (const q of [a, b, c]) await ch.assertQueue(q, { durable: true });
-    const pad = 'x'.repeat(260);
-    for (let i = 0; i < n; i++) {
-      const ok = ch.sendToQueue(a, Buffer.from(`{"key":"k-${i}","p":"${pad}"}`), { persistent: true, messageId: `m-${i}`, headers: { 'x-first-death-queue': b, seq: i } });
-      if (!ok) await new Promise((r) => ch.once('drain', r));
-      if (i % 5000 === 4999) await ch.waitForConfirms();
-    }
-    await ch.waitForConfirms();
     const mover = adapter.redrive;
     if (!mover) throw new Error('no redrive on the RabbitMQ adapter');
-
-    // 1. The dynamic shovel a → b (the baseline).
-    const dlqA = await adapter.getQueue(idOf(a));
-    let t0 = performance.now();
-    const h = await mover.startNativeMove(dlqA, idOf(b), null);
-    for (;;) {
-      const st = await mover.nativeMoveStatus(h);
-      if (st.status !== 'running') {
-        if (st.status !== 'completed') throw new Error(`shovel ${st.status}: ${st.error ?? ''}`);
-        break;
-      }
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    const shovelS = (performance.now() - t0) / 1000;
-    const inB = (await ch.checkQueue(b)).messageCount;
-    if (inB !== n) throw new Error(`shovel left ${inB} of ${n} in the target`);
-
-    // 2. Client-side filtered redrive b → c.
-    const fd = openSync(join(dir, 'backup.jsonl'), 'a');
+    const shovelRates: number[] = [];
+    const clientRates: number[] = [];
+    const ratios: number[] = [];
     let peak = process.memoryUsage().rss;
-    const hooks: MoveHooks = {
-      gate: () => Promise.resolve(),
-      decide: (m) => ((m.headers.seq as number) % 10 === 9 ? { action: 'skip', reason: 'non-retryable: HTTP 422' } : { action: 'move', targetQueueId: idOf(c) }),
-      beforeMove: (ms) => {
-        writeSync(fd, ms.map((m) => JSON.stringify(m)).join('\n') + '\n');
-        fsyncSync(fd);
-        return Promise.resolve();
-      },
-      onBatch: () => {
-        peak = Math.max(peak, process.memoryUsage().rss);
-      },
-    };
-    t0 = performance.now();
-    const sum = await mover.moveClientSide({ sourceQueueId: idOf(b), batchSize: batch, cutoffMs: Date.now() + 3_600_000, maxMessages: null, dryRun: false }, hooks);
-    const clientS = (performance.now() - t0) / 1000;
-    closeSync(fd);
-    if (sum.examined !== n || sum.failed !== 0) throw new Error(`client-side redrive examined ${sum.examined} of ${n}, failed ${sum.failed}`);
-    const shovelRate = n / shovelS;
-    const clientRate = n / clientS;
-    const ratio = clientRate / shovelRate;
+    let last = { moved: 0, skipped: 0 };
+    // Rounds alternate shovel and client-side runs, so load from other work on the machine hits both.
+    for (let round = 0; round < rounds; round++) {
+      const [a, b, c] = ['a', 'b', 'c'].map((x) => `qs-bench-redrive-${tag}-${round}-${x}`) as [string, string, string];
+      created.push(a, b, c);
+      for (const q of [a, b, c]) await ch.assertQueue(q, { durable: true });
+      await fill(ch, a, n, b);
+
+      // 1. The dynamic shovel a → b (the baseline).
+      const dlqA = await adapter.getQueue(idOf(a));
+      let t0 = performance.now();
+      const h = await mover.startNativeMove(dlqA, idOf(b), null);
+      for (;;) {
+        const st = await mover.nativeMoveStatus(h);
+        if (st.status !== 'running') {
+          if (st.status !== 'completed') throw new Error(`shovel ${st.status}: ${st.error ?? ''}`);
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      const shovelS = (performance.now() - t0) / 1000;
+      const inB = (await ch.checkQueue(b)).messageCount;
+      if (inB !== n) throw new Error(`shovel left ${inB} of ${n} in the target`);
+
+      // 2. Client-side filtered redrive b → c, with the engine's backup writer (core/redrive/backup.ts:
+      //    one write + fsync per batch; QS_BENCH_REDRIVE_RABBITMQ_BACKUP=0 leaves it out).
+      const dlqB = await adapter.getQueue(idOf(b));
+      const bk = backup
+        ? await RedriveBackup.create(join(dir, `backup-${round}.jsonl`), {
+            exportedAt: Date.now(),
+            source: { broker: 'rabbitmq', connection: 'bench', queue: dlqB },
+            selection: 'ids',
+            partial: true,
+            partialReason: 'bench backup',
+          })
+        : null;
+      const hooks: MoveHooks = {
+        gate: () => Promise.resolve(),
+        decide: (m) => ((m.headers.seq as number) % 10 === 9 ? { action: 'skip', reason: 'non-retryable: HTTP 422' } : { action: 'move', targetQueueId: idOf(c) }),
+        beforeMove: (ms) => (bk ? bk.append(ms) : Promise.resolve()),
+        onBatch: () => {
+          peak = Math.max(peak, process.memoryUsage().rss);
+        },
+      };
+      t0 = performance.now();
+      const sum = await mover.moveClientSide({ sourceQueueId: idOf(b), batchSize: batch, cutoffMs: Date.now() + 3_600_000, maxMessages: null, dryRun: false }, hooks);
+      const clientS = (performance.now() - t0) / 1000;
+      await bk?.close();
+      if (sum.examined !== n || sum.failed !== 0) throw new Error(`client-side redrive examined ${sum.examined} of ${n}, failed ${sum.failed}`);
+      last = { moved: sum.moved, skipped: sum.skipped };
+      shovelRates.push(n / shovelS);
+      clientRates.push(n / clientS);
+      ratios.push(n / clientS / (n / shovelS));
+      for (const q of [a, b, c]) await ch.deleteQueue(q).catch(() => undefined);
+    }
     const rows: RabbitmqRedriveRow[] = [];
     const rssN = Number(process.env.QS_BENCH_REDRIVE_RABBITMQ_RSS_N ?? 0);
-    if (rssN > 0) rows.push(await peakRssRun(ch, adapter, rssN, `${a}-rss`));
+    if (rssN > 0) rows.push(await peakRssRun(ch, adapter, rssN, `qs-bench-redrive-${tag}-rss`));
+    const ratio = median(ratios);
+    const each = ratios.map((r) => `${r.toFixed(2)}×`).join(', ');
+    const shovelRate = median(shovelRates);
+    const clientRate = median(clientRates);
     return [
       ...rows,
-      { name: `RabbitMQ dynamic shovel (Move messages), ${n.toLocaleString('en')} persistent msgs`, messages: n, seconds: shovelS, perSecond: shovelRate, peakRssMb: 0, target: 'baseline', met: '' },
+      { name: `RabbitMQ dynamic shovel (Move messages), ${n.toLocaleString('en')} persistent msgs (median of ${rounds})`, messages: n, seconds: n / shovelRate, perSecond: shovelRate, peakRssMb: 0, target: 'baseline', met: '' },
       {
-        name: `RabbitMQ client-side filtered redrive (${sum.moved.toLocaleString('en')} moved, ${sum.skipped.toLocaleString('en')} kept; batch ${batch}; ${ratio.toFixed(2)}× shovel)`,
+        name: `RabbitMQ client-side filtered redrive${backup ? ' + JSONL backup' : ''} (${last.moved.toLocaleString('en')} moved, ${last.skipped.toLocaleString('en')} kept; batch ${batch}; median ${ratio.toFixed(2)}× shovel; rounds ${each})`,
         messages: n,
-        seconds: clientS,
+        seconds: n / clientRate,
         perSecond: clientRate,
         peakRssMb: peak / 1024 / 1024,
         target: '≥ 0.9× shovel',
@@ -112,7 +149,7 @@ export async function benchRabbitmqRedrive(): Promise<RabbitmqRedriveRow[]> {
       },
     ];
   } finally {
-    for (const q of [a, b, c]) await ch.deleteQueue(q).catch(() => undefined);
+    for (const q of created) await ch.deleteQueue(q).catch(() => undefined);
     await conn.close().catch(() => undefined);
     await adapter.close();
     rmSync(dir, { recursive: true, force: true });

@@ -39,6 +39,9 @@ export interface RabbitmqRedriveDeps extends ShovelDeps {
  */
 const CLOCK_SKEW_MS = 30_000;
 
+/** Batches whose publishes may await their confirms while the next batch is backed up and published (measured here: 1 moved ~6k msg/s, 2 and 3 only ~3.4–4.8k). */
+const COMMIT_DEPTH = 1;
+
 /** How long (ms) to wait after a run for requeued messages to be counted again (quorum requeues apply asynchronously). */
 const SETTLE_MS = 2_000;
 
@@ -327,7 +330,8 @@ class ClientRun {
       return p;
     };
     let next: Promise<Message[]> | null = max > 0 ? startRead(Math.min(this.cfg.batch, max)) : null;
-    let committing: Promise<void> = Promise.resolve();
+    const commits: Promise<void>[] = [];
+    let commitFailure: unknown = null;
     while (next !== null) {
       let msgs: Message[];
       try {
@@ -352,21 +356,22 @@ class ClientRun {
       } catch (e) {
         fatal = e;
       }
-      // The previous batch is committed and reported first; this one's confirms are in flight.
-      try {
-        await committing;
-      } catch (e) {
-        fatal ??= e;
+      // Commits run one after the other (onBatch in batch order; a batch's acks after the previous
+      // batch settled), while up to COMMIT_DEPTH batches wait for their confirms.
+      if (commit !== null) {
+        const run = commit;
+        const prev = commits[commits.length - 1] ?? Promise.resolve();
+        const p = prev.then(run).catch((e: unknown) => {
+          commitFailure ??= e;
+        });
+        commits.push(p);
       }
-      committing = commit ? commit() : Promise.resolve();
-      committing.catch(() => undefined);
+      while (commits.length > (fatal === null ? COMMIT_DEPTH : 0)) await commits.shift();
+      if (commitFailure !== null) fatal ??= commitFailure;
       if (fatal !== null) break;
     }
-    try {
-      await committing;
-    } catch (e) {
-      fatal ??= e;
-    }
+    while (commits.length > 0) await commits.shift();
+    if (commitFailure !== null) fatal ??= commitFailure;
     if (next !== null) {
       // A failure while a read-ahead was in progress: what it got stays in the DLQ.
       const extra = await next.catch(() => [] as Message[]);
