@@ -34,7 +34,7 @@ afterAll(async () => {
 });
 
 /** Runs the CLI in a child and SIGKILLs it a random 0–`maxDelayMs` after its first progress line with messages processed. Returns whether it was killed before finishing. */
-function runAndKill(args: string[], maxDelayMs: number, rand: () => number): Promise<{ killed: boolean; stderr: string }> {
+function runAndKill(args: string[], maxDelayMs: number, rand: () => number): Promise<{ killed: boolean; stderr: string; code: number | null }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', TSX_LOADER, CHILD, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, QUEUESCOPE_HOME: home } });
     let stderr = '';
@@ -51,9 +51,9 @@ function runAndKill(args: string[], maxDelayMs: number, rand: () => number): Pro
     });
     child.stdout.resume();
     child.on('error', reject);
-    child.on('exit', () => {
+    child.on('exit', (code) => {
       if (timer !== null) clearTimeout(timer);
-      resolve({ killed, stderr });
+      resolve({ killed, stderr, code });
     });
   });
 }
@@ -122,7 +122,8 @@ describe('SIGKILL during a CLI redrive (Redis stream)', () => {
           for (let k = i; k < Math.min(N, i + 1000); k++) p.xadd(dlq, '*', 'body', JSON.stringify({ k, orderId: `A-${k}` }), 'x-last-error', 'ETIMEDOUT');
           await p.exec();
         }
-        const { killed } = await runAndKill(['redrive', REDIS_URL, `stream:${dlq}`, '--to', `stream:${target}`, '--yes', '--json', '--batch', '200', '--rate', '8000'], 1200, rand);
+        const { killed, code, stderr } = await runAndKill(['redrive', REDIS_URL, `stream:${dlq}`, '--to', `stream:${target}`, '--yes', '--json', '--batch', '200', '--rate', '8000'], 1200, rand);
+        if (!killed && code !== 0) console.log(`trial ${trial}: the CLI exited ${String(code)} before the kill: ${stderr.split('\n').filter((l) => !l.includes('"progress"')).join(' ').slice(-600)}`);
         const count = new Map<number, number>();
         let inDlq = 0;
         let inTarget = 0;
@@ -216,7 +217,8 @@ describe('SIGKILL during a CLI redrive (RabbitMQ)', () => {
         }
         await ch.waitForConfirms();
         // Client-side (--no-native): a dynamic shovel would go on inside the broker after the CLI dies.
-        const { killed } = await runAndKill(['redrive', AMQP_URL, dlq, '--to', target, '--yes', '--json', '--batch', '250', '--no-native'], 2000, rand);
+        const { killed, code, stderr } = await runAndKill(['redrive', AMQP_URL, dlq, '--to', target, '--yes', '--json', '--batch', '250', '--no-native'], 2000, rand);
+        if (!killed && code !== 0) console.log(`trial ${trial}: the CLI exited ${String(code)} before the kill: ${stderr.split('\n').filter((l) => !l.includes('"progress"')).join(' ').slice(-600)}`);
         // The killed connection's unacked messages go back to the DLQ once the broker notices.
         let settled = 0;
         for (let i = 0; i < 100; i++) {

@@ -166,7 +166,15 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
     const ops = new OperationManager();
     const op = startRedrive(ops, env, request, `Redrive ${dlq.name}`);
     const final = await waitWithProgress(ctx, ops, op.id, { label: 'redrive', ...(opts.json === true ? { json: true } : {}) });
-    finish(ctx, final, opts.json === true, (r) => formatResult(r as RedriveResult, final.status));
+    const r = final.result as RedriveResult | null;
+    if (final.status === 'completed' && r !== null && r.mode === 'client-side' && limit === null && r.examined < plan.examined) {
+      // Brokers count "messages at the start" as ready ones: messages still held by a reader (e.g. on
+      // RabbitMQ the dry run's requeue, not yet back) are left for the next run — never lost.
+      const note = `the run examined ${r.examined} messages, the dry run ${plan.examined}: the others were held by a reader when the run started and are still in the DLQ; run the command again to move them`;
+      r.notes.push(note);
+      if (opts.json !== true) ctx.err(`warning: ${note}.\n`);
+    }
+    finish(ctx, final, opts.json === true, (x) => formatResult(x as RedriveResult, final.status));
   });
 }
 
