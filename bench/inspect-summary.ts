@@ -22,12 +22,19 @@ import { inspectQueue } from '../core/inspect/inspect';
 import { SnapshotWriter } from '../core/snapshot/writer';
 import type { QueueMessage, QueueSummary } from '../shared/domain';
 
-/** One row: `seconds` is the inspection (reading + analysis + summary), seeding excluded. */
+/**
+ * One row: `seconds` is the wall time of the inspection (reading + analysis + summary), seeding
+ * excluded; `cpuSeconds` the CPU time of this process over the same span (`process.cpuUsage()`,
+ * user + system, all threads: GC and I/O threads included; the broker's own CPU is not).
+ */
 export interface InspectSummaryResult {
   name: string;
   messages: number;
   seconds: number;
   perSecond: number;
+  cpuSeconds: number;
+  /** Messages per CPU second (`messages / cpuSeconds`). */
+  cpuPerSecond: number;
   peakRssMb: number;
   flagged: number;
   duplicateGroups: number;
@@ -89,10 +96,13 @@ function peakRss(): { stop: () => number } {
 async function timed(name: string, run: (limit?: number) => Promise<{ analysed: number; flagged: number; duplicateGroups: number }>): Promise<InspectSummaryResult> {
   await run(5000); // warm-up
   const rss = peakRss();
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const r = await run();
   const seconds = (performance.now() - t0) / 1000;
-  return { name, messages: r.analysed, seconds, perSecond: r.analysed / seconds, peakRssMb: rss.stop(), flagged: r.flagged, duplicateGroups: r.duplicateGroups };
+  const cpu = process.cpuUsage(cpu0);
+  const cpuSeconds = (cpu.user + cpu.system) / 1e6;
+  return { name, messages: r.analysed, seconds, perSecond: r.analysed / seconds, cpuSeconds, cpuPerSecond: r.analysed / cpuSeconds, peakRssMb: rss.stop(), flagged: r.flagged, duplicateGroups: r.duplicateGroups };
 }
 
 async function snapshotRow(dir: string): Promise<InspectSummaryResult> {
@@ -181,7 +191,7 @@ export async function benchInspectSummary(): Promise<InspectSummaryResult[]> {
 if (process.argv[1]?.endsWith('inspect-summary.ts') === true) {
   benchInspectSummary().then(
     (rows) => {
-      for (const r of rows) process.stdout.write(`${r.name}: ${String(r.messages)} in ${r.seconds.toFixed(2)} s (${String(Math.round(r.perSecond))}/s), peak RSS ${r.peakRssMb.toFixed(0)} MB, ${String(r.flagged)} flagged, ${String(r.duplicateGroups)} duplicate groups\n`);
+      for (const r of rows) process.stdout.write(`${r.name}: ${String(r.messages)} in ${r.seconds.toFixed(2)} s wall (${String(Math.round(r.perSecond))}/s), ${r.cpuSeconds.toFixed(2)} s CPU (${String(Math.round(r.cpuPerSecond))}/s), peak RSS ${r.peakRssMb.toFixed(0)} MB, ${String(r.flagged)} flagged, ${String(r.duplicateGroups)} duplicate groups\n`);
       process.exit(0);
     },
     (e: unknown) => {
