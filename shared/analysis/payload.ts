@@ -370,6 +370,10 @@ interface Ctx {
   order: number;
   hashExclude: string[][];
   setCommand: string | null;
+  /** The arguments are an email-send command (a subject/template plus a recipient member): see {@link emailCommand}. */
+  emailCmd: boolean;
+  /** The recipient snapshot of an email command, made on first use. */
+  emailSnap: Snap | null;
   /** Envelope nesting (SNS → CloudEvents…), at most 2. */
   envelopeDepth: number;
   /** Depth of the current envelope's root object; -1 when none. */
@@ -792,6 +796,11 @@ function walkObject(ctx: Ctx, o: Record<string, unknown>, scope: Scope, depth: n
     if (isMeta) {
       annotate(ctx, meta.cls, meta.why);
       x = hashOnly(ctx, v, depth + 1);
+    } else if (argsHere && ctx.emailCmd && memberScope.snap === null && RECIPIENT_NAMES.has(ki.norm) && !hasIdMember(v)) {
+      // The addresses an email command sends to are values it carries on purpose (not an entity copy).
+      ctx.emailSnap ??= { kind: 'command', label: 'email', why: 'the recipient the email command addresses on purpose', suppressed: [], count: 0 };
+      if (ctx.emailSnap.count === 0 && !ctx.snaps.includes(ctx.emailSnap)) ctx.snaps.push(ctx.emailSnap);
+      x = walk(ctx, v, mkScope(ctx.emailSnap, memberScope.stateful, memberScope.citeDone, memberScope.parentNorm), depth + 1, ki, k);
     } else {
       const user = userSnapFor(ctx, memberScope);
       x = walk(ctx, v, user !== null ? mkScope(user, memberScope.stateful, memberScope.citeDone, memberScope.parentNorm) : memberScope, depth + 1, ki, k);
@@ -817,6 +826,36 @@ function hashOnly(ctx: Ctx, v: unknown, depth: number): number {
   const h = walk(ctx, v, { snap: null, stateful: null, citeDone: true, parentNorm: '' }, depth, null, '');
   ctx.detail = detail;
   return h;
+}
+
+/** Normalised member names of an email command's addressing (rule P3, email commands). */
+const RECIPIENT_NAMES: ReadonlySet<string> = new Set(['to', 'cc', 'bcc', 'recipient', 'recipients', 'toemail', 'toaddress', 'toaddresses', 'destination', 'replyto', 'from', 'fromaddress', 'fromemail']);
+const EMAIL_CONTENT_NAMES: ReadonlySet<string> = new Set(['subject', 'template', 'templateid', 'templatename', 'templatealias']);
+
+/**
+ * An email-send command: arguments with a subject or template member and a recipient member
+ * (`to`, `cc`, `recipients`, `toEmail`, `Destination`…). Its recipients are values the command
+ * carries on purpose; embedded entities in it are still flagged (rule P4).
+ */
+function emailCommand(args: unknown): boolean {
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) return false;
+  let content = false;
+  let recipient = false;
+  let n = 0;
+  for (const k in args) {
+    if (!Object.prototype.hasOwnProperty.call(args, k)) continue;
+    if (++n > 64) break;
+    const norm = nameInfo(k).norm;
+    if (EMAIL_CONTENT_NAMES.has(norm)) content = true;
+    else if (RECIPIENT_NAMES.has(norm)) recipient = true;
+  }
+  return content && recipient;
+}
+
+/** A recipient value that is an entity copy (an object, or objects in an array, with an id member). */
+function hasIdMember(v: unknown): boolean {
+  const one = (o: unknown): boolean => o !== null && typeof o === 'object' && !Array.isArray(o) && Object.keys(o).slice(0, 64).some((k) => nameInfo(k).role === 'id');
+  return Array.isArray(v) ? v.slice(0, 100).some(one) : one(v);
 }
 
 function suggestion(ctx: Ctx, idKey: string, argsHere: boolean): string {
@@ -1028,6 +1067,8 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
     order: 0,
     hashExclude,
     setCommand,
+    emailCmd: emailCommand(args.value),
+    emailSnap: null,
     envelopeDepth: 0,
     envDepth0: -1,
     envMeta: null,
@@ -1052,7 +1093,7 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
     findings.push({
       rule: 'embedded-entity',
       severity: 'flag',
-      text: `${list(shown, more)} ${verb} state that can change before a retry${self}; send ${e.suggestion} and read current state.`,
+      text: `${list(shown, more)} ${verb} state that can change before a retry${self}; send ${e.suggestion} and read current state${ctx.emailCmd && e.display.length > 0 ? ` (an email command carries its recipient, subject and template on purpose, but ${code(e.display.replace(/\[\d+\]/g, '[]'))} is a copy of the entity, not such a value)` : ''}.`,
       fields: cites.slice(0, 8).map(citePath),
     });
   }
@@ -1075,6 +1116,8 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
     if (s.kind === 'user') {
       intentional.push(s.label);
       findings.push({ rule: 'user-snapshot', severity: 'ok', text: `${what} ${s.count === 1 ? 'is' : 'are'} marked as an intentional snapshot (${code(s.label)}): sent as they were on purpose.`, fields: [] });
+    } else if (s.kind === 'command' && s === ctx.emailSnap) {
+      findings.push({ rule: 'command-values', severity: 'ok', text: `${what} ${s.count === 1 ? 'is the recipient' : 'are the recipients'} the email command addresses on purpose, not stale state.`, fields: [] });
     } else if (s.kind === 'command') {
       findings.push({ rule: 'command-values', severity: 'ok', text: `${what} ${s.count === 1 ? 'is a value' : 'are values'} ${s.why.startsWith('a value the command') ? `the command ${code(s.label)} sets` : 'sent'} on purpose, not stale state.`, fields: [] });
     } else {
