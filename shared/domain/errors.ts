@@ -73,9 +73,9 @@ export function toErrorInfo(e: unknown): ErrorInfo {
   return { code: 'INTERNAL', message: redactSecrets(msg || 'Unexpected error') };
 }
 
-const URL_USERINFO = /([a-z][a-z0-9+.-]*:\/\/)([^/@\s:]*)(?::([^/@\s]*))?@/gi;
+const URL_USERINFO = /\b([a-z][a-z0-9+.-]{0,31}:\/\/)([^/@\s:]*)(?::([^/@\s]*))?@/gi;
 const SECRET_KV = /((?:password|passwd|pwd|secret|secretAccessKey|sessionToken|token|authorization)["']?\s*[:=]\s*["']?)([^"'\s,&}]+)/gi;
-const AWS_SECRET_LIKE = /\b(?=[A-Za-z0-9/+]*[/+])[A-Za-z0-9/+]{40}\b/g;
+const AWS_SECRET_LIKE = /\b(?=[A-Za-z0-9/+]{0,39}[/+])[A-Za-z0-9/+]{40}\b/g;
 
 /**
  * Removes credentials from free text: the password of any `scheme://user:pass@host`
