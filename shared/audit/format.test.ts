@@ -4,8 +4,9 @@ import { XMLParser } from 'fast-xml-parser';
 import { SyntaxValidator } from 'fast-xml-validator';
 import { defaultProjectConfig } from '../config/project-config';
 import { evaluateAudit } from './evaluate';
-import { formatAuditReport, mdEscape, toSarif, xmlEscape } from './format';
+import { formatAuditReport, mdEscape, toSarif, xmlEscape, xmlText } from './format';
 import type { AuditReport, SqsQueueFacts } from './types';
+import { junitSchemaErrors } from '../../test/fixtures/audit/junit-schema';
 
 function sqsFacts(name: string, over: Partial<SqsQueueFacts> = {}): SqsQueueFacts {
   return {
@@ -44,22 +45,68 @@ function report(names: string[], suppress: { rule: string; queue: string; reason
 }
 
 const parser = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '', isArray: (n) => n === 'testsuite' || n === 'testcase' });
+/** Keeps text and attribute values exactly as written (no trimming, no number parsing, no entity decoding), for round-trip checks with {@link decodeXml}. */
+const rawParser = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '', trimValues: false, parseTagValue: false, parseAttributeValue: false, processEntities: false, isArray: (n) => n === 'testsuite' || n === 'testcase' });
 interface JUnitDoc {
-  testsuites: { tests: string; failures: string; skipped: string; testsuite: { name: string; testcase: { name: string; failure?: unknown; skipped?: unknown }[] }[] };
+  testsuites: { tests: string; failures: string; testsuite: { name: string; skipped: string; testcase: { name: string; failure?: unknown; skipped?: unknown }[] }[] };
 }
+/** Characters XML 1.0 does not allow: the formatter writes U+FFFD for them. */
+const illegalXml = /[^\x09\x0A\x0D\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
+const NAMED: Record<string, string> = { lt: '<', gt: '>', amp: '&', quot: '"', apos: "'" };
+/** Decodes XML's predefined entities and numeric character references in one pass (as a conforming parser does). */
+const decodeXml = (s: string): string => s.replace(/&(lt|gt|amp|quot|apos|#\d+|#x[0-9a-fA-F]+);/g, (_m, e: string) => NAMED[e] ?? String.fromCodePoint(e.startsWith('#x') ? parseInt(e.slice(2), 16) : Number(e.slice(1))));
 
 describe('JUnit', () => {
-  it('errors are failures, info passes with output, suppressed and not-checked are skipped; counts add up', () => {
+  it('errors are failures, info passes with output, suppressed and not-checked are skipped with the reason; counts add up; valid against the Jenkins JUnit schema', async () => {
     const r = report(['orders', 'emails'], [{ rule: 'sqs.no-redrive-policy', queue: 'emails', reason: 'producer retries' }]);
     const xml = formatAuditReport(r, 'junit', { failOn: 'error' });
     expect(SyntaxValidator.validate(xml)).toBe(true);
     const doc = parser.parse(xml) as JUnitDoc;
     const suite = (rule: string) => doc.testsuites.testsuite.find((s) => s.name === rule);
     expect(suite('sqs.no-redrive-policy')?.testcase.map((c) => `${c.name}:${c.failure !== undefined ? 'failure' : c.skipped !== undefined ? 'skipped' : 'ok'}`).sort()).toEqual(['emails:skipped', 'orders:failure']);
+    // The schema types <skipped> as text (no message attribute): the reason is its content.
+    expect(suite('sqs.no-redrive-policy')?.testcase.find((c) => c.name === 'emails')?.skipped).toBe('suppressed: producer retries');
+    expect(suite('sqs.visibility-timeout-below-processing-time')?.testcase.map((c) => c.skipped)).toEqual(['not checked: no measurement', 'not checked: no measurement']);
+    expect(suite('sqs.visibility-timeout-below-processing-time')?.skipped).toBe('2');
     expect(suite('sqs.short-polling')?.testcase.every((c) => c.failure === undefined)).toBe(true);
     expect(doc.testsuites.failures).toBe('1');
     // --fail-on warning does not turn info into failures
-    expect((parser.parse(formatAuditReport(r, 'junit', { failOn: 'warning' })) as JUnitDoc).testsuites.failures).toBe('1');
+    const warningXml = formatAuditReport(r, 'junit', { failOn: 'warning' });
+    expect((parser.parse(warningXml) as JUnitDoc).testsuites.failures).toBe('1');
+    expect(await junitSchemaErrors([xml, warningXml, formatAuditReport(report([]), 'junit')])).toEqual([]);
+  });
+
+  it('the schema check catches what the formatter used to write (skipped@message, empty <properties/>, testsuites@skipped)', async () => {
+    const xml = formatAuditReport(report(['orders']), 'junit');
+    const broken = xml
+      .replace('<testsuites ', '<testsuites skipped="1" ')
+      .replace(/(<testsuite [^>]*>)/, '$1\n    <properties/>')
+      .replace(/<skipped>([^<]*)<\/skipped>/, '<skipped message="$1"/>');
+    const errors = await junitSchemaErrors([broken]);
+    expect(errors.join('\n')).toMatch(/'testsuites', attribute 'skipped'/);
+    expect(errors.join('\n')).toMatch(/'properties': Missing child element/);
+    expect(errors.join('\n')).toMatch(/'skipped', attribute 'message'/);
+  });
+
+  it('hostile queue names and suppression reasons stay valid against the Jenkins JUnit schema and round-trip', async () => {
+    // One xmllint run validates every generated report (an xmllint start per document would cost ~10 ms each).
+    const hostile = fc.string({ minLength: 1, maxLength: 40, unit: 'binary' });
+    const markup = fc.constantFrom('</testcase>', ']]>', '<![CDATA[', '&amp;', '"\'<>&', '\r\n', '\r', '\t', '\u0000', '\u001b[31m', '\uD800', '\uFFFE', '&#0;', '<skipped message="x"/>');
+    const text = fc.oneof(hostile, fc.array(fc.oneof(hostile, markup), { minLength: 1, maxLength: 6 }).map((p) => p.join('')));
+    const cases = fc.sample(fc.record({ name: text, reason: text, suppress: fc.boolean() }), { numRuns: 300, seed: 20260102 });
+    const docs = cases.map((c) => formatAuditReport(report([c.name, 'other'], c.suppress ? [{ rule: 'sqs.no-redrive-policy', queue: c.name, reason: c.reason }] : []), 'junit'));
+    const errors = await junitSchemaErrors(docs);
+    const failing = [...new Set(errors.map((e) => Number(/^report-(\d+)\.xml/.exec(e)?.[1] ?? -1)))].map((i) => ({ input: cases[i], errors: errors.filter((e) => e.startsWith(`report-${String(i)}.xml`)) }));
+    expect(failing).toEqual([]);
+    cases.forEach((c, i) => {
+      const doc = rawParser.parse(docs[i] ?? '') as JUnitDoc;
+      const tc = doc.testsuites.testsuite.find((s) => s.name === 'sqs.no-redrive-policy')?.testcase.find((t) => decodeXml(t.name) === c.name.replace(illegalXml, '\uFFFD'));
+      expect(tc, JSON.stringify(c)).toBeDefined();
+      if (c.suppress && c.name !== 'other') {
+        expect(tc?.failure).toBeUndefined();
+        expect(decodeXml(String(tc?.skipped))).toBe(`suppressed: ${c.reason}`.replace(illegalXml, '\uFFFD'));
+      } else expect(tc?.failure).toBeDefined();
+    });
   });
 
   it('any queue name stays well-formed XML and round-trips (XML-illegal characters become U+FFFD)', () => {
@@ -77,6 +124,7 @@ describe('JUnit', () => {
       { numRuns: 200 },
     );
     expect(xmlEscape('a<b>&"\'\u0001')).toBe('a&lt;b&gt;&amp;&quot;&apos;\uFFFD');
+    expect(xmlText('a\r\nb')).toBe('a&#13;\nb');
   });
 });
 

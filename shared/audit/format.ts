@@ -68,15 +68,23 @@ export function xmlAttr(s: string): string {
   return xmlEscape(s).replace(/[\t\n\r]/g, (c) => `&#${String(c.charCodeAt(0))};`);
 }
 
+/** {@link xmlEscape} for element text: also keeps carriage returns (as `&#13;`), which XML parsers would otherwise turn into line feeds. */
+export function xmlText(s: string): string {
+  return xmlEscape(s).replace(/\r/g, '&#13;');
+}
+
 /** Removes characters XML 1.0 does not allow and escapes markup. */
 export function xmlEscape(s: string): string {
   return s.replace(/[^\x09\x0A\x0D\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu, '\uFFFD').replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c] ?? c);
 }
 
 /**
- * JUnit XML (the Jenkins / Ant schema CI systems read): one `<testsuite>` per rule, one
- * `<testcase>` per checked queue; failures (at or above `failOn`, not suppressed) are `<failure>`,
- * lower findings pass with the finding in `<system-out>`, suppressed and not-checked ones are `<skipped>`.
+ * JUnit XML valid against Jenkins' JUnit schema (dtkit junit-4.xsd, vendored in
+ * test/fixtures/audit/): one `<testsuite>` per rule, one `<testcase>` per checked queue; failures
+ * (at or above `failOn`, not suppressed) are `<failure>`, lower findings pass with the finding in
+ * `<system-out>`, suppressed and not-checked ones are `<skipped>` with the reason as its text (the
+ * schema types `<skipped>` as a plain string: no `message` attribute). Skipped counts are per
+ * `<testsuite>` (the schema has no `skipped` attribute on `<testsuites>`).
  */
 function formatJunit(r: AuditReport, o: FormatOptions): string {
   const failOn = o.failOn ?? 'error';
@@ -98,27 +106,25 @@ function formatJunit(r: AuditReport, o: FormatOptions): string {
     const failed = isFailure(f, failOn);
     const detail = `${f.message}\nwhy: ${f.why}\nfix: ${f.fix}\ndocs: ${f.docUrl}`;
     let body: string;
-    if (f.suppressed) body = `<skipped message="${xmlAttr(`suppressed: ${f.suppressed.reason}`)}"/><system-out>${xmlEscape(detail)}</system-out>`;
-    else if (failed) body = `<failure message="${xmlAttr(f.message)}" type="${f.severity}">${xmlEscape(detail)}</failure>`;
-    else body = `<system-out>${xmlEscape(`${f.severity}: ${detail}`)}</system-out>`;
+    if (f.suppressed) body = `<skipped>${xmlText(`suppressed: ${f.suppressed.reason}`)}</skipped><system-out>${xmlText(detail)}</system-out>`;
+    else if (failed) body = `<failure message="${xmlAttr(f.message)}" type="${f.severity}">${xmlText(detail)}</failure>`;
+    else body = `<system-out>${xmlText(`${f.severity}: ${detail}`)}</system-out>`;
     add(f.ruleId, { name: f.target, classname: `${f.broker}.${f.ruleId}`, body, failed, skipped: f.suppressed !== null });
   }
   for (const c of r.checks) {
     const broker = c.ruleId.split('.')[0] ?? '';
-    add(c.ruleId, { name: c.target, classname: `${broker}.${c.ruleId}`, body: c.status === 'not-checked' ? `<skipped message="${xmlAttr(c.note ?? 'not checked')}"/>` : '', failed: false, skipped: c.status === 'not-checked' });
+    add(c.ruleId, { name: c.target, classname: `${broker}.${c.ruleId}`, body: c.status === 'not-checked' ? `<skipped>${xmlText(c.note ?? 'not checked')}</skipped>` : '', failed: false, skipped: c.status === 'not-checked' });
   }
   const order = AUDIT_RULES.map((x) => x.meta.id);
   const suites = [...byRule.entries()].sort((a, b) => order.indexOf(a[0]) - order.indexOf(b[0]));
   const total = suites.reduce((n, [, cs]) => n + cs.length, 0);
   const failures = suites.reduce((n, [, cs]) => n + cs.filter((c) => c.failed).length, 0);
-  const skipped = suites.reduce((n, [, cs]) => n + cs.filter((c) => c.skipped).length, 0);
   const out: string[] = ['<?xml version="1.0" encoding="UTF-8"?>'];
-  out.push(`<testsuites name="queuescope audit" tests="${String(total)}" failures="${String(failures)}" errors="0" skipped="${String(skipped)}" time="0">`);
+  out.push(`<testsuites name="queuescope audit" tests="${String(total)}" failures="${String(failures)}" errors="0" time="0">`);
   suites.forEach(([rule, cs], i) => {
     const f = cs.filter((c) => c.failed).length;
     const s = cs.filter((c) => c.skipped).length;
     out.push(`  <testsuite name="${xmlAttr(rule)}" id="${String(i)}" package="queuescope.audit" hostname="queuescope" tests="${String(cs.length)}" failures="${String(f)}" errors="0" skipped="${String(s)}" time="0" timestamp="${ts}">`);
-    out.push('    <properties/>');
     for (const c of cs) {
       out.push(c.body === '' ? `    <testcase name="${xmlAttr(c.name)}" classname="${xmlAttr(c.classname)}" time="0"/>` : `    <testcase name="${xmlAttr(c.name)}" classname="${xmlAttr(c.classname)}" time="0">${c.body}</testcase>`);
     }

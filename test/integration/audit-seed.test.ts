@@ -13,6 +13,7 @@ import { seedRedis } from '../../scripts/seed/redis';
 import { seedRabbitmq } from '../../scripts/seed/rabbitmq';
 import { seedSqs } from '../../scripts/seed/sqs';
 import { seedMisconfig } from '../../scripts/seed/misconfig';
+import { junitSchemaErrors } from '../fixtures/audit/junit-schema';
 import { AMQP_URL, RABBITMQ_MANAGEMENT_URL, REDIS_URL, SQS_ENDPOINT, SQS_REGION } from './env';
 
 // `npm run seed` (the demo data plus scripts/seed/misconfig.ts) and then `queuescope audit` on the
@@ -92,11 +93,13 @@ describe('queuescope audit on the seeded brokers', () => {
     expect(r.code).toBe(6);
     expect(r.stderr).toMatch(/^6 errors, 4 warnings, 1 info \(0 suppressed, \d+ not checked, \d+ passed\) in 18 queues; junit report written to /);
     const xml = await readFile(out, 'utf8');
-    // Well-formed XML (fast-xml-validator), then the structure of the JUnit schema CI
-    // servers read (Jenkins/Ant junit.xsd): testsuites > testsuite[name,tests,failures,errors,skipped] > testcase[name,classname] > failure[message,type] | skipped.
+    // Well-formed XML (fast-xml-validator), valid against Jenkins' published JUnit schema
+    // (test/fixtures/audit/jenkins-junit-4.xsd, libxml2's xmllint via xmllint-wasm), then the values:
+    // testsuites > testsuite[name,tests,failures,errors,skipped] > testcase[name,classname] > failure[message,type] | skipped.
     expect(SyntaxValidator.validate(xml)).toBe(true);
+    expect(await junitSchemaErrors([xml])).toEqual([]);
     const doc = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '', isArray: (name) => name === 'testsuite' || name === 'testcase' }).parse(xml) as {
-      testsuites: { tests: string; failures: string; skipped: string; testsuite: { name: string; tests: string; failures: string; skipped: string; errors: string; testcase: { name: string; classname: string; failure?: { message: string; type: string }; skipped?: unknown }[] }[] };
+      testsuites: { tests: string; failures: string; testsuite: { name: string; tests: string; failures: string; skipped: string; errors: string; testcase: { name: string; classname: string; failure?: { message: string; type: string }; skipped?: unknown }[] }[] };
     };
     const suites = doc.testsuites.testsuite;
     let failures = 0;
