@@ -165,15 +165,17 @@ function isBullmq(message: QueueMessage): boolean {
 
 /**
  * Finds a message's idempotency key. User rules are tried first, in order; then the built-in
- * rules, in this documented order:
+ * rules, in this documented order — keys a sender sets on purpose first, then transport ids that
+ * client libraries often fill per send (a fresh AMQP `message_id`, SQS `MessageDeduplicationId` or
+ * BullMQ job id on every retry would not deduplicate anything):
  * 1. headers / message attributes `Idempotency-Key`, `X-Idempotency-Key` (any case);
- * 2. AMQP `message_id` (`properties.messageId`);
- * 3. SQS FIFO `MessageDeduplicationId` (`meta.messageDeduplicationId`);
- * 4. BullMQ (messages from a `bullmq:` queue): the deduplication id (`properties.deduplicationId`),
+ * 2. body fields `idempotencyKey`, `idempotency_key`, `dedupKey`, `dedup_key` at the top level of a
+ *    JSON body, then one level inside `data`, `payload`, `detail`, `body`, `message`, `args[0]`;
+ * 3. AMQP `message_id` (`properties.messageId`);
+ * 4. SQS FIFO `MessageDeduplicationId` (`meta.messageDeduplicationId`);
+ * 5. BullMQ (messages from a `bullmq:` queue): the deduplication id (`properties.deduplicationId`),
  *    then a custom job id (`headers.jobId`, or a job id that is not purely numeric — numeric ids
  *    are BullMQ's auto-increment counter);
- * 5. body fields `idempotencyKey`, `idempotency_key`, `dedupKey`, `dedup_key` at the top level of a
- *    JSON body, then one level inside `data`, `payload`, `detail`, `body`, `message`, `args[0]`;
  * 6. CloudEvents `source` + `id` (structured: body with `specversion`; binary: `ce-`/`ce_` headers),
  *    joined as `source:id`.
  *
@@ -203,10 +205,16 @@ const b = (key: string, source: string, fields: string[]): KeyExtraction => ({ k
 const CE_PREFIXES = ['ce-', 'ce_'];
 
 function builtin(message: QueueMessage): KeyExtraction | null {
+  // 1. Explicit idempotency-key headers / message attributes.
   for (const name of KEY_HEADERS) {
     const h = findHeader(message.headers, name);
     if (h) return b(h.value, `header ${name}`, [`headers.${h.name}`]);
   }
+  // 2. Explicit body fields: set by the sender on purpose, so they beat transport ids.
+  const json = bodyJson(message);
+  const bodyKey = isRecord(json) ? bodyKeyField(json) : null;
+  if (bodyKey) return bodyKey;
+  // 3–5. Transport ids that client libraries may fill per send.
   const props = message.properties as Record<string, unknown> | undefined;
   const amqpId = scalarText(own(props, 'messageId')) ?? scalarText(own(props, 'message_id'));
   if (amqpId !== undefined) return b(amqpId, 'AMQP message_id', ['properties.messageId']);
@@ -219,28 +227,8 @@ function builtin(message: QueueMessage): KeyExtraction | null {
     if (jobId !== undefined) return b(jobId, 'BullMQ custom job id', ['headers.jobId']);
     if (typeof message.id === 'string' && message.id.length > 0 && !/^\d+$/.test(message.id)) return b(message.id, 'BullMQ custom job id', ['id']);
   }
-  const json = bodyJson(message);
+  // 6. CloudEvents source + id.
   if (isRecord(json)) {
-    for (const f of BODY_KEY_FIELDS) {
-      const v = scalarText(own(json, f));
-      if (v !== undefined) {
-        const path = BODY_KEY_PATHS[f] ?? `body.${f}`;
-        return b(v, path, [path]);
-      }
-    }
-    for (const env of ENVELOPES) {
-      let inner = own(json, env);
-      const isArray = Array.isArray(inner);
-      if (isArray) inner = (inner as unknown[])[0];
-      if (!isRecord(inner)) continue;
-      for (const f of BODY_KEY_FIELDS) {
-        const v = scalarText(own(inner, f));
-        if (v !== undefined) {
-          const path = `body.${env}${isArray ? '[0]' : ''}.${f}`;
-          return b(v, path, [path]);
-        }
-      }
-    }
     const source = scalarText(own(json, 'source'));
     const id = scalarText(own(json, 'id'));
     if (own(json, 'specversion') !== undefined && source !== undefined && id !== undefined) {
@@ -251,6 +239,31 @@ function builtin(message: QueueMessage): KeyExtraction | null {
     const source = findHeader(message.headers, `${prefix}source`);
     const id = findHeader(message.headers, `${prefix}id`);
     if (source && id) return b(`${source.value}:${id.value}`, 'CloudEvents source+id', [`headers.${source.name}`, `headers.${id.name}`]);
+  }
+  return null;
+}
+
+/** Rule 2: an explicit key field at the top level of the body, then one level inside an envelope. */
+function bodyKeyField(json: Record<string, unknown>): KeyExtraction | null {
+  for (const f of BODY_KEY_FIELDS) {
+    const v = scalarText(own(json, f));
+    if (v !== undefined) {
+      const path = BODY_KEY_PATHS[f] ?? `body.${f}`;
+      return b(v, path, [path]);
+    }
+  }
+  for (const env of ENVELOPES) {
+    let inner = own(json, env);
+    const isArray = Array.isArray(inner);
+    if (isArray) inner = (inner as unknown[])[0];
+    if (!isRecord(inner)) continue;
+    for (const f of BODY_KEY_FIELDS) {
+      const v = scalarText(own(inner, f));
+      if (v !== undefined) {
+        const path = `body.${env}${isArray ? '[0]' : ''}.${f}`;
+        return b(v, path, [path]);
+      }
+    }
   }
   return null;
 }
