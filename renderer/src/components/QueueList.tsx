@@ -6,6 +6,7 @@ import { useAutoRefresh } from '../lib/hooks';
 import { count, matchesFilter, relativeTime } from '../lib/format';
 import { useStore } from '../store';
 import { REFRESH_INTERVALS_MS } from '../store/ui';
+import { rowDepth, useWatchStore } from '../store/watch';
 import { Empty, ErrorState, KindBadge, Loading } from './common';
 import { WatchQueueBadge } from './WatchBadge';
 
@@ -124,6 +125,8 @@ export function QueueList({ connectionId }: { connectionId: string }) {
 
 function QueueTable({ connectionId, queues, byId, onOpen }: { connectionId: string; queues: QueueSummary[]; byId: Map<string, QueueSummary>; onOpen: (id: string) => void }) {
   const scrollRef = useRef<HTMLDivElement>(null);
+  const allWatched = useWatchStore((s) => s.watched);
+  const watched = useMemo(() => allWatched.filter((w) => w.connectionId === connectionId), [allWatched, connectionId]);
   // eslint-disable-next-line react-hooks/incompatible-library -- TanStack Virtual returns functions React Compiler cannot memoize; this component is not compiled.
   const virtualizer = useVirtualizer({ count: queues.length, getScrollElement: () => scrollRef.current, estimateSize: () => ROW_HEIGHT, overscan: 10 });
   return (
@@ -141,8 +144,11 @@ function QueueTable({ connectionId, queues, byId, onOpen }: { connectionId: stri
       <div className="tbody scroll" ref={scrollRef} role="rowgroup">
         <div style={{ height: virtualizer.getTotalSize(), position: 'relative' }}>
           {virtualizer.getVirtualItems().map((item) => {
-            const q = queues[item.index];
-            if (q === undefined) return null;
+            const listed = queues[item.index];
+            if (listed === undefined) return null;
+            // A watched DLQ shows the watch's newer depth, so the row agrees with its badge and the alert banner.
+            const w = watched.find((x) => x.queueId === listed.id);
+            const q = w === undefined ? listed : { ...listed, depth: rowDepth(listed.depth, w) };
             return (
               <div
                 key={q.id}

@@ -40,6 +40,11 @@ export function defaultPeekState(q: QueueSummary | null | undefined): string | u
   return states.find((s) => (counts[s] ?? 0) > 0) ?? states[0];
 }
 
+/** True when the last load of a queue said it does not exist (any more): the view then shows only that. */
+export function isQueueGone(detail: { status: string; error: { code: string } | null } | undefined): boolean {
+  return detail !== undefined && detail.status === 'error' && detail.error?.code === 'QUEUE_NOT_FOUND';
+}
+
 /** One queue: header with counts and configuration, peek controls (with the side-effect gate), messages and the open message. */
 export function QueueView({ connectionId, queueId }: { connectionId: string; queueId: string }) {
   const key = queueKey(connectionId, queueId);
@@ -103,6 +108,22 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
     return (
       <section className="screen">
         <Loading label="Loading queue…" />
+      </section>
+    );
+  }
+  // The queue is gone: show that alone (no stale depth, messages or redrive), with the way back to the list.
+  if (isQueueGone(detail)) {
+    const back = (): void => {
+      void loadQueues(connectionId);
+      navigate({ screen: 'queues', connectionId });
+    };
+    return (
+      <section className="screen" data-testid="queue-not-found">
+        <Breadcrumb connectionName={connectionName} onBack={back} name={summary?.name ?? queueId} />
+        {detail.error !== null && <ErrorState error={detail.error} onRetry={() => void loadQueue(connectionId, queueId)} />}
+        <button type="button" className="btn btn-primary" onClick={back}>
+          Back to the queue list
+        </button>
       </section>
     );
   }

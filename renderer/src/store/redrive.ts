@@ -60,11 +60,17 @@ const EMPTY: RedriveState = { analysis: null, analysing: false, analysisOp: null
 export const createRedriveSlice: StateCreator<All, [], [], RedriveSlice> = (set, get) => {
   const patch = (key: string, p: Partial<RedriveState>): void => set((s) => ({ redrive: { ...s.redrive, [key]: { ...(s.redrive[key] ?? EMPTY), ...p } } }));
 
+  /** Which queues each redrive touches: connection, DLQ and target (null = the messages' sources), by `queueKey` of the DLQ. */
+  const touched = new Map<string, { connectionId: string; dlqId: string; targetQueueId: string | null }>();
+
   const putOp = (key: string, op: OperationSnapshot): void => {
     const prev = get().redrive[key]?.operation;
     // A late poll must not move a finished operation back.
     if (prev != null && prev.id === op.id && TERMINAL_STATUSES.includes(prev.status) && !TERMINAL_STATUSES.includes(op.status)) return;
     patch(key, { operation: op });
+    const ended = TERMINAL_STATUSES.includes(op.status) && !(prev != null && prev.id === op.id && TERMINAL_STATUSES.includes(prev.status));
+    const t = touched.get(key);
+    if (ended && t !== undefined) refreshAfterMove(get(), t.connectionId, [t.dlqId, ...(t.targetQueueId !== null ? [t.targetQueueId] : [])]);
   };
 
   const poll = async (key: string, id: string): Promise<void> => {
@@ -149,8 +155,10 @@ export const createRedriveSlice: StateCreator<All, [], [], RedriveSlice> = (set,
       const key = queueKey(input.connectionId, input.dlqId);
       patch(key, { error: null });
       try {
+        touched.set(key, { connectionId: input.connectionId, dlqId: input.dlqId, targetQueueId: input.targetQueueId ?? null });
         const op = await call('redrive.start', input);
-        patch(key, { operation: op, preview: null });
+        patch(key, { preview: null });
+        putOp(key, op);
         if (!TERMINAL_STATUSES.includes(op.status)) void poll(key, op.id);
       } catch (e) {
         patch(key, { error: errorInfoOf(e) });
@@ -186,6 +194,7 @@ export const createRedriveSlice: StateCreator<All, [], [], RedriveSlice> = (set,
           op = await call('operations.get', { operationId: op.id });
           putR({ entryId: input.auditEntryId, operation: op, error: null });
         }
+        refreshAfterMove(get(), input.connectionId, [input.queueId]);
         await get().loadRedriveHistory({ limit: 20 });
       } catch (e) {
         putR({ entryId: input.auditEntryId, operation: get().redriveHistory.reinject?.operation ?? null, error: errorInfoOf(e) });
@@ -193,3 +202,18 @@ export const createRedriveSlice: StateCreator<All, [], [], RedriveSlice> = (set,
     },
   };
 };
+
+/**
+ * After a redrive / re-inject reaches a terminal state: reloads the summaries of `queueIds` (the DLQ
+ * and the target) and of every other queue of the connection whose view is loaded (a redrive to
+ * "each message's source" moves into queues not named in the input), and the connection's queue list
+ * when loaded, so headers and rows show the depths after the move. Fire-and-forget; failures land
+ * in the queues' own error state.
+ */
+export function refreshAfterMove(s: All, connectionId: string, queueIds: string[]): void {
+  const ids = new Set(queueIds);
+  const prefix = queueKey(connectionId, '');
+  for (const k of Object.keys(s.queueDetails)) if (k.startsWith(prefix) && s.queueDetails[k] !== undefined) ids.add(k.slice(prefix.length));
+  for (const id of ids) void s.loadQueue(connectionId, id);
+  if (s.queueLists[connectionId] !== undefined) void s.loadQueues(connectionId);
+}

@@ -39,6 +39,16 @@ export function watchKey(connectionId: string, queueId: string): string {
   return `${connectionId}\u0000${queueId}`;
 }
 
+/**
+ * The depth to show in a queue-list row: for a watched DLQ whose watch has read a depth, that depth
+ * (the watch reads the broker directly every few seconds, while the list can be older or come from
+ * lagging broker statistics, e.g. the RabbitMQ management API), so the row agrees with the watch
+ * badge and banner; otherwise the listed depth. Messages; null when unknown.
+ */
+export function rowDepth(listedDepth: number | null, watched: WatchedDlqView | undefined): number | null {
+  return watched?.depth ?? listedDepth;
+}
+
 export const useWatchStore = create<WatchStore>()((set, get) => ({
   watched: [],
   alerts: [],
