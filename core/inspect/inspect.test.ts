@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createAdapter } from '../adapters';
-import { atLeast, inspectQueue } from './inspect';
+import { atLeast, inspectQueue, withQueueSizeLimit } from './inspect';
 import { readQueue } from './read';
 import { resolveInspectSettings } from './settings';
 
@@ -62,5 +62,15 @@ describe('readQueue / inspectQueue on a snapshot', () => {
     expect(r.messages.length).toBeGreaterThanOrEqual(2);
     expect(r.messagesTruncated).toBe(r.messages.length < 3);
     for (const m of r.messages) expect(['ok', 'review', 'flag']).toContain(m.verdict);
+  });
+});
+
+describe('withQueueSizeLimit', () => {
+  const q = (config: Record<string, unknown>) => ({ config }) as unknown as Parameters<typeof withQueueSizeLimit>[1];
+  it("takes SQS MaximumMessageSize from the queue config unless a rule sets maxMessageBytes", () => {
+    expect(withQueueSizeLimit({}, q({ maximumMessageSizeBytes: 4096 }))).toEqual({ maxMessageBytes: 4096 });
+    expect(withQueueSizeLimit({ maxMessageBytes: 65_536 }, q({ maximumMessageSizeBytes: 4096 }))).toEqual({ maxMessageBytes: 65_536 });
+    expect(withQueueSizeLimit({}, q({ maximumMessageSizeBytes: null }))).toEqual({});
+    expect(withQueueSizeLimit({}, q({}))).toEqual({});
   });
 });

@@ -45,7 +45,11 @@ export interface InspectQueueOptions {
   compareWith?: CompareTarget[];
   /** Messages per peek. */
   pageSize?: number;
-  /** Broker version when known (size limits). */
+  /**
+   * Broker version for the size limit (RabbitMQ's default `max_message_size` is 128 MiB on
+   * 3.8–3.13, 16 MiB since 4.0). When absent, a RabbitMQ version is read from the adapter
+   * (`tuning.readSettings`: the management API `/api/overview`); null = unknown.
+   */
   brokerVersion?: string | null;
 }
 
@@ -116,8 +120,9 @@ function exampleIds(s: RedeliverySummary): Set<string> {
 export async function inspectQueue(adapter: BrokerAdapter, queueId: string, options: InspectQueueOptions = {}, ctx: InspectContext = {}): Promise<InspectReport> {
   const t0 = performance.now();
   const queue = await adapter.getQueue(queueId, ctx.signal);
-  const rules = options.rules ?? {};
-  const analyzeOptions: AnalyzeOptions = { rules, detail: 'verdict', ...(options.brokerVersion !== undefined ? { brokerVersion: options.brokerVersion } : {}) };
+  const rules = withQueueSizeLimit(options.rules ?? {}, queue);
+  const brokerVersion = options.brokerVersion !== undefined ? options.brokerVersion : await readBrokerVersion(adapter, queue, ctx.signal);
+  const analyzeOptions: AnalyzeOptions = { rules, detail: 'verdict', ...(brokerVersion !== null ? { brokerVersion } : {}) };
   const acc = createQueueSummary(analyzeOptions);
   const rowLimit = Math.max(0, options.rowLimit ?? DEFAULT_ROW_LIMIT);
   const rows: InspectedMessage[] = [];
@@ -191,6 +196,33 @@ export async function inspectQueue(adapter: BrokerAdapter, queueId: string, opti
     comparisons,
     elapsedMs: Math.round(performance.now() - t0),
   };
+}
+
+/**
+ * The rules with `maxMessageBytes` from the queue's own configuration when the rules do not set
+ * one: SQS `MaximumMessageSize` (`QueueSummary.config.maximumMessageSizeBytes`, bytes, 1,024 –
+ * 1,048,576). A user rule's `maxMessageBytes` wins (an explicit override).
+ */
+export function withQueueSizeLimit(rules: NonNullable<AnalyzeOptions['rules']>, queue: QueueSummary): NonNullable<AnalyzeOptions['rules']> {
+  if (rules.maxMessageBytes !== undefined) return rules;
+  const max = (queue.config as Record<string, unknown> | undefined)?.maximumMessageSizeBytes;
+  return typeof max === 'number' && Number.isFinite(max) && max >= 1 ? { ...rules, maxMessageBytes: max } : rules;
+}
+
+/**
+ * The RabbitMQ server version (e.g. `3.10.8`) as the adapter's tuning settings report it
+ * (`/api/overview`), for the default `max_message_size`; null for other brokers, snapshots, or
+ * when it cannot be read (the size check then names both defaults). Throws only `CANCELLED`.
+ */
+async function readBrokerVersion(adapter: BrokerAdapter, queue: QueueSummary, signal: AbortSignal | undefined): Promise<string | null> {
+  if (queue.broker !== 'rabbitmq' || adapter.tuning === undefined) return null;
+  try {
+    const settings = await adapter.tuning.readSettings(queue.id, signal);
+    return typeof settings.brokerVersion === 'string' && settings.brokerVersion.length > 0 ? settings.brokerVersion : null;
+  } catch (e) {
+    if (e instanceof QueuescopeError && e.code === 'CANCELLED') throw e;
+    return null;
+  }
 }
 
 /** The queues a queue dead-letters to, or that dead-letter into it, that resolve to a queue id. */

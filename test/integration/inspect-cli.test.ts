@@ -5,7 +5,7 @@ import type { ConfirmChannel } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main, type CliIo } from '../../core/cli/main';
 import type { InspectReport } from '../../shared/api/inspect';
-import { AMQP_URL, uniqueName } from './env';
+import { AMQP_URL, RABBITMQ_MANAGEMENT_URL, uniqueName } from './env';
 import { closeNative, nativeChannel, nativeCount, nativeDeleteQueue } from './rabbitmq-native';
 
 /**
@@ -37,6 +37,7 @@ const work = uniqueName('insp-work');
 const dlq = uniqueName('insp-dlq');
 const dlx = uniqueName('insp-dlx');
 const quorum = uniqueName('insp-quorum');
+const big = uniqueName('insp-big');
 const p = work.slice(-8).toUpperCase(); // order ids unique to this run
 let dir: string;
 let home: string;
@@ -76,10 +77,14 @@ beforeAll(async () => {
   await ch.assertQueue(quorum, { durable: true, arguments: { 'x-queue-type': 'quorum', 'x-delivery-limit': 3 } });
   send(quorum, { orderId: `${p}-9` }, { messageId: `${p}-9:charge` });
   await ch.waitForConfirms();
+  // A 3 MiB document: 19% of RabbitMQ 4.x's 16 MiB default, 2% of 3.8–3.13's 128 MiB.
+  await ch.assertQueue(big, { durable: false });
+  send(big, { documentId: `${p}-D1`, content: 'x'.repeat(3 * 1024 * 1024) }, { messageId: `${p}-D1:store` });
+  await ch.waitForConfirms();
 }, 30_000);
 
 afterAll(async () => {
-  for (const q of [work, dlq, quorum]) await nativeDeleteQueue(q);
+  for (const q of [work, dlq, quorum, big]) await nativeDeleteQueue(q);
   await ch.deleteExchange(dlx).catch(() => undefined);
   await ch.close().catch(() => undefined);
   await closeNative();
@@ -143,6 +148,21 @@ describe('queuescope inspect (RabbitMQ)', () => {
     expect(rep.queue.name).toBe(work);
     expect(rep.sideEffects).toEqual([]); // a file is read without touching the broker
     expect(rep.summary.verdicts).toEqual({ ok: 2, review: 0, flag: 1 });
+  });
+
+  it('measures payload size against the connected RabbitMQ version\'s default max_message_size', async () => {
+    const overview = await fetch(`${RABBITMQ_MANAGEMENT_URL}/api/overview`, { headers: { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` } });
+    const version = ((await overview.json()) as { rabbitmq_version?: string }).rabbitmq_version;
+    expect(version).toMatch(/^\d+\.\d+\.\d+/);
+    const rep = report(await run(['inspect', AMQP_URL, big, '--json']));
+    const m = rep.messages[0];
+    expect(m?.bytes).toBeGreaterThan(3 * 1024 * 1024);
+    expect(m?.verdict).toBe('review');
+    const major = Number(version?.split('.')[0]);
+    // 3.8–3.13 allow 128 MiB by default; 4.x 16 MiB. The shared broker here is 3.10.8.
+    const limit = major < 4 ? '128 MiB' : '16 MiB';
+    expect(m?.reasons.join(' | ')).toContain(`of ${limit}, RabbitMQ ${String(version)} default max_message_size (${limit})`);
+    if (major < 4) expect(m?.reasons.join(' | ')).not.toContain('16 MiB');
   });
 
   it('refuses a queue whose peek could dead-letter messages unless side effects are accepted', async () => {
