@@ -32,6 +32,7 @@ function requestOf(input: PlanInput & { ratePerSecond?: number | null | undefine
     ratePerSecond: input.ratePerSecond ?? null,
     ...(input.batchSize !== undefined ? { batchSize: input.batchSize } : {}),
     ...('samples' in input && input.samples !== undefined ? { samples: input.samples } : {}),
+    ...(input.maxBodyBytes !== undefined ? { maxBodyBytes: input.maxBodyBytes } : {}),
   };
 }
 

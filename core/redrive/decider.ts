@@ -67,6 +67,8 @@ export class Decider {
   toSkip = 0;
   private readonly keysSeen = new Set<string>();
   private readonly ids: ReadonlySet<string> | null;
+  /** Picked ids examined so far (`ids` selection only). */
+  private readonly idsSeen = new Set<string>();
   private readonly targets = new Map<string, TargetInfo>();
   private readonly needKey: boolean;
   private readonly filter: RedriveFilter | null;
@@ -86,6 +88,12 @@ export class Decider {
     return info;
   }
 
+  /** Picked ids (`ids` selection) not examined so far, in the order given; empty for other selections. */
+  notFoundIds(): string[] {
+    if (this.ids === null) return [];
+    return [...this.ids].filter((id) => !this.idsSeen.has(id));
+  }
+
   /** Decides one message. Never throws. */
   decide(message: QueueMessage): RedriveDecision {
     this.examined.count++;
@@ -93,6 +101,7 @@ export class Decider {
     this.addToGroup(message, failure);
     if (failure.wastedRetries) this.wastedRetries++;
     if (this.ids !== null && !this.ids.has(message.id)) return this.skip(message, failure, 'not picked', 'not picked');
+    if (this.ids !== null) this.idsSeen.add(message.id);
     if (failure.class === 'non-retryable' && !this.o.includeNonRetryable) {
       return this.skip(message, failure, 'non-retryable', `non-retryable: ${failure.label}${failure.reason !== null && failure.reason !== failure.label ? ` — ${failure.reason}` : ''}`, `non-retryable: ${failure.label}`);
     }

@@ -8,7 +8,7 @@ import { readSnapshot } from '../snapshot/reader';
 import type { AuditLog } from '../services/audit-log';
 import type { OperationContext, OperationManager } from '../services/operations';
 import { RedriveBackup, defaultBackupPath } from './backup';
-import type { RedrivePlan, RedriveResult } from '../../shared/redrive/types';
+import { DEFAULT_REDRIVE_MAX_BODY_BYTES, MAX_CANNOT_MOVE_LISTED, MAX_REDRIVE_MAX_BODY_BYTES, type RedrivePlan, type RedriveResult } from '../../shared/redrive/types';
 import { Decider, describeTarget, type RedriveSelection } from './decider';
 
 export type { RedrivePlan, RedriveResult };
@@ -52,6 +52,13 @@ export interface RedriveRequest {
   backupPath?: string | null;
   /** Samples per action in a plan (default 10). */
   samples?: number;
+  /**
+   * Body bytes read per message (default {@link DEFAULT_REDRIVE_MAX_BODY_BYTES}, 1 MiB + 1 KiB; at
+   * most {@link MAX_REDRIVE_MAX_BODY_BYTES}, 128 MiB). A message with a larger body is never moved
+   * (it cannot be backed up whole): the plan lists it under `cannotMove`. Memory grows with it: a
+   * batch holds up to `batchSize × maxBodyBytes` bytes.
+   */
+  maxBodyBytes?: number;
 }
 
 /** What the engine needs from its caller. */
@@ -106,6 +113,10 @@ export function validateRequest(r: RedriveRequest): void {
   const limit = r.limit ?? null;
   if (limit !== null && (!Number.isInteger(limit) || limit < 1)) throw new QueuescopeError('INVALID_INPUT', `Limit must be a whole number ≥ 1, got ${String(limit)}.`);
   if (r.selection.kind === 'ids' && r.selection.ids.length === 0) throw new QueuescopeError('INVALID_INPUT', 'No message ids were picked.');
+  const body = r.maxBodyBytes;
+  if (body !== undefined && (!Number.isSafeInteger(body) || body < 1 || body > MAX_REDRIVE_MAX_BODY_BYTES)) {
+    throw new QueuescopeError('INVALID_INPUT', `The body read limit (maxBodyBytes) must be a whole number of bytes from 1 to ${MAX_REDRIVE_MAX_BODY_BYTES} (128 MiB), got ${String(body)}.`);
+  }
 }
 
 /** The filter in words (audit log, labels). */
@@ -147,6 +158,8 @@ interface Prepared {
   expected: number | null;
   batchSize: number;
   cutoffMs: number;
+  /** Body bytes read per message (the request's, or the default). */
+  maxBodyBytes: number;
 }
 
 async function prepare(env: RedriveEnv, r: RedriveRequest, signal?: AbortSignal): Promise<Prepared> {
@@ -191,7 +204,7 @@ async function prepare(env: RedriveEnv, r: RedriveRequest, signal?: AbortSignal)
     now,
     ...(r.samples !== undefined ? { samples: r.samples } : {}),
   });
-  return { mover, dlq, queues, decider, maxMessages, expected, batchSize, cutoffMs: now };
+  return { mover, dlq, queues, decider, maxMessages, expected, batchSize, cutoffMs: now, maxBodyBytes: r.maxBodyBytes ?? DEFAULT_REDRIVE_MAX_BODY_BYTES };
 }
 
 /** Whether the request's options allow the native path at all (before asking the broker). */
@@ -231,19 +244,33 @@ export async function planRedrive(env: RedriveEnv, r: RedriveRequest, signal?: A
   const p = await prepare(env, r, signal);
   let failed = 0;
   let examined = 0;
+  const cannotMove: { id: string; reason: string }[] = [];
+  // Targets decided for the batch in hand, so a message the mover refuses is taken off its target's count.
+  let batchTargets = new Map<string, string>();
+  const refusedPerTarget = new Map<string, number>();
   onProgress?.({ examined: 0, expected: p.expected });
   const summary = await p.mover.moveClientSide(
-    { sourceQueueId: p.dlq.id, ...(r.state !== undefined ? { state: r.state } : {}), batchSize: p.batchSize, cutoffMs: p.cutoffMs, maxMessages: p.maxMessages, dryRun: true },
+    { sourceQueueId: p.dlq.id, ...(r.state !== undefined ? { state: r.state } : {}), batchSize: p.batchSize, cutoffMs: p.cutoffMs, maxMessages: p.maxMessages, maxBodyBytes: p.maxBodyBytes, dryRun: true },
     {
       gate: () => {
         if (signal?.aborted === true) return Promise.reject(new QueuescopeError('CANCELLED', 'The dry run was cancelled.'));
         return Promise.resolve();
       },
-      decide: (m) => p.decider.decide(m),
+      decide: (m) => {
+        const d = p.decider.decide(m);
+        if (d.action === 'move') batchTargets.set(m.id, d.targetQueueId);
+        return d;
+      },
       beforeMove: () => Promise.resolve(),
       onBatch: (b) => {
         failed += b.failed.length;
         examined += b.examined;
+        for (const f of b.failed) {
+          if (cannotMove.length < MAX_CANNOT_MOVE_LISTED) cannotMove.push({ id: f.id, reason: f.error.message });
+          const t = batchTargets.get(f.id);
+          if (t !== undefined) refusedPerTarget.set(t, (refusedPerTarget.get(t) ?? 0) + 1);
+        }
+        batchTargets = new Map();
         onProgress?.({ examined, expected: p.expected === null ? null : Math.max(p.expected, examined) });
       },
     },
@@ -253,14 +280,23 @@ export async function planRedrive(env: RedriveEnv, r: RedriveRequest, signal?: A
   const d = p.decider;
   const wouldUse = native.ok && d.toSkip === 0 && failed === 0;
   const loops = d.allTargets().filter((t) => t.loop !== null);
+  // The decider counted refused messages as moves: the plan counts them once, as cannot move,
+  // so examined = toMove + toSkip + failed.
+  const targets = d
+    .targetsList()
+    .map((t) => ({ ...t, count: t.count - (refusedPerTarget.get(t.queueId) ?? 0) }))
+    .filter((t) => t.count > 0);
   return {
     dlq: { id: p.dlq.id, name: p.dlq.name, depth: dlqDepth(p.dlq, r.state) },
     examined: d.examined.count,
-    toMove: d.toMove,
+    toMove: Math.max(0, d.toMove - failed),
     toSkip: d.toSkip,
     skipped: d.skipReasons(),
     failed,
-    targets: d.targetsList(),
+    cannotMove,
+    maxBodyBytes: p.maxBodyBytes,
+    notFoundIds: d.notFoundIds().slice(0, MAX_CANNOT_MOVE_LISTED),
+    targets,
     loops,
     warnings: [...new Set(d.allTargets().flatMap((t) => t.warnings))],
     groups: d.groupList(),
@@ -417,6 +453,7 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
     auditId: null,
     filter: describeSelection(r),
     notes,
+    notFoundIds: p.decider.notFoundIds().slice(0, MAX_CANNOT_MOVE_LISTED),
   };
   try {
     const entry = await env.auditLog.append({
@@ -447,6 +484,11 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
   } catch (e) {
     ctx.addError(e);
   }
+  if (status === 'cancelled') {
+    // The operation ends `cancelled` with no result: the counts and the backup path travel in this
+    // entry of its errors (`details.result`), for the CLI and the app to show.
+    ctx.addError(new QueuescopeError('CANCELLED', `Cancelled after ${result.moved} moved, ${result.failed} failed, ${result.possibleDuplicates} possible duplicates.`, { result }));
+  }
   if (error !== null) {
     if (error instanceof QueuescopeError) {
       throw new QueuescopeError(error.code, error.message, { ...error.details, result }, { cause: error });
@@ -462,7 +504,7 @@ async function clientSide(r: RedriveRequest, p: Prepared, backup: RedriveBackup,
     ctx.report({ processed: totals.examined, moved: totals.moved, skipped: totals.skipped, failed: totals.failed, possibleDuplicates: totals.possibleDuplicates });
   };
   return p.mover.moveClientSide(
-    { sourceQueueId: p.dlq.id, ...(r.state !== undefined ? { state: r.state } : {}), batchSize: p.batchSize, cutoffMs: p.cutoffMs, maxMessages: p.maxMessages, dryRun: false },
+    { sourceQueueId: p.dlq.id, ...(r.state !== undefined ? { state: r.state } : {}), batchSize: p.batchSize, cutoffMs: p.cutoffMs, maxMessages: p.maxMessages, maxBodyBytes: p.maxBodyBytes, dryRun: false },
     {
       gate: async () => {
         await ctx.checkpoint();
@@ -510,7 +552,7 @@ async function nativePath(env: RedriveEnv, r: RedriveRequest, p: Prepared, backu
     await backup.append(batch);
   };
   await p.mover.moveClientSide(
-    { sourceQueueId: p.dlq.id, ...(r.state !== undefined ? { state: r.state } : {}), batchSize: Math.max(p.batchSize, 100), cutoffMs: p.cutoffMs, maxMessages: p.maxMessages, dryRun: true },
+    { sourceQueueId: p.dlq.id, ...(r.state !== undefined ? { state: r.state } : {}), batchSize: Math.max(p.batchSize, 100), cutoffMs: p.cutoffMs, maxMessages: p.maxMessages, maxBodyBytes: p.maxBodyBytes, dryRun: true },
     {
       gate: async () => {
         await ctx.checkpoint();
@@ -683,6 +725,7 @@ export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: Oper
   } catch (e) {
     ctx.addError(e);
   }
+  if (status === 'cancelled') ctx.addError(new QueuescopeError('CANCELLED', `Cancelled after ${res.published} of ${res.read} published.`, { result: res }));
   if (error !== null) throw asError(error);
   return res;
 }

@@ -36,6 +36,8 @@ const common = {
   limit: z.number().int().min(1).max(100_000_000).nullable().optional(),
   /** `auto` (default), `never`, `require`. */
   native: z.enum(['auto', 'never', 'require']).optional(),
+  /** Body bytes read per message, 1 B – 128 MiB (default 1 MiB + 1 KiB); larger bodies cannot be moved. Memory grows with it. */
+  maxBodyBytes: z.number().int().min(1).max(128 * 1024 * 1024).optional(),
 };
 
 /** Input of `redrive.plan` (dry run). */

@@ -5,6 +5,18 @@ import type { FailureClass } from './failure-class';
  * the app. Pure types.
  */
 
+/** How many cannot-move messages / not-found ids a plan or result lists (the counts are exact). */
+export const MAX_CANNOT_MOVE_LISTED = 1000;
+
+/** Default per-message body read limit of a redrive, bytes: 1 MiB + 1 KiB (a 1 MiB SQS body fits). */
+export const DEFAULT_REDRIVE_MAX_BODY_BYTES = 1024 * 1024 + 1024;
+
+/**
+ * Highest body read limit a redrive accepts, bytes: 128 MiB (RabbitMQ's maximum message size since
+ * 3.8, `max_message_size`). Each batch holds up to `batch size × limit` bytes in memory.
+ */
+export const MAX_REDRIVE_MAX_BODY_BYTES = 128 * 1024 * 1024;
+
 /** Skip categories, counted per category in plans and results. */
 export type SkipCategory = 'non-retryable' | 'not selected' | 'not picked' | 'duplicate key' | 'no target' | 'target missing' | 'loop';
 
@@ -71,8 +83,14 @@ export interface RedrivePlan {
   /** Messages that would stay, by reason (largest first). */
   skipped: { reason: string; category: SkipCategory; count: number }[];
   toSkip: number;
-  /** Messages that could not be read whole (body cut) and would not move. */
+  /** Messages selected to move that cannot be moved (body larger than the read limit, bad target…); `examined = toMove + toSkip + failed`. */
   failed: number;
+  /** Each message that cannot be moved, with why (at most {@link MAX_CANNOT_MOVE_LISTED}; `failed` has the full count). */
+  cannotMove: { id: string; reason: string }[];
+  /** The per-message body read limit of this run, bytes (`maxBodyBytes`): larger bodies cannot be moved. */
+  maxBodyBytes: number;
+  /** Picked ids (`ids` selection) that were not found in the DLQ (at most {@link MAX_CANNOT_MOVE_LISTED}). */
+  notFoundIds: string[];
   /** Per target, with its loop check. */
   targets: (TargetInfo & { count: number })[];
   /** Targets that need confirmation (the DLQ itself, or a DLQ that dead-letters back): messages for them are counted under `loop` skips until confirmed. */
@@ -111,4 +129,6 @@ export interface RedriveResult extends Record<string, unknown> {
   auditId: string | null;
   filter: string;
   notes: string[];
+  /** Picked ids (`ids` selection) that were not found in the DLQ (at most {@link MAX_CANNOT_MOVE_LISTED}); empty otherwise. */
+  notFoundIds: string[];
 }

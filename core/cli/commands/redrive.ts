@@ -1,6 +1,6 @@
 import { createInterface } from 'node:readline/promises';
 import { resolve as resolvePath } from 'node:path';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { QueuescopeError, type OperationSnapshot, type QueueSummary } from '../../../shared/domain';
 import { parseFilter } from '../../../shared/redrive/filter';
 import { planRedrive, startRedrive, startReinject, type RedriveEnv, type RedrivePlan, type RedriveRequest, type RedriveResult, type ReinjectResult } from '../../redrive/engine';
@@ -8,11 +8,12 @@ import { readSnapshot } from '../../snapshot/reader';
 import { AuditLog, type AuditEntry } from '../../services/audit-log';
 import { OperationManager } from '../../services/operations';
 import { defaultConfigDir } from '../../services/profile-store';
-import { connectionOptions, flagsOf, resolveQueue, splitPositionals, waitWithProgress, type CliContext, type CommonOpts } from '../context';
-import { EXIT, exitCodeFor } from '../exit-codes';
+import { flagsOf, resolveQueue, splitPositionals, waitWithProgress, type CliContext, type CommonOpts } from '../context';
+import { EXIT, EXIT_CODES_HELP, exitCodeFor } from '../exit-codes';
 import { cell, escapeForTerminal, formatTime, toJson } from '../format';
 import type { ResolvedConnection } from '../resolve-config';
 import type { BrokerAdapter } from '../../adapters/types';
+import { DEFAULT_REDRIVE_MAX_BODY_BYTES, MAX_REDRIVE_MAX_BODY_BYTES } from '../../../shared/redrive/types';
 
 const REDRIVE_HELP = `
 Selection (--filter, repeatable; terms are ANDed, commas are OR):
@@ -26,7 +27,12 @@ Non-retryable messages (HTTP 400/401/403/404/422, validation, not found…) stay
 unless --include-non-retryable. Before anything moves, the messages are written to a backup
 snapshot (default: <config dir>/backups/), and every run is added to the audit log
 (queuescope history). Without --yes the dry-run counts are shown and you are asked; without a
-terminal, --yes is required (exit 8).`;
+terminal, --yes is required (exit 8).
+Body read limit: a message whose body is larger than --max-body-bytes (default ${DEFAULT_REDRIVE_MAX_BODY_BYTES},
+1 MiB + 1 KiB) cannot be moved (it could not be backed up whole); the dry run lists each one with its
+id. Raise the limit up to ${MAX_REDRIVE_MAX_BODY_BYTES} (128 MiB, RabbitMQ's largest message) to move them:
+memory grows with it (a batch holds up to batch × limit bytes; lower --batch for big bodies).
+Picked --ids that are not in the DLQ are listed and make the exit code 7.`;
 
 interface RedriveOpts extends CommonOpts {
   to?: string;
@@ -43,6 +49,32 @@ interface RedriveOpts extends CommonOpts {
   backup?: string;
   yes?: boolean;
   confirmLoop?: boolean;
+  maxBodyBytes?: string;
+  file?: string;
+}
+
+/**
+ * The connection options of commands that change a broker: like `connectionOptions` (../context) but
+ * `--file` (a read-only snapshot as the connection) is hidden and refused with a usage error.
+ */
+function brokerConnectionOptions(cmd: Command): Command {
+  return cmd
+    .option('--profile <name>', 'use a connection saved in the app (name or id)')
+    .addOption(new Option('--file <snapshot>', 'not supported: a snapshot file is read-only').hideHelp())
+    .option('--management-url <url>', 'RabbitMQ management API base URL (default: derived from the AMQP URL)')
+    .option('--json', 'print JSON (the domain objects) instead of tables')
+    .addHelpText('after', `${EXIT_CODES_HELP}\n`);
+}
+
+/** @throws QueuescopeError `INVALID_INPUT` when `--file` was given to a command that moves messages. */
+function refuseFile(opts: { file?: string }, command: 'redrive' | 'reinject'): void {
+  if (opts.file === undefined) return;
+  throw new QueuescopeError(
+    'INVALID_INPUT',
+    command === 'redrive'
+      ? '--file is not supported by redrive: a snapshot file is read-only. Give a broker connection; to publish a snapshot (e.g. a backup) into a queue, use: queuescope reinject <connection> <queue> --from <snapshot>.'
+      : '--file is not supported by reinject: the snapshot to publish is given with --from <snapshot>, and the connection must be a broker.',
+  );
 }
 
 function positiveNumber(v: string | undefined, name: string, opts: { integer?: boolean; max?: number } = {}): number | null {
@@ -85,7 +117,15 @@ export function formatPlan(plan: RedrivePlan): string {
   for (const t of plan.targets) lines.push(`    ${String(t.count).padStart(7)} → ${cell(t.queueName, 120)}  (${cell(t.via, 120)})`);
   lines.push(`  would stay ${plan.toSkip}:`);
   for (const s of plan.skipped) lines.push(`    ${String(s.count).padStart(7)}   ${cell(s.reason, 160)}`);
-  if (plan.failed > 0) lines.push(`  cannot move ${plan.failed} (read failed or body cut)`);
+  if (plan.failed > 0) {
+    lines.push(`  cannot move ${plan.failed}:`);
+    for (const c of plan.cannotMove.slice(0, 50)) lines.push(`    ${cell(c.id, 120)}: ${cell(c.reason, 200)}`);
+    if (plan.cannotMove.length < plan.failed || plan.cannotMove.length > 50) lines.push(`    … ${plan.failed - Math.min(50, plan.cannotMove.length)} more (--json lists up to 1000)`);
+    if (plan.cannotMove.some((c) => /read limit/.test(c.reason))) {
+      lines.push(`    bodies over the ${plan.maxBodyBytes}-byte read limit move with --max-body-bytes N (up to ${MAX_REDRIVE_MAX_BODY_BYTES}, 128 MiB; memory grows with it)`);
+    }
+  }
+  if (plan.notFoundIds.length > 0) lines.push(`  warning: ${plan.notFoundIds.length} picked id${plan.notFoundIds.length === 1 ? ' was' : 's were'} not found in the DLQ: ${cell(plan.notFoundIds.slice(0, 50).join(', '), 2000)}`);
   if (plan.groups.length > 0) {
     lines.push('  failure groups (class, label, count, first reason):');
     for (const g of plan.groups.slice(0, 15)) {
@@ -108,6 +148,8 @@ export function formatResult(r: RedriveResult, status: string): string {
   lines.push(`${head} (${r.mode}${r.mechanism !== null ? `: ${cell(r.mechanism, 80)}` : ''}): ${r.moved} moved, ${r.skipped} stayed, ${r.failed} failed, ${r.possibleDuplicates} possible duplicates of ${r.examined} examined in ${cell(r.dlqName, 120)}.`);
   for (const t of r.targets) lines.push(`  ${String(t.count).padStart(7)} → ${cell(t.queueName, 120)}`);
   for (const s of r.skipReasons.slice(0, 10)) lines.push(`  ${String(s.count).padStart(7)} stayed: ${cell(s.reason, 160)}`);
+  const notFound = r.notFoundIds;
+  if (notFound.length > 0) lines.push(`warning: ${notFound.length} picked id${notFound.length === 1 ? ' was' : 's were'} not found in the DLQ: ${cell(notFound.slice(0, 50).join(', '), 2000)}`);
   if (r.backupPath !== null) lines.push(`Backup: ${cell(r.backupPath, 400)} (put back with: queuescope reinject <connection> <queue> --from <backup>)`);
   if (r.auditId !== null) lines.push(`Audit log: entry ${r.auditId} (queuescope history)`);
   for (const n of r.notes) lines.push(`note: ${cell(n, 200)}`);
@@ -119,6 +161,8 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
   const batch = positiveNumber(opts.batch, '--batch', { integer: true, max: 1000 });
   const limit = positiveNumber(opts.limit, '--limit', { integer: true });
   const filter = parseFilter(opts.filter ?? []);
+  refuseFile(opts, 'redrive');
+  const maxBodyBytes = positiveNumber(opts.maxBodyBytes, '--max-body-bytes', { integer: true, max: MAX_REDRIVE_MAX_BODY_BYTES });
   const ids = opts.ids?.split(',').map((s) => s.trim()).filter((s) => s !== '');
   if (ids !== undefined && opts.filter !== undefined) throw new QueuescopeError('INVALID_INPUT', 'Give either --ids or --filter, not both.');
   if (ids?.length === 0) throw new QueuescopeError('INVALID_INPUT', '--ids needs at least one message id.');
@@ -142,21 +186,24 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
       limit,
       native: opts.native === true ? 'require' : opts.native === false ? 'never' : 'auto',
       backupPath: opts.backup !== undefined ? resolvePath(ctx.cwd, opts.backup) : null,
+      ...(maxBodyBytes !== null ? { maxBodyBytes } : {}),
     };
     const plan = await planRedrive(env, request, ctx.signal);
     if (opts.dryRun === true) {
       ctx.out(opts.json === true ? toJson(plan) : formatPlan(plan));
       return;
     }
+    if (plan.notFoundIds.length > 0) ctx.setExitCode(EXIT.PARTIAL);
     if (opts.json !== true) ctx.err(formatPlan(plan));
     if (plan.toMove === 0) {
-      if (opts.json === true) ctx.out(toJson({ moved: 0, plan }));
+      if (opts.json === true) ctx.out(toJson({ moved: 0, notFoundIds: plan.notFoundIds, plan }));
       else ctx.out('Nothing to move.\n');
       return;
     }
     if (opts.yes !== true) {
       const where = plan.targets.map((t) => `${cell(t.queueName, 80)} (${t.count})`).join(', ');
-      const ok = await confirm(ctx, `Move ${plan.toMove} message${plan.toMove === 1 ? '' : 's'} from ${cell(dlq.name, 80)} to ${where}?`);
+      const cannot = plan.failed > 0 ? ` (${plan.failed} cannot move and stay: see above)` : '';
+      const ok = await confirm(ctx, `Move ${plan.toMove} message${plan.toMove === 1 ? '' : 's'} from ${cell(dlq.name, 80)} to ${where}${cannot}?`);
       if (ok !== true) {
         ctx.err(ok === null ? 'error: not moving anything without confirmation: pass --yes (no terminal to ask on).\n' : 'Nothing was moved.\n');
         ctx.setExitCode(EXIT.NOT_CONFIRMED);
@@ -199,6 +246,8 @@ function finish(ctx: CliContext, final: OperationSnapshot, json: boolean, text: 
   if (error !== null) throw new QueuescopeError(error.code, error.message);
   const failed = typeof result?.failed === 'number' ? result.failed : 0;
   const dups = typeof result?.possibleDuplicates === 'number' ? result.possibleDuplicates : 0;
+  const notFound = Array.isArray(result?.notFoundIds) ? result.notFoundIds.length : 0;
+  if (notFound > 0) ctx.setExitCode(EXIT.PARTIAL);
   if (failed > 0 || dups > 0) {
     if (!json) for (const e of final.errors) ctx.err(`  ${escapeForTerminal(e.message)}\n`);
     ctx.setExitCode(EXIT.PARTIAL);
@@ -218,7 +267,7 @@ function historyTable(entries: readonly AuditEntry[]): string {
 
 /** `queuescope redrive`, `queuescope reinject` and `queuescope history`. */
 export function register(program: Command, ctx: CliContext): void {
-  connectionOptions(
+  brokerConnectionOptions(
     program
       .command('redrive')
       .description('move messages from a dead-letter queue back to their source (or --to a queue): filtered, rate-limited, backed up, cancellable')
@@ -238,11 +287,12 @@ export function register(program: Command, ctx: CliContext): void {
       .option('--no-native', 'never use the native move')
       .option('--backup <file>', 'backup snapshot to write before moving (default: in the config folder)')
       .option('--confirm-loop', 'allow a target that dead-letters straight back into the DLQ (or the DLQ itself)')
+      .option('--max-body-bytes <n>', `body bytes read per message, up to ${MAX_REDRIVE_MAX_BODY_BYTES} (128 MiB; default ${DEFAULT_REDRIVE_MAX_BODY_BYTES}); larger bodies cannot move. Memory grows with it`)
       .option('-y, --yes', 'do not ask for confirmation')
       .addHelpText('after', REDRIVE_HELP),
   ).action(async (a1: string | undefined, a2: string | undefined, opts: RedriveOpts) => runRedriveCommand(ctx, a1, a2, opts));
 
-  connectionOptions(
+  brokerConnectionOptions(
     program
       .command('reinject')
       .description('publish the messages of a snapshot (e.g. a redrive backup) to a queue')
@@ -253,6 +303,7 @@ export function register(program: Command, ctx: CliContext): void {
       .option('--batch <n>', 'messages per batch, 1-1000 (default 100)')
       .option('-y, --yes', 'do not ask for confirmation'),
   ).action(async (a1: string | undefined, a2: string | undefined, opts: CommonOpts & { from: string; rate?: string; batch?: string; yes?: boolean }) => {
+    refuseFile(opts, 'reinject');
     const rate = positiveNumber(opts.rate, '--rate');
     const batch = positiveNumber(opts.batch, '--batch', { integer: true, max: 1000 });
     const path = resolvePath(ctx.cwd, opts.from);

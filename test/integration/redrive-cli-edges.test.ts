@@ -1,0 +1,183 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import amqp from 'amqplib';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { main, type CliIo } from '../../core/cli/main';
+import { EXIT } from '../../core/cli/exit-codes';
+import { AMQP_URL, REDIS_URL, uniqueName } from './env';
+
+/**
+ * Tester-found edges of `queuescope redrive` / `reinject` on the real brokers: bodies over the read
+ * limit (listed by the dry run, movable with --max-body-bytes), picked ids that do not exist (listed,
+ * exit 7), Ctrl+C (final counts and backup path, exit 130) and `--file` (usage error, exit 2).
+ */
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+let home: string;
+let dir: string;
+async function cli(argv: string[], signal?: AbortSignal): Promise<Run> {
+  let stdout = '';
+  let stderr = '';
+  const io: CliIo = {
+    stdout: { write: (s: string) => (stdout += s) },
+    stderr: { write: (s: string) => (stderr += s) },
+    env: { QUEUESCOPE_HOME: home },
+    cwd: dir,
+    ...(signal !== undefined ? { signal } : {}),
+  };
+  const code = await main(argv, io);
+  return { code, stdout, stderr };
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'qs-redrive-edges-'));
+  home = join(dir, 'home');
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('redrive: bodies over the read limit (RabbitMQ)', () => {
+  const dlq = uniqueName('rd-big-dlq');
+  const target = uniqueName('rd-big-work');
+  let conn: amqp.ChannelModel;
+  let ch: amqp.Channel;
+  const big = Buffer.alloc(3 * 1024 * 1024, 'x');
+
+  beforeAll(async () => {
+    conn = await amqp.connect(AMQP_URL);
+    ch = await conn.createChannel();
+    await ch.assertQueue(dlq, { durable: false });
+    await ch.assertQueue(target, { durable: false });
+    for (let i = 0; i < 4; i++) ch.sendToQueue(dlq, Buffer.from(`{"orderId":"A-${i}"}`), { messageId: `small-${i}` });
+    ch.sendToQueue(dlq, big, { messageId: 'big-1' });
+    await new Promise((r) => setTimeout(r, 500));
+  });
+  afterAll(async () => {
+    await ch.deleteQueue(dlq).catch(() => undefined);
+    await ch.deleteQueue(target).catch(() => undefined);
+    await conn.close();
+  });
+
+  it('the dry run lists the message that cannot move, with its id and reason, and the counts add up', async () => {
+    const r = await cli(['redrive', AMQP_URL, dlq, '--to', target, '--dry-run', '--json', '--no-native']);
+    expect(r.code, r.stderr).toBe(0);
+    const plan = JSON.parse(r.stdout) as { examined: number; toMove: number; toSkip: number; failed: number; cannotMove: { id: string; reason: string }[]; targets: { count: number }[] };
+    expect(plan.examined).toBe(5);
+    expect(plan.failed).toBe(1);
+    expect(plan.toMove).toBe(4);
+    expect(plan.toMove + plan.toSkip + plan.failed).toBe(plan.examined);
+    expect(plan.targets.reduce((n, t) => n + t.count, 0)).toBe(4);
+    expect(plan.cannotMove).toHaveLength(1);
+    expect(plan.cannotMove[0]?.reason).toMatch(/3145728 bytes.*read limit/);
+
+    const text = await cli(['redrive', AMQP_URL, dlq, '--to', target, '--dry-run', '--no-native']);
+    expect(text.stdout).toContain('cannot move 1:');
+    expect(text.stdout).toContain(plan.cannotMove[0]?.id ?? 'missing');
+    expect(text.stdout).toContain('--max-body-bytes');
+  });
+
+  it('--max-body-bytes above 128 MiB is a usage error', async () => {
+    const r = await cli(['redrive', AMQP_URL, dlq, '--to', target, '--dry-run', '--max-body-bytes', String(128 * 1024 * 1024 + 1)]);
+    expect(r.code).toBe(EXIT.USAGE);
+    expect(r.stderr).toContain('--max-body-bytes');
+  });
+
+  it('with --max-body-bytes 4 MiB the big message moves whole', async () => {
+    const dry = await cli(['redrive', AMQP_URL, dlq, '--to', target, '--dry-run', '--json', '--no-native', '--max-body-bytes', String(4 * 1024 * 1024)]);
+    const plan = JSON.parse(dry.stdout) as { toMove: number; failed: number; maxBodyBytes: number };
+    expect(plan).toMatchObject({ toMove: 5, failed: 0, maxBodyBytes: 4 * 1024 * 1024 });
+    const run = await cli(['redrive', AMQP_URL, dlq, '--to', target, '--yes', '--json', '--no-native', '--max-body-bytes', String(4 * 1024 * 1024)]);
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    const out = JSON.parse(run.stdout) as { status: string; result: { moved: number; failed: number } };
+    expect(out.result).toMatchObject({ moved: 5, failed: 0 });
+    const sizes: number[] = [];
+    for (;;) {
+      const m = await ch.get(target, { noAck: true });
+      if (m === false) break;
+      sizes.push(m.content.length);
+    }
+    expect(sizes.sort((a, b) => b - a)[0]).toBe(big.length);
+    expect(sizes).toHaveLength(5);
+  });
+});
+
+describe('redrive on a Redis list: picked ids, Ctrl+C, --file', () => {
+  const redis = new Redis(REDIS_URL);
+  const key = uniqueName('rd-edges-dlq');
+  const targetKey = uniqueName('rd-edges-work');
+
+  beforeAll(async () => {
+    await redis.rpush(key, ...Array.from({ length: 30 }, (_, i) => `{"orderId":"A-${i}"}`));
+    await redis.rpush(targetKey, 'seed');
+  });
+  afterAll(async () => {
+    await redis.del(key, targetKey);
+    await redis.quit();
+  });
+
+  it('--ids with an id that does not exist: listed, JSON field, exit 7; the existing one moves', async () => {
+    const dry = await cli(['redrive', REDIS_URL, `list:${key}`, '--to', `list:${targetKey}`, '--dry-run', '--json']);
+    const plan = JSON.parse(dry.stdout) as { samples: { id: string }[] };
+    const real = plan.samples[0]?.id ?? 'none';
+    const missing = `${real}-does-not-exist`;
+    const dryIds = await cli(['redrive', REDIS_URL, `list:${key}`, '--to', `list:${targetKey}`, '--dry-run', '--ids', `${real},${missing}`]);
+    expect(dryIds.stdout).toContain(`1 picked id was not found in the DLQ: ${missing}`);
+    const r = await cli(['redrive', REDIS_URL, `list:${key}`, '--to', `list:${targetKey}`, '--ids', `${real},${missing}`, '--yes', '--json']);
+    expect(r.code).toBe(EXIT.PARTIAL);
+    const out = JSON.parse(r.stdout) as { result: { moved: number; notFoundIds: string[] } };
+    expect(out.result.moved).toBe(1);
+    expect(out.result.notFoundIds).toEqual([missing]);
+    const text = await cli(['redrive', REDIS_URL, `list:${key}`, '--to', `list:${targetKey}`, '--ids', missing, '--yes']);
+    expect(text.code).toBe(EXIT.PARTIAL);
+    expect(text.stdout + text.stderr).toContain(`not found in the DLQ: ${missing}`);
+    expect(await redis.llen(key)).toBe(29);
+  });
+
+  it('Ctrl+C prints the final counts and the backup path, exit 130', async () => {
+    const before = await redis.llen(key);
+    const ac = new AbortController();
+    const t = setTimeout(() => ac.abort(), 1500);
+    const r = await cli(['redrive', REDIS_URL, `list:${key}`, '--to', `list:${targetKey}`, '--rate', '4', '--batch', '1', '--yes'], ac.signal);
+    clearTimeout(t);
+    expect(r.code).toBe(EXIT.INTERRUPTED);
+    const m = /Redrive cancelled \(client-side\): (\d+) moved, (\d+) stayed, (\d+) failed, (\d+) possible duplicates/.exec(r.stdout);
+    expect(m, r.stdout + r.stderr).not.toBeNull();
+    const moved = Number(m?.[1]);
+    expect(moved).toBeGreaterThan(0);
+    expect(moved).toBeLessThan(before);
+    expect(await redis.llen(key)).toBe(before - moved);
+    expect(r.stdout).toMatch(/Backup: .*\.jsonl/);
+
+    const ac2 = new AbortController();
+    const t2 = setTimeout(() => ac2.abort(), 1500);
+    const j = await cli(['redrive', REDIS_URL, `list:${key}`, '--to', `list:${targetKey}`, '--rate', '4', '--batch', '1', '--yes', '--json'], ac2.signal);
+    clearTimeout(t2);
+    expect(j.code).toBe(EXIT.INTERRUPTED);
+    const doc = JSON.parse(j.stdout) as { status: string; result: { moved: number; backupPath: string | null } };
+    expect(doc.status).toBe('cancelled');
+    expect(doc.result.moved).toBeGreaterThan(0);
+    expect(doc.result.backupPath).toMatch(/\.jsonl$/);
+  });
+
+  it('--file is a usage error (exit 2) for redrive and reinject, and is not in --help', async () => {
+    const r = await cli(['redrive', `list:${key}`, '--file', join(dir, 'x.jsonl'), '--dry-run']);
+    expect(r.code).toBe(EXIT.USAGE);
+    expect(r.stderr).toContain('--file is not supported by redrive');
+    const ri = await cli(['reinject', `list:${targetKey}`, '--file', join(dir, 'x.jsonl'), '--from', join(dir, 'x.jsonl'), '--yes']);
+    expect(ri.code).toBe(EXIT.USAGE);
+    expect(ri.stderr).toContain('--file is not supported by reinject');
+    const help = await cli(['redrive', '--help']);
+    expect(help.stdout).not.toContain('--file');
+    expect(help.stdout).toContain('--max-body-bytes');
+    const rhelp = await cli(['reinject', '--help']);
+    expect(rhelp.stdout).not.toContain('--file');
+    expect(rhelp.stdout).toContain('--from');
+  });
+});
