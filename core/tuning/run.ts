@@ -73,9 +73,12 @@ export async function listSources(adapter: BrokerAdapter, queueId: string, signa
   return [...own, FILE_SOURCE];
 }
 
-function validate(options: TuneOptions): void {
-  const w = options.windowMs;
+/** The sampling window is checked only for sources that sample over one (`needsWindow`): bullmq, file and cloudwatch ignore it. */
+function validateWindow(w: number | undefined): void {
   if (w !== undefined && (!Number.isFinite(w) || w < 1000 || w > MAX_WINDOW_MS)) throw new QueuescopeError('INVALID_INPUT', `The window must be from 1 s to 1 h, got ${String(w)} ms.`);
+}
+
+function validate(options: TuneOptions): void {
   const f = options.factor;
   if (f !== undefined && (!Number.isFinite(f) || f < 1 || f > 100)) throw new QueuescopeError('INVALID_INPUT', `The safety factor must be a number from 1 to 100, got ${String(f)}.`);
   for (const [name, v] of [
@@ -124,7 +127,8 @@ export async function tuneQueue(adapter: BrokerAdapter, queueId: string, options
   if (source === undefined || !offered) {
     throw new QueuescopeError('INVALID_INPUT', `The source "${String(source)}" does not apply to ${queueId}: choose one of ${sources.map((s) => s.source).join(', ')}.`, { source });
   }
-  if (!offered.available) throw new QueuescopeError('UNSUPPORTED', `The source "${source}" is not available for ${queueId}: ${offered.unavailableReason ?? 'unsupported'}.`, { source });
+  if (!offered.available) throw new QueuescopeError('UNSUPPORTED', `The source "${source}" is not available for ${queueId}: ${(offered.unavailableReason ?? 'unsupported').replace(/[.\s]+$/, '')}.`, { source });
+  if (offered.needsWindow) validateWindow(options.windowMs);
   const current = await tuning.readSettings(queueId, signal);
   let measurement: Measurement;
   if (source === 'file') {

@@ -97,7 +97,7 @@ describe('recommend (ms)', () => {
   it('buildReport: SQS retry schedule from the visibility timeout', () => {
     const m: Measurement = { source: 'file', measures: 'x', confidence: 'imported', confidenceNote: '', samplesMs: [100, 200, 300], meanMs: null, sampleErrorMs: null, redeliveries: null, retryPolicy: null, startedAt: null, endedAt: null, polls: 0, notes: [] };
     const rep = buildReport({ queueId: 'sqs:orders', queueName: 'orders', target: 'sqs', measurement: m, current: current({ maxReceiveCount: 3, retryPolicy: { attempts: 3, type: 'visibility-timeout', delayMs: 30_000, jitter: 0, capMs: null } }) });
-    expect(rep.retry!.totalToDlqMs).toBe(60_000);
+    expect(rep.retry!.totalToDlqMs).toBe(90_000); // 3 receives × 30 s: the last receive also holds it for the timeout
     expect(rep.stats!.n).toBe(3);
     expect(rep.recommendation!.recommendedMs).toBe(1000);
   });

@@ -6,9 +6,9 @@
  * Units: ms everywhere (SQS seconds only inside snippets).
  */
 import { TIMEOUT_SETTINGS, leaseExtension, timeoutSnippet, type SnippetContext, type TuningTarget } from './brokers';
-import { computeStats, formatMs, shareAbove, type DurationStats } from './stats';
+import { computeStats, formatMs, shareAbove, smallSampleWarning, type DurationStats } from './stats';
 import type { CurrentSettings, Measurement } from './types';
-import { checkRetrySchedule, type RetryPolicy, type RetrySchedule } from './retry';
+import { checkRetrySchedule, sqsTimeToDlqMs, type RetryPolicy, type RetrySchedule } from './retry';
 
 /** Default safety factor applied to p99. */
 export const DEFAULT_FACTOR = 3;
@@ -99,6 +99,8 @@ export function recommend(input: RecommendInput): Recommendation | null {
     basis = 'p99';
     basisMs = stats.p99Ms;
     reasons.push(`p99 of ${stats.n.toLocaleString('en-US')} measured processing times is ${formatMs(stats.p99Ms)}.`);
+    const rough = smallSampleWarning(stats.n);
+    if (rough !== null) reasons.push(rough);
   } else if (input.meanMs !== undefined && input.meanMs !== null && Number.isFinite(input.meanMs) && input.meanMs >= 0) {
     basis = 'mean-exponential';
     basisMs = input.meanMs * EXPONENTIAL_P99_PER_MEAN;
@@ -203,7 +205,7 @@ function currentRisk(input: RecommendInput, stats: DurationStats | null): Curren
     duplicateMethod = 'exponential-assumption';
   }
   const mrc = input.current?.maxReceiveCount ?? null;
-  const timeToDlqMs = mrc !== null && input.target === 'sqs' ? mrc * timeoutMs : null;
+  const timeToDlqMs = mrc !== null && input.target === 'sqs' ? sqsTimeToDlqMs(mrc, timeoutMs) : null;
   const name = TIMEOUT_SETTINGS[input.target].name;
   const pct = duplicateShare === null ? null : duplicateShare * 100;
   let verdict: string;

@@ -71,6 +71,17 @@ export interface RetrySchedule {
   fullJitter: HerdSimulation;
 }
 
+/**
+ * Time for an SQS message that always fails to reach its DLQ, ms: every receive keeps it invisible
+ * for the whole visibility timeout (a failing consumer does not delete it), and after the
+ * `maxReceiveCount`-th receive's timeout runs out the next receive moves it to the DLQ — so
+ * `maxReceiveCount × visibilityTimeout` (SQS redrive policy, "maxReceiveCount"). The one computation
+ * used by the retry schedule and the verdict.
+ */
+export function sqsTimeToDlqMs(maxReceiveCount: number, visibilityTimeoutMs: number): number {
+  return maxReceiveCount * visibilityTimeoutMs;
+}
+
 /** Largest attempts value simulated (schedules beyond are unrealistic and would overflow 2^n). */
 export const MAX_ATTEMPTS = 50;
 
@@ -125,7 +136,8 @@ export function checkRetrySchedule(policy: RetryPolicy, options: { messages?: nu
     steps.push({ attempt: n + 1, delayMs: d, minDelayMs: Math.floor(d * (1 - policy.jitter)), atMs: at });
     at += attemptMs;
   }
-  const totalToDlqMs = at;
+  // SQS: the last receive also holds the message for the timeout before it is dead-lettered.
+  const totalToDlqMs = policy.type === 'visibility-timeout' ? sqsTimeToDlqMs(policy.attempts, policy.delayMs) : at;
   const messages = Math.max(1, Math.min(10_000, Math.floor(options.messages ?? 100)));
   const seed = options.seed ?? 1;
   const asConfigured = simulate(policy, messages, seededRandom(seed), policy.jitter);

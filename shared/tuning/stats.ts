@@ -150,6 +150,18 @@ export function shareAbove(samplesMs: readonly number[], thresholdMs: number): n
   return valid === 0 ? 0 : above / valid;
 }
 
+/** Fewer samples than this make a p99 a rough estimate (the 1 % tail then holds less than one sample). */
+export const SMALL_SAMPLE_N = 100;
+
+/**
+ * The warning for a p99 from few samples: `"p99 from 5 samples is a rough estimate …"` when
+ * `n < SMALL_SAMPLE_N`, else null. Shown by the CLI report and the app.
+ */
+export function smallSampleWarning(n: number): string | null {
+  if (!(n < SMALL_SAMPLE_N)) return null;
+  return `p99 from ${n.toLocaleString('en-US')} sample${n === 1 ? '' : 's'} is a rough estimate (fewer than ${SMALL_SAMPLE_N}: it is close to the maximum seen); measure longer for a reliable tail.`;
+}
+
 /**
  * Formats a duration in ms for people: `850 ms`, `12.5 s`, `4 min 10 s`, `2 h 5 min`.
  */

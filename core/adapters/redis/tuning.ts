@@ -1,5 +1,6 @@
 import { QueuescopeError } from '../../../shared/domain';
 import {
+  formatMs,
   policyFromBullmqOptions,
   TIMEOUT_SETTINGS,
   type CurrentSettings,
@@ -345,7 +346,7 @@ async function measurePel(ctx: RedisContext, key: string, options: MeasureOption
   if (samplesMs.length === 0) notes.push(`No entry of group "${groupName}" was acknowledged during the ${Math.round(windowMs / 1000)} s window: measure while consumers are working (or import durations from logs).`);
   if (stillPending.length > 0) {
     const oldest = Math.max(...stillPending.map((e) => e.idleMs));
-    notes.push(`${stillPending.length} entr${stillPending.length === 1 ? 'y was' : 'ies were'} still pending at the end (oldest idle ${Math.round(oldest)} ms); they are not in the samples${oldest > windowMs ? ' — entries idle longer than the window may be stranded (their consumer died): claim them' : ''}.`);
+    notes.push(`${stillPending.length} entr${stillPending.length === 1 ? 'y was' : 'ies were'} still pending at the end (oldest idle ${formatMs(oldest)}); they are not in the samples${oldest > windowMs ? ' — entries idle longer than the window may be stranded (their consumer died): claim them' : ''}.`);
   }
   if (truncated) notes.push(`The pending entries list held more than ${PEL_COUNT} entries: only the oldest ${PEL_COUNT} were tracked.`);
   notes.push(`Sampled every ~${Math.round(meanGap)} ms on average (randomised intervals): entries processed faster than that may be missed, so the sample leans towards longer entries.`);

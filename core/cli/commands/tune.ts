@@ -1,7 +1,7 @@
 import { resolve as resolvePath } from 'node:path';
 import { Option, type Command } from 'commander';
 import { QueuescopeError } from '../../../shared/domain';
-import { DEFAULT_FACTOR, TUNING_SOURCES, formatMs, type DurationStats, type HerdSimulation, type RetryPolicy, type TuningReport, type TuningSource } from '../../../shared/tuning';
+import { DEFAULT_FACTOR, TUNING_SOURCES, formatMs, smallSampleWarning, type DurationStats, type HerdSimulation, type RetryPolicy, type TuningReport, type TuningSource } from '../../../shared/tuning';
 import { loadProjectConfig } from '../../config/project-file';
 import { AuditLog } from '../../services/audit-log';
 import { defaultConfigDir } from '../../services/profile-store';
@@ -229,6 +229,8 @@ export function renderReport(r: TuningReport, width: number): string {
     out.push(`Processing time (${s.n.toLocaleString('en-US')} samples${m.sampleErrorMs ? `, each ± ${formatMs(m.sampleErrorMs)}` : ''}):`);
     out.push(`  mean ${formatMs(s.meanMs)}   p50 ${formatMs(s.p50Ms)}   p90 ${formatMs(s.p90Ms)}   p95 ${formatMs(s.p95Ms)}   p99 ${formatMs(s.p99Ms)}   max ${formatMs(s.maxMs)}`);
     if (s.longTail) out.push(`  WARNING: long tail — p99/p50 = ${s.tailRatio?.toFixed(1) ?? '?'} (> 5)`);
+    const rough = smallSampleWarning(s.n);
+    if (rough !== null) out.push(`  WARNING: ${rough}`);
     const marks: { label: string; ms: number }[] = [];
     if (r.recommendation?.current) marks.push({ label: 'current', ms: r.recommendation.current.timeoutMs });
     if (r.recommendation) marks.push({ label: 'recommended', ms: r.recommendation.recommendedMs });

@@ -4,6 +4,7 @@ import {
   buildReport,
   checkRetrySchedule,
   formatMs,
+  smallSampleWarning,
   validateRetryPolicy,
   type Confidence,
   type DurationFormat,
@@ -364,6 +365,15 @@ function TuningReportView({ report, marks, copied, onCopy }: { report: TuningRep
               </div>
             ))}
           </dl>
+          <p className="muted" data-testid="tuning-samples-used">
+            Samples used: {s.n.toLocaleString('en-US')} — {m.measures}
+            {m.endedAt !== null ? `, read at ${new Date(m.endedAt).toLocaleTimeString()}` : ''}. <code>queuescope tune</code> with the same source reads the same samples with the same defaults; its numbers differ only when jobs finished (or were removed) in between.
+          </p>
+          {smallSampleWarning(s.n) !== null && (
+            <p className="notice notice-warn" data-testid="tuning-small-sample">
+              {smallSampleWarning(s.n)}
+            </p>
+          )}
           {m.sampleErrorMs !== null && m.sampleErrorMs > 0 && <p className="muted">Each sample ± {formatMs(m.sampleErrorMs)} (sampling interval).</p>}
           {s.longTail && (
             <p className="notice notice-warn" data-testid="tuning-long-tail">
