@@ -6,8 +6,8 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { QueuescopeError } from '../../shared/domain';
-import type { ProjectConfig } from '../../shared/config/project-config';
-import { checkAuditConfig, evaluateAudit, parseMeasurements, type AuditFacts, type AuditReport, type Measurements } from '../../shared/audit';
+import { matchesQueuePattern, type ProjectConfig } from '../../shared/config/project-config';
+import { checkAuditConfig, evaluateAudit, parseMeasurements, similarNames, type AuditFacts, type AuditReport, type Measurements } from '../../shared/audit';
 import type { BrokerAdapter } from '../adapters/types';
 import { loadProjectConfig } from '../config/project-file';
 
@@ -61,7 +61,8 @@ export interface RunAuditOptions {
 /**
  * Audits the connections of `adapters`.
  * @throws QueuescopeError `INVALID_INPUT` for a bad project file (every problem by path) or
- *   measurements file, `UNSUPPORTED` for a connection without an audit collector (snapshots), and
+ *   measurements file, `QUEUE_NOT_FOUND` when `--queues` / `audit.queues` select no queue (with
+ *   similar names; a pattern of `audit.queues` that matches nothing while others do is a note), `UNSUPPORTED` for a connection without an audit collector (snapshots), and
  *   the collectors' connection errors.
  */
 export async function runAudit(adapters: BrokerAdapter[], options: RunAuditOptions, signal?: AbortSignal): Promise<AuditReport> {
@@ -80,7 +81,7 @@ export async function runAudit(adapters: BrokerAdapter[], options: RunAuditOptio
     if (!a.audit) throw new QueuescopeError('UNSUPPORTED', `A ${a.broker} connection cannot be audited: the audit reads live broker configuration (snapshots do not hold it).`);
     facts.push(await a.audit.collect({ ...(options.queuePattern !== undefined ? { pattern: options.queuePattern } : {}), ...(options.sampleMessages !== undefined ? { sampleMessages: options.sampleMessages } : {}) }, signal));
   }
-  return evaluateAudit(facts, {
+  const report = evaluateAudit(facts, {
     config: loaded.config.audit,
     measurements: m.measurements,
     ...(options.queuePattern !== undefined ? { queuePatterns: [options.queuePattern] } : {}),
@@ -89,5 +90,38 @@ export async function runAudit(adapters: BrokerAdapter[], options: RunAuditOptio
     configPath: loaded.path,
     measurementsPath: absM,
     notes: m.problems.map((p) => `measurements: ${p}`),
+  });
+  if (report.queues.length === 0) await throwNoQueueMatched(adapters, facts, options.queuePattern, loaded.config.audit.queues, loaded.path, signal);
+  // A config pattern that matched nothing while others did: a warning (a typo, or a queue on another connection).
+  const unmatched = (loaded.config.audit.queues ?? []).filter((p) => !facts.some((f) => f.queues.some((q) => matchesQueuePattern(p, q.name) || matchesQueuePattern(p, q.id))));
+  if (unmatched.length > 0) report.notes.push(`audit.queues patterns that match no queue on ${facts.map((f) => f.label).join(', ')}: ${unmatched.slice(0, 20).map((p) => `"${p}"`).join(', ')}${unmatched.length > 20 ? ` and ${String(unmatched.length - 20)} more` : ''} (a typo, or queues of another connection)`);
+  return report;
+}
+
+/**
+ * The selection (`--queues` AND the project file's `audit.queues`) matched no queue: a typo'd
+ * pattern must not pass a release gate on the server-level rules alone.
+ * @throws QueuescopeError `QUEUE_NOT_FOUND` naming the pattern(s) and up to 5 similar queue names.
+ */
+async function throwNoQueueMatched(adapters: BrokerAdapter[], facts: AuditFacts[], cliPattern: string | undefined, configPatterns: string[] | undefined, configPath: string | null, signal?: AbortSignal): Promise<never> {
+  // The collectors already applied --queues: list every queue for the suggestions.
+  let names = facts.flatMap((f) => f.queues.map((q) => q.name));
+  if (cliPattern !== undefined) {
+    names = [];
+    for (const a of adapters) names.push(...(await a.listQueues({}, signal).catch(() => [])).map((q) => q.name));
+  }
+  const labels = facts.map((f) => f.label).join(', ');
+  // Blame only what emptied the selection: --queues alone when it matched nothing (the collectors applied it), else the config's patterns too.
+  const cliMatchedSome = cliPattern !== undefined && facts.some((f) => f.queues.length > 0);
+  const blameConfig = configPatterns !== undefined && configPatterns.length > 0 && (cliPattern === undefined || cliMatchedSome);
+  const what: string[] = [];
+  if (cliPattern !== undefined) what.push(`--queues "${cliPattern}"`);
+  if (blameConfig) what.push(`audit.queues ${configPatterns.slice(0, 10).map((p) => `"${p}"`).join(', ')}${configPatterns.length > 10 ? ` and ${String(configPatterns.length - 10)} more` : ''}${configPath !== null ? ` (${configPath})` : ''}`);
+  const similar = [...new Set([...(cliPattern !== undefined ? [cliPattern] : []), ...(blameConfig ? configPatterns : [])].flatMap((p) => similarNames(p, names)))].slice(0, 5);
+  const hint = names.length === 0 ? ' (it has no queues)' : similar.length > 0 ? `; similar: ${similar.join(', ')}` : `; it has ${String(names.length)} queue${names.length === 1 ? '' : 's'}, e.g. ${names.slice(0, 3).join(', ')}`;
+  throw new QueuescopeError('QUEUE_NOT_FOUND', `No queue matches ${what.join(' and ')} on ${labels}${hint}. Nothing was audited (server-level checks alone are not a pass).`, {
+    ...(cliPattern !== undefined ? { pattern: cliPattern } : {}),
+    ...(configPatterns !== undefined ? { configPatterns } : {}),
+    similar,
   });
 }

@@ -5,7 +5,7 @@
 import { matchesQueuePattern, type AuditConfig, type ProjectConfigIssue } from '../config/project-config';
 import { AUDIT_RULES, RULE_CATALOG } from './catalog';
 import type { AnyRule, RuleContext } from './rule-kit';
-import type { AuditCheck, AuditFacts, AuditFinding, AuditReport, AuditSeverity, Measurements, QueueFacts, RabbitServerFacts, RedisServerFacts, RuleOutcome } from './types';
+import type { UnusedSuppression, AuditCheck, AuditFacts, AuditFinding, AuditReport, AuditSeverity, Measurements, QueueFacts, RabbitServerFacts, RedisServerFacts, RuleOutcome } from './types';
 
 /**
  * Checks the rule ids and thresholds the project file names (the zod schema only checks shapes).
@@ -74,6 +74,9 @@ export function evaluateAudit(facts: AuditFacts[], options: EvaluateOptions): Au
     .filter(([, s]) => s === 'off')
     .map(([id]) => id);
   const queues: AuditReport['queues'] = [];
+  const usedSuppressions = new Set<number>();
+  /** Every target (queue name and id, server label) the rules ran on, for the unused-suppression check. */
+  const targets: string[] = [];
 
   const severityOf = (rule: AnyRule): AuditSeverity => {
     const s = config.severity[rule.meta.id];
@@ -100,7 +103,9 @@ export function evaluateAudit(facts: AuditFacts[], options: EvaluateOptions): Au
       checks.push({ ruleId: rule.meta.id, target, queueId, status: 'not-checked', note: `not checked: ${outcome.reason}` });
       return;
     }
-    const sup = config.suppress.find((s) => s.rule === rule.meta.id && (matchesQueuePattern(s.queue, target) || (queueId !== null && matchesQueuePattern(s.queue, queueId))));
+    const supIndex = config.suppress.findIndex((s) => s.rule === rule.meta.id && (matchesQueuePattern(s.queue, target) || (queueId !== null && matchesQueuePattern(s.queue, queueId))));
+    const sup = supIndex >= 0 ? config.suppress[supIndex] : undefined;
+    if (supIndex >= 0) usedSuppressions.add(supIndex);
     findings.push({
       ruleId: rule.meta.id,
       broker: rule.meta.broker,
@@ -129,10 +134,12 @@ export function evaluateAudit(facts: AuditFacts[], options: EvaluateOptions): Au
         record(rule, outcome, s.label, null);
       }
     }
+    targets.push(...f.servers.map((s) => s.label));
     for (const q of f.queues) {
       const t = targetOf(q);
       if (!queueSelected(t, config.queues) || !queueSelected(t, options.queuePatterns)) continue;
       queues.push({ id: t.id, name: t.name, broker: f.broker });
+      targets.push(t.name, t.id);
       for (const rule of AUDIT_RULES) {
         if (disabled.includes(rule.meta.id) || rule.meta.scope !== 'queue' || rule.kind !== q.kind) continue;
         const outcome = (rule.check as (x: QueueFacts, c: RuleContext) => RuleOutcome)(q, contextFor(rule, rabbitServer, redisServer));
@@ -153,6 +160,7 @@ export function evaluateAudit(facts: AuditFacts[], options: EvaluateOptions): Au
     checks,
     disabledRules: disabled,
     notes: [...(options.notes ?? []), ...facts.flatMap((f) => f.notes)],
+    unusedSuppressions: unusedSuppressions(config, usedSuppressions, new Set(facts.map((f) => f.broker)), disabled, targets, queues.map((q) => q.name)),
     counts: {
       error: active.filter((x) => x.severity === 'error').length,
       warning: active.filter((x) => x.severity === 'warning').length,
@@ -164,6 +172,69 @@ export function evaluateAudit(facts: AuditFacts[], options: EvaluateOptions): Au
     configPath: options.configPath ?? null,
     measurementsPath: options.measurementsPath ?? null,
   };
+}
+
+/**
+ * Suppressions that suppressed nothing, each with why: the rule is turned off, the queue pattern
+ * matches no audited queue (with similar names), or the rule found nothing on the matching queues.
+ * Suppressions of rules whose broker was not audited are left out (one project file can serve
+ * several connections).
+ */
+function unusedSuppressions(config: AuditConfig, used: Set<number>, brokers: Set<string>, disabled: string[], targets: string[], queueNames: string[]): UnusedSuppression[] {
+  const out: UnusedSuppression[] = [];
+  config.suppress.forEach((s, index) => {
+    if (used.has(index)) return;
+    const broker = RULE_CATALOG.get(s.rule)?.broker;
+    if (broker !== undefined && !brokers.has(broker)) return;
+    let why: string;
+    if (disabled.includes(s.rule)) why = `rule ${s.rule} is turned off in audit.severity`;
+    else if (!targets.some((t) => matchesQueuePattern(s.queue, t))) {
+      const similar = similarNames(s.queue, queueNames);
+      why = `queue pattern "${s.queue}" matches no audited queue${similar.length > 0 ? `; similar: ${similar.join(', ')}` : ''}`;
+    } else why = `rule ${s.rule} found nothing to suppress on the queues "${s.queue}" matches (fixed? then remove the suppression)`;
+    out.push({ index, rule: s.rule, queue: s.queue, why });
+  });
+  return out;
+}
+
+/** Levenshtein distance (case-insensitive), capped work: both strings cut to 200 characters. */
+function editDistance(a: string, b: string): number {
+  const x = a.slice(0, 200).toLowerCase();
+  const y = b.slice(0, 200).toLowerCase();
+  let prev = Array.from({ length: y.length + 1 }, (_v, j) => j);
+  for (let i = 1; i <= x.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= y.length; j++) cur.push(Math.min((prev[j] ?? 0) + 1, (cur[j - 1] ?? 0) + 1, (prev[j - 1] ?? 0) + (x[i - 1] === y[j - 1] ? 0 : 1)));
+    prev = cur;
+  }
+  return prev[y.length] ?? 0;
+}
+
+/**
+ * Up to `limit` names most like a queue `pattern` (`*` wildcards): names containing one of the
+ * pattern's literal parts (3+ characters) first, then by edit distance between the literal text and the name (or,
+ * for a prefix pattern, the name's prefix of the same length). Names further away than a third of the
+ * literal's length (at least 1 edit) are left out.
+ */
+export function similarNames(pattern: string, names: readonly string[], limit = 5): string[] {
+  const literal = pattern.replace(/\*/g, '');
+  const parts = pattern.split('*').filter((p) => p.length >= 3).map((p) => p.toLowerCase());
+  const prefixOnly = pattern.endsWith('*') && !pattern.slice(0, -1).includes('*');
+  const scored: { name: string; score: number }[] = [];
+  for (const name of new Set(names)) {
+    const lower = name.toLowerCase();
+    if (parts.some((p) => lower.includes(p))) {
+      scored.push({ name, score: -1 });
+      continue;
+    }
+    if (literal.length === 0) continue;
+    const d = Math.min(editDistance(literal, name), prefixOnly ? editDistance(literal, name.slice(0, literal.length)) : Number.POSITIVE_INFINITY);
+    if (d <= Math.max(1, Math.ceil(literal.length / 3))) scored.push({ name, score: d });
+  }
+  return scored
+    .sort((a, b) => a.score - b.score || a.name.length - b.name.length || a.name.localeCompare(b.name))
+    .slice(0, limit)
+    .map((s) => s.name);
 }
 
 /**

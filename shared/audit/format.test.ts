@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { XMLParser } from 'fast-xml-parser';
 import { SyntaxValidator } from 'fast-xml-validator';
 import { defaultProjectConfig } from '../config/project-config';
-import { evaluateAudit } from './evaluate';
+import { evaluateAudit, similarNames } from './evaluate';
 import { formatAuditReport, mdEscape, toSarif, xmlEscape, xmlText } from './format';
 import type { AuditReport, SqsQueueFacts } from './types';
 import { junitSchemaErrors } from '../../test/fixtures/audit/junit-schema';
@@ -70,6 +70,10 @@ describe('JUnit', () => {
     expect(suite('sqs.visibility-timeout-below-processing-time')?.skipped).toBe('2');
     expect(suite('sqs.short-polling')?.testcase.every((c) => c.failure === undefined)).toBe(true);
     expect(doc.testsuites.failures).toBe('1');
+    // The classname is the rule id once (Jenkins: package = broker, class = rule), not "sqs.sqs.<rule>".
+    const classnames = (parser.parse(xml) as { testsuites: { testsuite: { testcase: { classname: string }[] }[] } }).testsuites.testsuite.flatMap((x) => x.testcase.map((c) => c.classname));
+    expect(classnames).toContain('sqs.no-redrive-policy');
+    expect(classnames.filter((c) => /^(\w+)\.\1\./.test(c) || !/^sqs\.[a-z0-9-]+$/.test(c))).toEqual([]);
     // --fail-on warning does not turn info into failures
     const warningXml = formatAuditReport(r, 'junit', { failOn: 'warning' });
     expect((parser.parse(warningXml) as JUnitDoc).testsuites.failures).toBe('1');
@@ -94,7 +98,9 @@ describe('JUnit', () => {
     const markup = fc.constantFrom('</testcase>', ']]>', '<![CDATA[', '&amp;', '"\'<>&', '\r\n', '\r', '\t', '\u0000', '\u001b[31m', '\uD800', '\uFFFE', '&#0;', '<skipped message="x"/>');
     const text = fc.oneof(hostile, fc.array(fc.oneof(hostile, markup), { minLength: 1, maxLength: 6 }).map((p) => p.join('')));
     const cases = fc.sample(fc.record({ name: text, reason: text, suppress: fc.boolean() }), { numRuns: 300, seed: 20260102 });
-    const docs = cases.map((c) => formatAuditReport(report([c.name, 'other'], c.suppress ? [{ rule: 'sqs.no-redrive-policy', queue: c.name, reason: c.reason }] : []), 'junit'));
+    // Each report also carries an unused suppression with a hostile pattern (its warning goes into <system-err>).
+    const docs = cases.map((c) => formatAuditReport(report([c.name, 'other'], [...(c.suppress ? [{ rule: 'sqs.no-redrive-policy', queue: c.name, reason: c.reason }] : []), { rule: 'sqs.dlq-not-empty', queue: `${c.reason}\u0000]]>`, reason: 'x' }]), 'junit'));
+    expect(docs.every((d) => d.includes('<testsuite name="queuescope.unused-suppressions"'))).toBe(true);
     const errors = await junitSchemaErrors(docs);
     const failing = [...new Set(errors.map((e) => Number(/^report-(\d+)\.xml/.exec(e)?.[1] ?? -1)))].map((i) => ({ input: cases[i], errors: errors.filter((e) => e.startsWith(`report-${String(i)}.xml`)) }));
     expect(failing).toEqual([]);
@@ -152,5 +158,74 @@ describe('Markdown and SARIF', () => {
     const text = formatAuditReport(report(['evil\u001b[31m']), 'text', { escape: (l) => l.replace(/\u001b/g, '\\x1b') });
     expect(text).not.toContain('\u001b');
     expect(text).toContain('evil\\x1b[31m');
+  });
+});
+
+describe('unused suppressions (a warning in every format, never a failure)', () => {
+  const suppress = [
+    { rule: 'sqs.no-redrive-policy', queue: 'notifcations', reason: 'typo of notifications' },
+    { rule: 'sqs.no-redrive-policy', queue: 'orders', reason: 'producer retries' },
+    { rule: 'redis.no-persistence', queue: '127.0.0.1:6379', reason: 'another connection: not listed' },
+    { rule: 'sqs.dlq-not-empty', queue: 'orders', reason: 'the rule finds nothing on orders' },
+  ];
+  const r = report(['notifications', 'orders'], suppress);
+
+  it('lists each suppression that suppressed nothing, with why and similar names; used and other-broker ones are not listed', () => {
+    expect(r.unusedSuppressions).toEqual([
+      { index: 0, rule: 'sqs.no-redrive-policy', queue: 'notifcations', why: 'queue pattern "notifcations" matches no audited queue; similar: notifications' },
+      { index: 3, rule: 'sqs.dlq-not-empty', queue: 'orders', why: 'rule sqs.dlq-not-empty found nothing to suppress on the queues "orders" matches (fixed? then remove the suppression)' },
+    ]);
+    // Not a failure: only the real finding on notifications counts.
+    expect(r.counts.error).toBe(1);
+    expect(r.counts.suppressed).toBe(1);
+    const off = evaluateAudit([{ broker: 'sqs', label: 'sqs://test', servers: [], queues: [sqsFacts('orders')], notes: [] }], {
+      config: { ...defaultProjectConfig().audit, severity: { 'sqs.short-polling': 'off' }, suppress: [{ rule: 'sqs.short-polling', queue: 'orders', reason: 'long polling later' }] },
+      measurements: new Map(),
+      now: 0,
+    });
+    expect(off.unusedSuppressions.map((u) => u.why)).toEqual(['rule sqs.short-polling is turned off in audit.severity']);
+  });
+
+  it('text line, json field, JUnit system-err (schema-valid, no failure), SARIF notification, Markdown section', async () => {
+    const line = 'unused suppression audit.suppress[0] (sqs.no-redrive-policy on "notifcations"): queue pattern "notifcations" matches no audited queue; similar: notifications';
+    expect(formatAuditReport(r, 'text').split('\n')).toContain(`warning: ${line}`);
+    expect((JSON.parse(formatAuditReport(r, 'json')) as { unusedSuppressions: unknown[] }).unusedSuppressions).toHaveLength(2);
+    const xml = formatAuditReport(r, 'junit');
+    expect(await junitSchemaErrors([xml])).toEqual([]);
+    const doc = parser.parse(xml) as { testsuites: { failures: string; testsuite: { name: string; testcase: { name: string; 'system-err'?: string }[] }[] } };
+    const suite = doc.testsuites.testsuite.find((x) => x.name === 'queuescope.unused-suppressions');
+    expect(suite?.testcase.map((c) => [c.name, c['system-err']])).toEqual([
+      ['audit.suppress[0]', `warning: ${line}`],
+      ['audit.suppress[3]', expect.stringContaining('warning: unused suppression audit.suppress[3]')],
+    ]);
+    expect(doc.testsuites.failures).toBe('1');
+    const sarif = toSarif(r) as { runs: { invocations: { toolExecutionNotifications: { level: string; message: { text: string } }[] }[] }[] };
+    expect(sarif.runs[0]?.invocations[0]?.toolExecutionNotifications).toContainEqual({ level: 'warning', message: { text: line }, descriptor: { id: 'queuescope.unused-suppression' } });
+    const md = formatAuditReport(r, 'markdown');
+    expect(md).toContain('## Unused suppressions');
+    expect(md).toContain('- audit.suppress\\[0\\] · sqs.no-redrive-policy on notifcations: queue pattern "notifcations" matches no audited queue; similar: notifications');
+    expect(formatAuditReport(report(['orders']), 'markdown')).not.toContain('Unused suppressions');
+  });
+});
+
+describe('similarNames', () => {
+  it('suggests close names for a typo and nothing for an unrelated pattern', () => {
+    const names = ['notifications', 'orders', 'orders-dlq', 'payments', 'audit.work'];
+    expect(similarNames('notifcations', names)).toEqual(['notifications']);
+    expect(similarNames('ordrs*', names)).toEqual(['orders', 'orders-dlq']);
+    expect(similarNames('*work*', names)).toEqual(['audit.work']);
+    expect(similarNames('zzz*', names)).toEqual([]);
+  });
+
+  it('any pattern: at most 5 of the given names, no duplicates', () => {
+    fc.assert(
+      fc.property(fc.string({ maxLength: 30 }), fc.array(fc.string({ maxLength: 30 }), { maxLength: 30 }), (pattern, names) => {
+        const got = similarNames(pattern, names);
+        expect(got.length).toBeLessThanOrEqual(5);
+        expect(new Set(got).size).toBe(got.length);
+        for (const g of got) expect(names).toContain(g);
+      }),
+      { numRuns: 300 },
+    );
   });
 });

@@ -5,7 +5,7 @@
  * through the caller's `escape` (the CLI's terminal escaping).
  */
 import { AUDIT_RULES } from './catalog';
-import type { AuditFinding, AuditReport, AuditSeverity } from './types';
+import type { AuditFinding, AuditReport, AuditSeverity, UnusedSuppression } from './types';
 
 export const AUDIT_FORMATS = ['text', 'json', 'junit', 'sarif', 'markdown'] as const;
 export type AuditFormat = (typeof AUDIT_FORMATS)[number];
@@ -57,8 +57,14 @@ function formatText(r: AuditReport, o: FormatOptions): string {
   }
   if (r.disabledRules.length > 0) lines.push(`Rules turned off in the config: ${r.disabledRules.join(', ')}`, '');
   for (const n of r.notes) lines.push(`note: ${n}`);
+  for (const u of r.unusedSuppressions) lines.push(`warning: ${unusedSuppressionText(u)}`);
   const esc = o.escape ?? ((s: string) => s);
   return `${lines.map(esc).join('\n').replace(/\n+$/, '')}\n`;
+}
+
+/** `unused suppression audit.suppress[0] (sqs.no-redrive-policy on "x"): why` — one line, for every format. */
+export function unusedSuppressionText(u: UnusedSuppression): string {
+  return `unused suppression audit.suppress[${String(u.index)}] (${u.rule} on "${u.queue}"): ${u.why}`;
 }
 
 // ------------------------------------------------------------------ XML
@@ -84,7 +90,9 @@ export function xmlEscape(s: string): string {
  * (at or above `failOn`, not suppressed) are `<failure>`, lower findings pass with the finding in
  * `<system-out>`, suppressed and not-checked ones are `<skipped>` with the reason as its text (the
  * schema types `<skipped>` as a plain string: no `message` attribute). Skipped counts are per
- * `<testsuite>` (the schema has no `skipped` attribute on `<testsuites>`).
+ * `<testsuite>` (the schema has no `skipped` attribute on `<testsuites>`). Unused suppressions
+ * (a warning) are passing cases of a `queuescope.unused-suppressions` suite, the warning in their
+ * `<system-err>`. The classname is the rule id (`rabbitmq.no-dead-letter-exchange`: package = broker).
  */
 function formatJunit(r: AuditReport, o: FormatOptions): string {
   const failOn = o.failOn ?? 'error';
@@ -109,14 +117,20 @@ function formatJunit(r: AuditReport, o: FormatOptions): string {
     if (f.suppressed) body = `<skipped>${xmlText(`suppressed: ${f.suppressed.reason}`)}</skipped><system-out>${xmlText(detail)}</system-out>`;
     else if (failed) body = `<failure message="${xmlAttr(f.message)}" type="${f.severity}">${xmlText(detail)}</failure>`;
     else body = `<system-out>${xmlText(`${f.severity}: ${detail}`)}</system-out>`;
-    add(f.ruleId, { name: f.target, classname: `${f.broker}.${f.ruleId}`, body, failed, skipped: f.suppressed !== null });
+    add(f.ruleId, { name: f.target, classname: f.ruleId, body, failed, skipped: f.suppressed !== null });
   }
   for (const c of r.checks) {
-    const broker = c.ruleId.split('.')[0] ?? '';
-    add(c.ruleId, { name: c.target, classname: `${broker}.${c.ruleId}`, body: c.status === 'not-checked' ? `<skipped>${xmlText(c.note ?? 'not checked')}</skipped>` : '', failed: false, skipped: c.status === 'not-checked' });
+    add(c.ruleId, { name: c.target, classname: c.ruleId, body: c.status === 'not-checked' ? `<skipped>${xmlText(c.note ?? 'not checked')}</skipped>` : '', failed: false, skipped: c.status === 'not-checked' });
   }
   const order = AUDIT_RULES.map((x) => x.meta.id);
   const suites = [...byRule.entries()].sort((a, b) => order.indexOf(a[0]) - order.indexOf(b[0]));
+  // Unused suppressions: a warning, not a failure — passing cases of their own suite, the warning in <system-err>.
+  if (r.unusedSuppressions.length > 0) {
+    suites.push([
+      'queuescope.unused-suppressions',
+      r.unusedSuppressions.map((u) => ({ name: `audit.suppress[${String(u.index)}]`, classname: 'queuescope.unused-suppression', body: `<system-err>${xmlText(`warning: ${unusedSuppressionText(u)}`)}</system-err>`, failed: false, skipped: false })),
+    ]);
+  }
   const total = suites.reduce((n, [, cs]) => n + cs.length, 0);
   const failures = suites.reduce((n, [, cs]) => n + cs.filter((c) => c.failed).length, 0);
   const out: string[] = ['<?xml version="1.0" encoding="UTF-8"?>'];
@@ -170,6 +184,7 @@ export function toSarif(r: AuditReport, o: FormatOptions = {}): Record<string, u
             toolExecutionNotifications: [
               ...r.checks.filter((c) => c.status === 'not-checked').map((c) => ({ level: 'note', message: { text: `${c.ruleId} on ${c.target}: ${c.note ?? 'not checked'}` }, descriptor: { id: c.ruleId } })),
               ...r.notes.map((n) => ({ level: 'warning', message: { text: n } })),
+              ...r.unusedSuppressions.map((u) => ({ level: 'warning', message: { text: unusedSuppressionText(u) }, descriptor: { id: 'queuescope.unused-suppression' } })),
             ],
           },
         ],
@@ -214,6 +229,11 @@ function formatMarkdown(r: AuditReport): string {
   if (sup.length > 0) {
     out.push('## Suppressed', '', '| Queue | Rule | Reason |', '|---|---|---|');
     for (const f of sup) out.push(`| ${mdEscape(f.target)} | ${f.ruleId} | ${mdEscape(f.suppressed?.reason ?? '')} |`);
+    out.push('');
+  }
+  if (r.unusedSuppressions.length > 0) {
+    out.push('## Unused suppressions', '', 'Warning: these suppressions in the project file suppressed nothing (a typo, or a queue or finding that is gone).', '');
+    for (const u of r.unusedSuppressions) out.push(`- audit.suppress\\[${String(u.index)}\\] · ${mdEscape(u.rule)} on ${mdEscape(u.queue)}: ${mdEscape(u.why)}`);
     out.push('');
   }
   const nc = r.checks.filter((c) => c.status === 'not-checked');

@@ -340,6 +340,16 @@ export interface AuditCheck {
   note: string | null;
 }
 
+/** A project-file suppression that matched no finding: where it is and why it matched nothing. */
+export interface UnusedSuppression {
+  /** Index in `audit.suppress`. */
+  index: number;
+  rule: string;
+  queue: string;
+  /** e.g. `queue pattern "notifcations" matches no audited queue; similar: notifications`. */
+  why: string;
+}
+
 /** The result of an audit. */
 export interface AuditReport {
   version: 1;
@@ -354,6 +364,12 @@ export interface AuditReport {
   disabledRules: string[];
   /** Collector notes (parts of the configuration that could not be read). */
   notes: string[];
+  /**
+   * Suppressions in the project file that suppressed no finding in this run (a typo'd queue name,
+   * a queue that no longer exists, a rule that now passes or is turned off). A warning, never a
+   * failure. Suppressions of rules for brokers that were not audited in this run are not listed.
+   */
+  unusedSuppressions: UnusedSuppression[];
   counts: { error: number; warning: number; info: number; suppressed: number; notChecked: number; passed: number };
   /** The project file used, if any. */
   configPath: string | null;

@@ -114,7 +114,9 @@ describe('queuescope audit on the seeded brokers', () => {
       expect(Number(s.skipped)).toBe(s.testcase.filter((c) => c.skipped !== undefined).length);
       for (const c of s.testcase) {
         expect(c.name).not.toBe('');
-        expect(c.classname).toBe(`${s.name.split('.')[0] ?? ''}.${s.name}`);
+        // The rule id once (package = broker): `rabbitmq.dead-letters-unroutable`, not `rabbitmq.rabbitmq.…`.
+        expect(c.classname).toBe(s.name);
+        expect(c.classname).toMatch(/^(redis|rabbitmq|sqs)\.[a-z0-9-]+$/);
       }
       for (const c of f) {
         expect(c.failure?.type).toBe('error');
@@ -158,6 +160,45 @@ describe('queuescope audit on the seeded brokers', () => {
     const md = await run(['audit', ...CONNECTIONS, '--config', cfg, '--format', 'markdown']);
     expect(md.stdout).toContain('## Suppressed');
     expect(md.stdout).toContain('| notifications | rabbitmq.ttl-or-max-length-without-dlx | notifications expire on purpose after an hour |');
+  });
+
+  it('a --queues pattern or audit.queues that matches no queue fails with exit 4, naming the pattern and similar queues', async () => {
+    const r = await run(['audit', AMQP_URL, '--queues', 'zzz*', '--format', 'junit']);
+    expect(r.code).toBe(4);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain('No queue matches --queues "zzz*"');
+    expect(r.stderr).toContain('server-level checks alone are not a pass');
+    const typo = await run(['audit', AMQP_URL, '--queues', 'shipments.wrk']);
+    expect(typo.code).toBe(4);
+    expect(typo.stderr).toMatch(/No queue matches --queues "shipments\.wrk" on .*; similar: shipments\.work/);
+    const cfg = join(dir, 'typo-queues.json');
+    await writeFile(cfg, JSON.stringify({ audit: { queues: ['notifcations'] } }));
+    const c = await run(['audit', AMQP_URL, '--config', cfg, '--fail-on', 'none']);
+    expect(c.code).toBe(4);
+    expect(c.stderr).toMatch(/No queue matches audit\.queues "notifcations" \(.*typo-queues\.json\) on .*; similar: notifications/);
+    // A pattern that matches still passes (exit 0 under --fail-on none).
+    expect((await run(['audit', AMQP_URL, '--queues', 'shipments.*', '--fail-on', 'none'])).code).toBe(0);
+  });
+
+  it('an unused suppression is a warning in every format, not a failure', async () => {
+    const cfg = join(dir, 'unused.json');
+    await writeFile(cfg, JSON.stringify({ audit: { queues: SEEDED, suppress: [{ rule: 'rabbitmq.ttl-or-max-length-without-dlx', queue: 'notifcations', reason: 'typo of notifications' }] } }));
+    const warning = 'unused suppression audit.suppress[0] (rabbitmq.ttl-or-max-length-without-dlx on "notifcations"): queue pattern "notifcations" matches no audited queue; similar: notifications';
+    const text = await run(['audit', AMQP_URL, '--config', cfg, '--fail-on', 'none']);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain(`warning: ${warning}`);
+    // The finding the typo meant to suppress is still an error.
+    expect(text.stdout).toMatch(/ERROR {4}notifications {2}rabbitmq\.ttl-or-max-length-without-dlx/);
+    const json = await run(['audit', AMQP_URL, '--config', cfg, '--format', 'json', '--fail-on', 'none']);
+    expect((JSON.parse(json.stdout) as AuditReport).unusedSuppressions).toEqual([{ index: 0, rule: 'rabbitmq.ttl-or-max-length-without-dlx', queue: 'notifcations', why: 'queue pattern "notifcations" matches no audited queue; similar: notifications' }]);
+    expect(json.stderr).toContain(`warning: ${warning}`);
+    const junit = await run(['audit', AMQP_URL, '--config', cfg, '--format', 'junit', '--fail-on', 'none']);
+    expect(junit.stdout).toContain(`<system-err>warning: ${warning.replace(/"/g, '&quot;')}</system-err>`);
+    expect(await junitSchemaErrors([junit.stdout])).toEqual([]);
+    const sarif = await run(['audit', AMQP_URL, '--config', cfg, '--format', 'sarif', '--fail-on', 'none']);
+    expect(sarif.stdout).toContain(JSON.stringify(warning));
+    const md = await run(['audit', AMQP_URL, '--config', cfg, '--format', 'markdown', '--fail-on', 'none']);
+    expect(md.stdout).toContain('## Unused suppressions');
   });
 
   it('a bad project file is refused with every problem by path (exit 2)', async () => {

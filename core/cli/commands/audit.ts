@@ -2,7 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
 import { Option, type Command } from 'commander';
 import { QueuescopeError } from '../../../shared/domain';
-import { AUDIT_FORMATS, AUDIT_RULES, failsThreshold, formatAuditReport, summaryLine, type AuditFormat } from '../../../shared/audit';
+import { AUDIT_FORMATS, AUDIT_RULES, failsThreshold, formatAuditReport, summaryLine, unusedSuppressionText, type AuditFormat } from '../../../shared/audit';
 import { runAudit } from '../../audit/run';
 import type { BrokerAdapter } from '../../adapters/types';
 import { connectionOptions, type CliContext, type CommonOpts } from '../context';
@@ -41,7 +41,7 @@ export function register(program: Command, ctx: CliContext): void {
       .command('audit')
       .description('check queue configuration for message loss and duplicates (dead-lettering, retention, timeouts, persistence) before a release')
       .argument('[connections...]', 'one or more URLs or saved connections (default: from the environment)')
-      .option('--queues <pattern>', 'only queues whose name matches (* wildcard)')
+      .option('--queues <pattern>', 'only queues whose name matches (* wildcard); exit 4 (queue not found) when it, or the config\'s audit.queues, matches no queue')
       .option('--config <file>', 'project file (default: queuescope.config.json/.yaml found upward from here)')
       .addOption(new Option('--format <format>', 'output format').choices([...AUDIT_FORMATS]).default('text'))
       .option('--output <file>', 'write the report to a file (the summary still goes to stderr)')
@@ -95,6 +95,8 @@ export function register(program: Command, ctx: CliContext): void {
         }
         ctx.err(`${escapeForTerminal(summaryLine(report))}; ${format} report written to ${escapeForTerminal(path)}\n`);
       } else ctx.out(text);
+      // Unused suppressions are a warning, never a failure; the text report has them inline, other formats and files get them on stderr too.
+      if (format !== 'text' || opts.output !== undefined) for (const u of report.unusedSuppressions) ctx.err(`warning: ${escapeForTerminal(unusedSuppressionText(u))}\n`);
       if (failOn !== 'none' && failsThreshold(report, failOn)) ctx.setExitCode(EXIT.FINDINGS);
     } finally {
       for (const a of adapters) await a.close().catch(() => undefined);
