@@ -241,14 +241,18 @@ class RabbitmqAuditCollector implements AuditCollector {
       const { preview, body } = await this.plan(c, fix, signal);
       if (fix.kind !== 'rabbitmq.add-dlx-policy') throw new QueuescopeError('INVALID_INPUT', 'Not a RabbitMQ fix.');
       await this.put(`/api/policies/${encodeURIComponent(this.s.vhost)}/${encodeURIComponent(fix.policyName)}`, body, signal);
-      // Policies apply asynchronously; read the queue back until it shows the policy (≤ 5 s).
-      let after: RawQueue | null = null;
-      for (let i = 0; i < 25; i++) {
+      // Policies apply asynchronously, and the management API shows a queue's policy from its
+      // statistics (refreshed every collect_statistics_interval, 5 s by default; later under load):
+      // read the queue back until it shows the policy, for at most APPLY_WAIT_MS.
+      const deadline = Date.now() + APPLY_WAIT_MS;
+      let after = await this.currentQueue(c, fix.queueName, signal);
+      for (let wait = 250; after.policy !== fix.policyName && Date.now() < deadline; wait = Math.min(wait * 2, 1000)) {
+        await sleep(Math.min(wait, Math.max(0, deadline - Date.now())), signal);
         after = await this.currentQueue(c, fix.queueName, signal);
-        if (after.policy === fix.policyName) break;
-        await new Promise((r) => setTimeout(r, 200));
       }
-      return { ...preview, after: { policy: after?.policy ?? null, effectivePolicyDefinition: after?.policyDefinition ?? null } };
+      const notes = [...preview.notes];
+      if (after.policy !== fix.policyName) notes.push(`RabbitMQ accepted policy '${fix.policyName}', but after ${String(APPLY_WAIT_MS / 1000)} s the management API still shows ${after.policy === null ? 'no policy' : `policy '${after.policy}'`} on queue '${fix.queueName}' (statistics lag under load, or a policy of higher priority). Run the audit again in a moment.`);
+      return { ...preview, notes, after: { policy: after.policy, effectivePolicyDefinition: after.policyDefinition } };
     });
   }
 
@@ -282,6 +286,25 @@ class RabbitmqAuditCollector implements AuditCollector {
       req.end(data);
     });
   }
+}
+
+/** How long {@link RabbitmqAuditCollector.applyFix} waits for the queue to show a new policy, ms. */
+export const APPLY_WAIT_MS = 30_000;
+
+/** Waits `ms` milliseconds. @throws QueuescopeError `CANCELLED` when `signal` aborts. */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted === true) return reject(new QueuescopeError('CANCELLED', 'Applying the fix was cancelled.'));
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      clearTimeout(t);
+      reject(new QueuescopeError('CANCELLED', 'Applying the fix was cancelled.'));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 /**
