@@ -114,6 +114,8 @@ describe('redrive from the DLQ view (SQS)', () => {
 
     expect(await bodiesIn(srcUrl)).toEqual([0, 1, 4, 5, 8, 9, 12, 13]);
     await expect.poll(() => visible(dlqUrl), { timeout: 10_000 }).toBe(8);
+    // The queue header is refreshed when the redrive ends (16 before).
+    await expect.poll(() => page.locator('.stat[data-stat="Depth"] .stat-value').innerText(), { timeout: 10_000 }).toBe('8');
   });
 
   it('a filtered redrive (one group) and the audit log view', async () => {

@@ -324,7 +324,7 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
 
 function Stat({ label, value, strong = false }: { label: string; value: number | null; strong?: boolean }) {
   return (
-    <div className="stat">
+    <div className="stat" data-stat={label}>
       <div className="stat-label">{label}</div>
       <div className={strong ? 'stat-value strong' : 'stat-value'}>{count(value)}</div>
     </div>
