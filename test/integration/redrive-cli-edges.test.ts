@@ -1,12 +1,15 @@
+import { getEventListeners } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CreateQueueCommand, DeleteQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import amqp from 'amqplib';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main, type CliIo } from '../../core/cli/main';
 import { EXIT } from '../../core/cli/exit-codes';
-import { AMQP_URL, REDIS_URL, uniqueName } from './env';
+import { createSqsAdapter } from '../../core/adapters/sqs';
+import { AMQP_URL, REDIS_URL, SQS_ENDPOINT, SQS_REGION, SQS_TEST_CREDENTIALS, uniqueName } from './env';
 
 /**
  * Tester-found edges of `queuescope redrive` / `reinject` on the real brokers: bodies over the read
@@ -179,5 +182,38 @@ describe('redrive on a Redis list: picked ids, Ctrl+C, --file', () => {
     const rhelp = await cli(['reinject', '--help']);
     expect(rhelp.stdout).not.toContain('--file');
     expect(rhelp.stdout).toContain('--from');
+  });
+});
+
+describe('SQS calls sharing one operation signal (fauxqs)', () => {
+  const sqs = new SQSClient({ region: SQS_REGION, endpoint: SQS_ENDPOINT, credentials: { ...SQS_TEST_CREDENTIALS } });
+  const prefix = uniqueName('rd-listeners');
+  const urls: string[] = [];
+  beforeAll(async () => {
+    for (let i = 0; i < 24; i++) urls.push((await sqs.send(new CreateQueueCommand({ QueueName: `${prefix}-${i}` }))).QueueUrl ?? '');
+  });
+  afterAll(async () => {
+    for (const u of urls) await sqs.send(new DeleteQueueCommand({ QueueUrl: u })).catch(() => undefined);
+    sqs.destroy();
+  });
+
+  it('listQueues (16 GetQueueAttributes at once) keeps at most one abort listener on the signal, and no warning', async () => {
+    const adapter = createSqsAdapter({ kind: 'sqs', region: SQS_REGION, endpoint: SQS_ENDPOINT, ...SQS_TEST_CREDENTIALS });
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w.name);
+    process.on('warning', onWarning);
+    const ac = new AbortController();
+    let max = 0;
+    const iv = setInterval(() => (max = Math.max(max, getEventListeners(ac.signal, 'abort').length)), 1);
+    try {
+      for (let k = 0; k < 3; k++) expect((await adapter.listQueues({ pattern: `${prefix}-*` }, ac.signal)).length).toBe(24);
+    } finally {
+      clearInterval(iv);
+      process.off('warning', onWarning);
+      await adapter.close();
+    }
+    expect(max).toBeGreaterThan(0);
+    expect(max).toBeLessThanOrEqual(1);
+    expect(warnings).not.toContain('MaxListenersExceededWarning');
   });
 });

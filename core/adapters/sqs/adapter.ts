@@ -39,6 +39,7 @@ import {
 } from './attributes';
 import { DEFAULT_CLIENT_OPTIONS, TEST_CLIENT_OPTIONS, createSqsClient, credentialConfigProblem, describeCredentialSource, effectiveEndpoint } from './client';
 import { mapWithConcurrency } from './concurrency';
+import { withCallSignal } from '../../lib/abort';
 import { mapSqsError } from './errors';
 import { DEFAULT_MAX_BODY_BYTES, toQueueMessage } from './message';
 import { createSqsAuditCollector } from './audit';
@@ -133,7 +134,8 @@ export class SqsAdapter implements BrokerAdapter {
     throwIfAborted(signal, action);
     const client = this.sqs();
     try {
-      return await run(client, signal);
+      // One abort listener on `signal` however many calls run at once (listQueues runs 16).
+      return await withCallSignal(signal, (s) => run(client, s));
     } catch (e) {
       if (signal?.aborted === true) throw new QueuescopeError('CANCELLED', `${action} was cancelled.`, undefined, { cause: e });
       throw mapSqsError(e, { action, endpoint: this.endpoint, region: this.config.region, ...(queueName !== undefined ? { queueName } : {}) });

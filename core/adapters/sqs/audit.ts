@@ -20,7 +20,7 @@ import { QueuescopeError, type SqsConnectionConfig } from '../../../shared/domai
 import { matchesQueuePattern } from '../../../shared/config/project-config';
 import type { AuditFacts, AuditFix, FixPreview, SqsQueueFacts, SqsSampleFacts } from '../../../shared/audit/types';
 import type { AuditCollectOptions, AuditCollector } from '../audit-types';
-import { throwIfAborted } from '../../lib/abort';
+import { throwIfAborted, withCallSignal } from '../../lib/abort';
 import { DEFAULT_CLIENT_OPTIONS, createSqsClient, credentialConfigProblem, effectiveEndpoint } from './client';
 import { mapWithConcurrency } from './concurrency';
 import { mapSqsError } from './errors';
@@ -79,7 +79,9 @@ class SqsAuditCollector implements AuditCollector {
   private async call<T>(action: string, queueName: string | undefined, run: (c: SQSClient, s: AbortSignal | undefined) => Promise<T>, signal?: AbortSignal): Promise<T> {
     throwIfAborted(signal);
     try {
-      return await run(this.sqs(), signal);
+      // One abort listener on `signal` however many calls run at once.
+      const client = this.sqs();
+      return await withCallSignal(signal, (s) => run(client, s));
     } catch (e) {
       if (e instanceof QueuescopeError) throw e;
       if (signal?.aborted === true) throw new QueuescopeError('CANCELLED', `${action} was cancelled.`);
