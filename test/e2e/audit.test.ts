@@ -71,6 +71,17 @@ describe('audit page on the seeded brokers', () => {
     const nodlx = finding('shipments.work', 'rabbitmq.no-dead-letter-exchange');
     expect(await nodlx.innerText()).toContain('Warning');
     await expect(nodlx.getByRole('button', { name: 'Add DLX policy → shipments.dlq…' }).count()).resolves.toBe(1);
+    // Laid out like the other screens: padded away from the sidebar and the top edge, "Run again" in the header's top right.
+    const heading = await page.getByRole('heading', { level: 1, name: /^Configuration audit/ }).boundingBox();
+    const sidebar = await page.getByRole('navigation', { name: 'Connections' }).boundingBox();
+    const again = await page.getByRole('button', { name: 'Run again' }).boundingBox();
+    if (!heading || !sidebar || !again) throw new Error('audit page not laid out');
+    expect(heading.x - (sidebar.x + sidebar.width)).toBeGreaterThanOrEqual(12);
+    expect(again.y).toBeLessThan(heading.y + heading.height);
+    expect(again.x + again.width).toBeGreaterThan(heading.x + heading.width);
+    const back = await page.getByRole('button', { name: '← Queues' }).boundingBox();
+    expect(back && back.x - heading.x).toBeLessThan(20); // left-aligned above the title, not centred
+    if (process.env.QS_AUDIT_SCREENSHOTS) await page.screenshot({ path: join(process.env.QS_AUDIT_SCREENSHOTS, 'audit-page.png') });
     // Grouped by queue: the audit.work group holds only its own findings.
     const group = page.getByRole('region', { name: 'audit.work' });
     await expect(group.getByTestId('audit-finding').count()).resolves.toBe(1);
@@ -82,9 +93,16 @@ describe('audit page on the seeded brokers', () => {
     const dialog = page.getByTestId('audit-fix-dialog');
     const diff = dialog.getByTestId('audit-diff');
     await diff.waitFor();
-    const policyRow = diff.locator('tr', { has: page.locator('code', { hasText: /^policy$/ }) });
-    expect(await policyRow.locator('.audit-diff-before').innerText()).toBe('null');
-    expect(await policyRow.locator('.audit-diff-after').innerText()).toBe('qs-dlx-shipments.work');
+    // Human labels, not field names; an absent value reads "none".
+    const row = (label: string) => diff.locator('tr', { has: page.locator('th', { hasText: new RegExp(`^${label}$`) }) });
+    expect(await row('Policy').locator('.audit-diff-before').innerText()).toBe('none');
+    expect(await row('Policy').locator('.audit-diff-after').innerText()).toBe('qs-dlx-shipments.work');
+    expect(await row('Policy pattern').locator('.audit-diff-after').innerText()).toBe('^shipments\\.work$');
+    expect(await row('Effective policy').locator('.audit-diff-before').innerText()).toBe('none');
+    expect(await row('Effective policy').locator('.audit-diff-after').innerText()).toContain('"dead-letter-routing-key": "shipments.dlq"');
+    const dialogText = await dialog.innerText();
+    for (const internal of ['effectivePolicyDefinition', 'policyPattern', 'policyPriority', 'null']) expect(dialogText).not.toContain(internal);
+    if (process.env.QS_AUDIT_SCREENSHOTS) await page.screenshot({ path: join(process.env.QS_AUDIT_SCREENSHOTS, 'audit-fix-dialog.png') });
     expect(await dialog.innerText()).toContain("Dead letters go through the default exchange straight to queue 'shipments.dlq'.");
     await dialog.getByRole('button', { name: 'Apply fix' }).click();
     await dialog.getByRole('heading', { name: 'Fix applied' }).waitFor({ timeout: 30_000 });
@@ -118,8 +136,8 @@ describe('audit page on the seeded brokers', () => {
     const diff = dialog.getByTestId('audit-diff');
     await diff.waitFor();
     const row = diff.locator('tr.audit-diff-changed');
-    expect(await row.locator('td').nth(0).innerText()).toBe('RedrivePolicy');
-    expect(await row.locator('.audit-diff-before').innerText()).toBe('null');
+    expect(await row.locator('th').innerText()).toBe('Redrive policy');
+    expect(await row.locator('.audit-diff-before').innerText()).toBe('none');
     expect(await row.locator('.audit-diff-after').innerText()).toContain('"maxReceiveCount": 5');
     await dialog.getByRole('button', { name: 'Apply fix' }).click();
     await dialog.getByRole('heading', { name: 'Fix applied' }).waitFor({ timeout: 30_000 });

@@ -2,8 +2,29 @@ import { useId } from 'react';
 import { useStore } from '../store';
 import { ErrorState, Loading } from './common';
 
+/** Human labels of the settings a fix preview reports (RabbitMQ policy fields, SQS queue attributes). */
+const FIX_SETTING_LABELS: Record<string, string> = {
+  policy: 'Policy',
+  effectivePolicyDefinition: 'Effective policy',
+  policyPattern: 'Policy pattern',
+  policyPriority: 'Policy priority',
+  RedrivePolicy: 'Redrive policy',
+  RedriveAllowPolicy: 'Redrive allow policy',
+  deadLetterTargetArn: 'Dead-letter queue ARN',
+  maxReceiveCount: 'Max receive count',
+};
+
+/** The label of a setting: a known one, else the key split into words (`deadLetterQueue` → "Dead letter queue"). */
+function settingLabel(key: string): string {
+  const known = FIX_SETTING_LABELS[key];
+  if (known !== undefined) return known;
+  const words = key.replace(/([a-z0-9])([A-Z])/g, '$1 $2').replace(/[_-]+/g, ' ').trim().toLowerCase();
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+/** A value as shown in the diff: "none" for null/absent/`{}`, strings as is, objects as indented JSON. */
 function show(v: unknown): string {
-  if (v === undefined) return '—';
+  if (v === undefined || v === null || (typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length === 0)) return 'none';
   return typeof v === 'string' ? v : JSON.stringify(v, null, 2);
 }
 
@@ -44,9 +65,9 @@ export function AuditFixDialog() {
               <tbody>
                 {diffRows(shown.before, shown.after).map((r) => (
                   <tr key={r.key} className={r.changed ? 'audit-diff-changed' : undefined}>
-                    <td>
-                      <code>{r.key}</code>
-                    </td>
+                    <th scope="row" title={r.key}>
+                      {settingLabel(r.key)}
+                    </th>
                     <td>
                       <pre className="audit-diff-before">{r.before}</pre>
                     </td>

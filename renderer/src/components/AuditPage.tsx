@@ -73,18 +73,20 @@ export function AuditPage({ connectionId }: { connectionId: string }) {
   const notChecked = report?.checks.filter((c) => c.status === 'not-checked') ?? [];
 
   return (
-    <section className="audit-page" aria-labelledby="audit-heading">
-      <header className="screen-header">
-        <div>
+    <section className="screen audit-page" aria-labelledby="audit-heading">
+      <header className="screen-header audit-header">
+        <div className="title-block">
           <button type="button" className="btn btn-ghost btn-small" onClick={() => navigate({ screen: 'queues', connectionId })}>
             ← Queues
           </button>
           <h1 id="audit-heading">Configuration audit{connection ? ` — ${connection.name}` : ''}</h1>
           <p className="muted">Dead-lettering, retention, timeouts, persistence: what loses messages or runs them twice, checked before a release.</p>
         </div>
-        <button type="button" className="btn" onClick={() => void runAudit(connectionId)} disabled={state?.status === 'loading'}>
-          {state?.status === 'loading' ? 'Auditing…' : 'Run again'}
-        </button>
+        <div className="toolbar">
+          <button type="button" className="btn" onClick={() => void runAudit(connectionId)} disabled={state?.status === 'loading'}>
+            {state?.status === 'loading' ? 'Auditing…' : 'Run again'}
+          </button>
+        </div>
       </header>
       {state?.status === 'error' && state.error && <ErrorState error={state.error} onRetry={() => void runAudit(connectionId)} />}
       {report === null && state?.status !== 'error' && <Loading label="Reading the broker configuration…" />}
@@ -127,6 +129,18 @@ export function AuditPage({ connectionId }: { connectionId: string }) {
                 ))}
               </ul>
             </details>
+          )}
+          {report.unusedSuppressions.length > 0 && (
+            <div className="audit-unused-suppressions" role="note" data-testid="audit-unused-suppressions">
+              <strong>Unused suppressions</strong> (warning: they suppressed nothing in this audit)
+              <ul>
+                {report.unusedSuppressions.map((u) => (
+                  <li key={u.index}>
+                    <code>audit.suppress[{u.index}]</code> · <code>{u.rule}</code> on “{u.queue}”: {u.why}
+                  </li>
+                ))}
+              </ul>
+            </div>
           )}
           {report.notes.map((n) => (
             <p key={n} className="muted">
