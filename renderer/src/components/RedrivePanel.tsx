@@ -278,6 +278,38 @@ function AnalysisProgress({ op, onCancel }: { op: OperationSnapshot | null; onCa
   );
 }
 
+/**
+ * Warns about messages that were selected but cannot move (e.g. a body over the read limit): their
+ * count, ids (first 20) and why. They stay in the DLQ. Ids and reasons are untrusted: rendered as text.
+ */
+export function CannotMoveNotice({ plan }: { plan: RedrivePlan }) {
+  if (plan.failed === 0) return null;
+  const shown = plan.cannotMove.slice(0, 20);
+  const overLimit = plan.cannotMove.some((c) => c.reason.includes('read limit'));
+  return (
+    <div className="notice notice-warn" role="alert" data-testid="redrive-cannot-move">
+      <strong>
+        {count(plan.failed)} message{plan.failed === 1 ? '' : 's'} cannot be moved
+      </strong>{' '}
+      and will stay in the dead-letter queue:
+      <ul>
+        {shown.map((c) => (
+          <li key={c.id}>
+            <span className="mono">{c.id}</span> — {c.reason}
+          </li>
+        ))}
+        {plan.failed > shown.length && <li>… and {count(plan.failed - shown.length)} more</li>}
+      </ul>
+      {overLimit && (
+        <span className="muted">
+          Bodies larger than the {count(plan.maxBodyBytes)}-byte read limit are never moved (they could not be backed up whole). The CLI moves them with --max-body-bytes
+          (up to 128 MiB; memory grows with it).
+        </span>
+      )}
+    </div>
+  );
+}
+
 /** The dry run's counts per target and per reason for staying. */
 function PlanView({ plan }: { plan: RedrivePlan }) {
   return (
@@ -307,6 +339,7 @@ function PlanView({ plan }: { plan: RedrivePlan }) {
           </ul>
         </>
       )}
+      <CannotMoveNotice plan={plan} />
       {plan.loops.map((l) => (
         <div key={l.queueId} className="notice notice-warn" role="alert">
           Loop: {l.loop}
@@ -323,7 +356,7 @@ function PlanView({ plan }: { plan: RedrivePlan }) {
 }
 
 /** Confirm dialog: counts, targets, loop warning (must be confirmed), backup note. */
-function RedriveConfirm({ plan, dlqName, rate, loopConfirmed, onConfirm, onCancel }: { plan: RedrivePlan; dlqName: string; rate: number | null; loopConfirmed: boolean; onConfirm: () => void; onCancel: () => void }) {
+export function RedriveConfirm({ plan, dlqName, rate, loopConfirmed, onConfirm, onCancel }: { plan: RedrivePlan; dlqName: string; rate: number | null; loopConfirmed: boolean; onConfirm: () => void; onCancel: () => void }) {
   const titleId = useId();
   const cancelRef = useRef<HTMLButtonElement>(null);
   useEffect(() => {
@@ -349,6 +382,7 @@ function RedriveConfirm({ plan, dlqName, rate, loopConfirmed, onConfirm, onCance
           ))}
         </ul>
         {plan.toSkip > 0 && <p>{count(plan.toSkip)} stay in the dead-letter queue (non-retryable, not selected, or no target).</p>}
+        <CannotMoveNotice plan={plan} />
         {plan.loops.map((l) => (
           <div key={l.queueId} className="notice notice-warn" role="alert">
             Loop: {l.loop}
