@@ -33,26 +33,33 @@ afterAll(async () => {
   await rm(home, { recursive: true, force: true });
 });
 
-/** Runs the CLI in a child and SIGKILLs it a random 0–`maxDelayMs` after its first progress line with messages processed. Returns whether it was killed before finishing. */
-function runAndKill(args: string[], maxDelayMs: number, rand: () => number): Promise<{ killed: boolean; stderr: string; code: number | null }> {
+/**
+ * Runs the CLI in a child and SIGKILLs it as soon as a progress line reports at least a random
+ * 2–60 % of `total` processed, so every trial is killed mid-run however fast the machine is (a
+ * kill after a random delay let fast runs finish first). Returns whether it was killed before finishing.
+ */
+function runAndKill(args: string[], total: number, rand: () => number): Promise<{ killed: boolean; stderr: string; code: number | null }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', TSX_LOADER, CHILD, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, QUEUESCOPE_HOME: home } });
+    const killAt = Math.max(1, Math.floor((0.02 + rand() * 0.58) * total));
     let stderr = '';
-    let timer: ReturnType<typeof setTimeout> | null = null;
+    let pending = '';
     let killed = false;
     child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-      // Start the clock once messages are moving (the dry run and connection set-up come first).
-      if (timer === null && /"type":"progress","status":"running","processed":[1-9]/.test(stderr)) {
-        timer = setTimeout(() => {
-          killed = child.exitCode === null && child.kill('SIGKILL');
-        }, Math.floor(rand() * maxDelayMs));
+      const text = d.toString();
+      stderr += text;
+      pending += text;
+      let nl: number;
+      while ((nl = pending.indexOf('\n')) >= 0) {
+        const line = pending.slice(0, nl);
+        pending = pending.slice(nl + 1);
+        const m = /"type":"progress","status":"running","processed":(\d+)/.exec(line);
+        if (!killed && m !== null && Number(m[1]) >= killAt && child.exitCode === null) killed = child.kill('SIGKILL');
       }
     });
     child.stdout.resume();
     child.on('error', reject);
     child.on('exit', (code) => {
-      if (timer !== null) clearTimeout(timer);
       resolve({ killed, stderr, code });
     });
   });
@@ -122,7 +129,7 @@ describe('SIGKILL during a CLI redrive (Redis stream)', () => {
           for (let k = i; k < Math.min(N, i + 1000); k++) p.xadd(dlq, '*', 'body', JSON.stringify({ k, orderId: `A-${k}` }), 'x-last-error', 'ETIMEDOUT');
           await p.exec();
         }
-        const { killed, code, stderr } = await runAndKill(['redrive', REDIS_URL, `stream:${dlq}`, '--to', `stream:${target}`, '--yes', '--json', '--batch', '200', '--rate', '8000'], 1200, rand);
+        const { killed, code, stderr } = await runAndKill(['redrive', REDIS_URL, `stream:${dlq}`, '--to', `stream:${target}`, '--yes', '--json', '--batch', '200', '--rate', '8000'], N, rand);
         if (!killed && code !== 0) console.log(`trial ${trial}: the CLI exited ${String(code)} before the kill: ${stderr.split('\n').filter((l) => !l.includes('"progress"')).join(' ').slice(-600)}`);
         const count = new Map<number, number>();
         let inDlq = 0;
@@ -217,7 +224,7 @@ describe('SIGKILL during a CLI redrive (RabbitMQ)', () => {
         }
         await ch.waitForConfirms();
         // Client-side (--no-native): a dynamic shovel would go on inside the broker after the CLI dies.
-        const { killed, code, stderr } = await runAndKill(['redrive', AMQP_URL, dlq, '--to', target, '--yes', '--json', '--batch', '250', '--no-native'], 2000, rand);
+        const { killed, code, stderr } = await runAndKill(['redrive', AMQP_URL, dlq, '--to', target, '--yes', '--json', '--batch', '250', '--no-native'], N, rand);
         if (!killed && code !== 0) console.log(`trial ${trial}: the CLI exited ${String(code)} before the kill: ${stderr.split('\n').filter((l) => !l.includes('"progress"')).join(' ').slice(-600)}`);
         // The killed connection's unacked messages go back to the DLQ once the broker notices.
         let settled = 0;

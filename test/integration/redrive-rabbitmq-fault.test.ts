@@ -37,8 +37,11 @@ afterAll(async () => {
   await closeNative();
 });
 
-/** Runs the child mover from `source` to `target` and SIGKILLs it `killAfterMs` after its first committed batch. */
-function runChild(source: string, target: string, killAfterMs: number): Promise<{ killed: boolean; batches: number; moved: number; dup: number }> {
+/**
+ * Runs the child mover from `source` to `target` and SIGKILLs it a random 0–30 ms after its
+ * `killAtBatch`-th committed batch (by progress, not by time: a fast machine must not finish first).
+ */
+function runChild(source: string, target: string, killAtBatch: number): Promise<{ killed: boolean; batches: number; moved: number; dup: number }> {
   return new Promise((resolve, reject) => {
     // One process (node with the tsx loader), so SIGKILL hits the mover itself (the tsx CLI would fork it).
     const child = spawn(process.execPath, ['--import', 'tsx', CHILD, AMQP_URL, RABBITMQ_MANAGEMENT_URL, source, target, '250'], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -59,10 +62,10 @@ function runChild(source: string, target: string, killAfterMs: number): Promise<
           batches++;
           stats.moved += j.moved;
           stats.dup += j.dup ?? 0;
-          if (batches === 1) {
+          if (batches === killAtBatch) {
             timer = setTimeout(() => {
-              killed = child.kill('SIGKILL');
-            }, killAfterMs);
+              killed = child.exitCode === null && child.kill('SIGKILL');
+            }, Math.floor(Math.random() * 30));
           }
         }
       }
@@ -95,7 +98,8 @@ describe.each(['classic', 'quorum'] as const)('SIGKILL during a redrive (%s queu
       await waitSettled(conn, [a, b]);
       const [inA, inB] = [(await snapshotQueue(conn, a)).length, (await snapshotQueue(conn, b)).length];
       const [src, dst] = inA >= inB ? [a, b] : [b, a];
-      const r = await runChild(src, dst, Math.floor(Math.random() * 2500));
+      // The source holds ≥ N/2 messages: ≥ 20 batches of 250; kill after 1–15 of them.
+      const r = await runChild(src, dst, 1 + Math.floor(Math.random() * 15));
       if (r.killed) killedMidRun++;
       await waitSettled(conn, [a, b]); // the broker returns the killed consumer's deliveries
       const keys = [...(await snapshotQueue(conn, a)), ...(await snapshotQueue(conn, b))].map(keyOf);
