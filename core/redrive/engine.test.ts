@@ -7,7 +7,7 @@ import type { ClientMoveOptions, MoveHooks, MoveSummary, NativeMoveHandle, Nativ
 import { readSnapshotFile } from '../snapshot/reader';
 import { AuditLog } from '../services/audit-log';
 import { OperationManager } from '../services/operations';
-import { planRedrive, startRedrive, startReinject, type RedriveEnv, type RedriveRequest, type RedriveResult } from './engine';
+import { planRedrive, startRedrive, startReinject, validateRequest, type RedriveEnv, type RedriveRequest, type RedriveResult } from './engine';
 
 /**
  * An in-memory RedriveMover: the engine's logic is tested against it; the real movers are tested
@@ -465,3 +465,22 @@ async function waitFor(cond: () => boolean, ms = 5000): Promise<void> {
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+describe('validateRequest: body read limit', () => {
+  const base: RedriveRequest = { dlqId: 'q', selection: { kind: 'all' } };
+  it('accepts 1 B to 128 MiB and refuses the rest with INVALID_INPUT naming maxBodyBytes', () => {
+    expect(() => validateRequest({ ...base, maxBodyBytes: 1 })).not.toThrow();
+    expect(() => validateRequest({ ...base, maxBodyBytes: 128 * 1024 * 1024 })).not.toThrow();
+    for (const bad of [0, -1, 1.5, 128 * 1024 * 1024 + 1, Number.NaN]) {
+      let err: unknown = null;
+      try {
+        validateRequest({ ...base, maxBodyBytes: bad });
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(QueuescopeError);
+      expect((err as QueuescopeError).code).toBe('INVALID_INPUT');
+      expect((err as QueuescopeError).message).toContain('maxBodyBytes');
+    }
+  });
+});
