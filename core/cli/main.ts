@@ -51,7 +51,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   };
 
   const program = new Command('queuescope')
-    .description('Inspect queues on Redis (BullMQ, streams, lists), RabbitMQ and Amazon SQS, and snapshot files.')
+    .description('Inspect queues on Redis (BullMQ, streams, lists), RabbitMQ and Amazon SQS, and snapshot files: check redelivery safety, redrive dead-letter queues, tune visibility timeouts, audit configuration.')
     .version(VERSION, '-V, --version')
     .exitOverride()
     .configureOutput({ writeOut: ctx.out, writeErr: ctx.err, getOutHelpWidth: () => ctx.width, getErrHelpWidth: () => ctx.width })
