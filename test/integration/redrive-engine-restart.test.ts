@@ -1,12 +1,11 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT } from '../../core/cli/exit-codes';
 import { main, type CliIo } from '../../core/cli/main';
 import { AuditLog } from '../../core/services/audit-log';
+import { privateRedis } from './fixtures/private-redis';
 
 /**
  * A broker restart during a CLI redrive, through the engine: a private redis-server (AOF,
@@ -15,36 +14,9 @@ import { AuditLog } from '../../core/services/audit-log';
  * audit log), nothing is lost, and running the same command again completes.
  */
 describe('Redis restart during a CLI redrive (private redis-server)', () => {
-  const port = 6391 + Math.floor(Math.random() * 200);
-  const url = `redis://127.0.0.1:${port}`;
   let dir = '';
   let home = '';
-  const start = (): void => {
-    execFileSync('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--daemonize', 'yes', '--pidfile', join(dir, 'redis.pid'), '--logfile', join(dir, 'redis.log')]);
-  };
-  const waitUp = async (): Promise<Redis> => {
-    for (let i = 0; i < 100; i++) {
-      const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-      r.on('error', () => undefined);
-      try {
-        await r.connect();
-        await r.ping();
-        return r;
-      } catch {
-        r.disconnect();
-        await new Promise((res) => setTimeout(res, 100));
-      }
-    }
-    throw new Error('private redis did not start');
-  };
-  const kill = async (): Promise<void> => {
-    try {
-      process.kill(Number(readFileSync(join(dir, 'redis.pid'), 'utf8').trim()), 'SIGKILL');
-    } catch {
-      // already down
-    }
-    await new Promise((res) => setTimeout(res, 300));
-  };
+  const { url, start, waitUp, kill } = privateRedis(() => dir);
   async function cli(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
     let stdout = '';
     let stderr = '';

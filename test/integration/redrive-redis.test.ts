@@ -1,5 +1,5 @@
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,6 +9,7 @@ import { createRedisAdapter, type RedisAdapter } from '../../core/adapters/redis
 import { REDRIVE_COUNT_HEADER, type MoveBatchResult, type MoveHooks, type RedriveDecision, type RedriveMover } from '../../core/adapters/redrive-types';
 import { QueuescopeError, type QueueMessage } from '../../shared/domain';
 import { REDIS_URL, uniqueName } from './env';
+import { privateRedis } from './fixtures/private-redis';
 
 /**
  * The Redis redrive mover against the real Redis: lists, streams and BullMQ failed jobs moved
@@ -552,36 +553,8 @@ async function restoreFailed(prefix: string, name: string): Promise<void> {
 // ---- restart of a private Redis during a redrive ----------------------------------------------------
 
 describe('Redis restart during a redrive (private redis-server with AOF)', () => {
-  const port = 6391 + Math.floor(Math.random() * 200);
-  const url = `redis://127.0.0.1:${port}`;
   let dir = '';
-  const start = (): void => {
-    execFileSync('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--daemonize', 'yes', '--pidfile', join(dir, 'redis.pid'), '--logfile', join(dir, 'redis.log')]);
-  };
-  const waitUp = async (): Promise<Redis> => {
-    for (let i = 0; i < 100; i++) {
-      const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-      r.on('error', () => undefined);
-      try {
-        await r.connect();
-        await r.ping();
-        return r;
-      } catch {
-        r.disconnect();
-        await new Promise((res) => setTimeout(res, 100));
-      }
-    }
-    throw new Error('private redis did not start');
-  };
-  /** SIGKILL: no clean shutdown; appendfsync always means every acknowledged write is on disk. */
-  const kill = async (): Promise<void> => {
-    try {
-      process.kill(Number(readFileSync(join(dir, 'redis.pid'), 'utf8').trim()), 'SIGKILL');
-    } catch {
-      // already down
-    }
-    await new Promise((res) => setTimeout(res, 300));
-  };
+  const { url, start, waitUp, kill } = privateRedis(() => dir);
 
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'qs-redis-restart-'));
