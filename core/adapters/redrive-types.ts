@@ -86,8 +86,9 @@ export interface MoveBatchResult {
   /** Left in the DLQ because publishing or removing failed (or the body was cut); the error says which. */
   failed: { id: string; error: ErrorInfo }[];
   /**
-   * Moved (published and confirmed) but the removal from the DLQ could not be confirmed: the
-   * message may now be in both queues. Reported as possible duplicates, never as lost.
+   * May be in both queues: published and confirmed but the removal from the DLQ could not be
+   * confirmed, or published but the connection died before the confirm came (RabbitMQ: the broker
+   * may have enqueued it; the message stays in the DLQ). Reported as possible duplicates, never as lost.
    */
   possibleDuplicates: { id: string; targetQueueId: string }[];
 }

@@ -182,6 +182,19 @@ interface Pending {
  *   failed, but an unrouted one is never reported delivered;
  * - basic.nack (e.g. a full queue with `overflow: reject-publish`) or the channel closing → failure.
  */
+/**
+ * The rejection of a publish that was written to the socket but whose confirm never came because
+ * the channel closed: the broker may or may not have enqueued it (`details.outcome: 'unknown'`).
+ */
+function unconfirmed(closedBy: QueuescopeError): QueuescopeError {
+  return new QueuescopeError(closedBy.code, closedBy.message, { ...closedBy.details, outcome: 'unknown' });
+}
+
+/** True for the rejection of a publish whose fate is unknown (written, then the channel closed before its confirm). */
+export function publishOutcomeUnknown(e: unknown): boolean {
+  return e instanceof QueuescopeError && (e.details as { outcome?: unknown } | undefined)?.outcome === 'unknown';
+}
+
 export class ConfirmPublisher {
   private readonly pending = new Set<Pending>();
   private closedBy: QueuescopeError | null = null;
@@ -237,7 +250,7 @@ export class ConfirmPublisher {
           if (entry.returned !== null) {
             reject(new QueuescopeError('QUEUE_NOT_FOUND', `RabbitMQ could not route the message to queue '${queue}' (basic.return ${entry.returned}): the queue does not exist in vhost '${this.vhost}'.`, { queue, vhost: this.vhost }));
           } else if (err !== null && err !== undefined) {
-            reject(/channel closed/i.test(messageOf(err)) ? (this.closedBy ?? this.channelGone()) : new QueuescopeError('BROKER_ERROR', `RabbitMQ refused the message for queue '${queue}' (basic.nack): the queue could not take it (for example it is full and rejects publishes).`, { queue, vhost: this.vhost }));
+            reject(/channel closed/i.test(messageOf(err)) ? unconfirmed(this.closedBy ?? this.channelGone()) : new QueuescopeError('BROKER_ERROR', `RabbitMQ refused the message for queue '${queue}' (basic.nack): the queue could not take it (for example it is full and rejects publishes).`, { queue, vhost: this.vhost }));
           } else resolve();
         });
       } catch (e) {

@@ -16,7 +16,7 @@ import { cancelledError, channelError, messageOf, throwIfAborted } from './error
 import { deliveryCount, normaliseXDeath } from './headers';
 import { toQueueMessage } from './peek';
 import { decodeQueueId, encodeQueueId } from './queue-id';
-import { ConfirmPublisher, bodyBytes, copyFingerprint, publishOptionsFromJson, republishOptions } from './redrive-publish';
+import { ConfirmPublisher, bodyBytes, copyFingerprint, publishOptionsFromJson, publishOutcomeUnknown, republishOptions } from './redrive-publish';
 import { DlqReader } from './redrive-reader';
 import { ShovelMover, type ShovelDeps } from './redrive-shovel';
 import type { EffectiveSettings } from './topology';
@@ -521,6 +521,13 @@ class ClientRun {
             continue;
           }
           const error = toErrorInfo(r.reason);
+          if (f.to === 'target' && publishOutcomeUnknown(r.reason)) {
+            // Written, then the channel closed before the confirm: the broker may have enqueued it.
+            // It stays in the DLQ (requeued), so it is never lost, but it may also be in the target.
+            this.hold(f.item.m);
+            result.possibleDuplicates.push({ id: f.item.qm.id, targetQueueId: f.item.decision.action === 'move' ? f.item.decision.targetQueueId : '' });
+            continue;
+          }
           if (f.to === 'target' && this.pub?.closed() === null) {
             retries.push({ item: f.item, error, ...(await this.copyToTail(f.item.m)) });
           } else {
