@@ -8,7 +8,7 @@ import { peekBullmq } from './bullmq';
 import { notFound, num, type RedisContext } from './context';
 import { decodeCursor, encodeCursor } from './cursor';
 import { formatQueueId, parseQueueId } from './ids';
-import { BULLMQ_RETRY_LUA, LIST_MOVE_LUA, STREAM_MOVE_LUA } from './redrive-lua';
+import { BULLMQ_RETRY_BATCH_LUA, BULLMQ_RETRY_LUA, LIST_MOVE_LUA, STREAM_MOVE_LUA } from './redrive-lua';
 import { LuaScript } from './redrive-script';
 import { streamEntryMessage } from './stream';
 
@@ -28,6 +28,8 @@ export interface Committed {
   possibleDuplicates: { id: string; targetQueueId: string }[];
   /** Set when the run cannot go on (the DLQ changed under it); thrown after the batch is reported. */
   fatal?: QueuescopeError;
+  /** Messages of the batch found no longer in the DLQ (removed by another client since the read): like moved ones, they no longer take a place in it. */
+  vanished?: number;
 }
 
 /** A DLQ read once from its head in batches, with its own atomic commit (see redrive.ts). */
@@ -45,6 +47,8 @@ export interface BatchSource {
 const listMove = new LuaScript(LIST_MOVE_LUA);
 const streamMove = new LuaScript(STREAM_MOVE_LUA);
 const bullmqRetry = new LuaScript(BULLMQ_RETRY_LUA);
+/** Null when the installed bullmq's reprocessJob is not the one the batch script was written from: then {@link bullmqRetry} runs it per job. */
+const bullmqRetryBatch = BULLMQ_RETRY_BATCH_LUA === null ? null : new LuaScript(BULLMQ_RETRY_BATCH_LUA);
 
 function err(code: ErrorInfo['code'], message: string): ErrorInfo {
   return { code, message };
@@ -313,27 +317,45 @@ export class BullmqSource implements BatchSource {
     const out: Committed = { moved: [], failed: [], possibleDuplicates: [] };
     if (same.length > 0) await this.retry(same, out);
     if (other.length > 0) await this.moveToOtherQueues(other, out);
-    const removed = out.moved.length + out.possibleDuplicates.length;
+    const removed = out.moved.length + out.possibleDuplicates.length + (out.vanished ?? 0);
     const end = Number.isFinite(this.readEnd) ? this.readEnd : this.off + batch.length;
     this.off = Math.max(0, end - removed);
     return out;
   }
 
-  /** Failed → waiting of the same queue with BullMQ's reprocessJob (fresh attempt budget) + counter, one script. */
+  /**
+   * Failed → waiting of the same queue as BullMQ's reprocessJob does it (fresh attempt budget) +
+   * counter, one script: the batch script (BULLMQ_RETRY_BATCH_LUA) when it matches the installed
+   * bullmq, else BullMQ's script once per job (BULLMQ_RETRY_LUA).
+   */
   private async retry(moves: PlannedMove[], out: Committed): Promise<void> {
     const b = this.base;
     const keys = [`${b}events`, `${b}${this.state}`, `${b}wait`, `${b}meta`, `${b}active`, `${b}marker`, `${b}prioritized`, `${b}pc`];
     const args: string[] = [b, REDRIVE_COUNT_HEADER, this.state, this.state === 'failed' ? 'failedReason' : 'returnvalue'];
-    for (const m of moves) args.push(m.message.id, m.message.headers.lifo === true ? 'RPUSH' : 'LPUSH');
-    const r = (await bullmqRetry.run(this.conn, keys, args)) as number[];
+    let r: number[];
+    if (bullmqRetryBatch !== null) {
+      let dirs = '';
+      for (const m of moves) dirs += m.message.headers.lifo === true ? 'R' : 'L';
+      args.push(dirs);
+      for (const m of moves) args.push(m.message.id);
+      r = (await bullmqRetryBatch.run(this.conn, keys, args)) as number[];
+    } else {
+      for (const m of moves) args.push(m.message.id, m.message.headers.lifo === true ? 'RPUSH' : 'LPUSH');
+      r = (await bullmqRetry.run(this.conn, keys, args)) as number[];
+    }
     moves.forEach((m, i) => {
       const code = Number(r[i]);
-      if (code === 1) out.moved.push({ id: m.message.id, targetQueueId: m.targetQueueId });
-      else
-        out.failed.push({
-          id: m.message.id,
-          error: err('BROKER_ERROR', code === -1 ? `Job ${m.message.id} no longer exists.` : `Job ${m.message.id} is no longer in the ${this.state} set (retried or removed by another client).`),
-        });
+      if (code === 1) {
+        out.moved.push({ id: m.message.id, targetQueueId: m.targetQueueId });
+        return;
+      }
+      // -3: no longer in the state set, so it no longer takes a place there (the next read starts
+      // earlier); -1 (hash gone): its id may still be in the set, so it is counted as staying.
+      if (code === -3) out.vanished = (out.vanished ?? 0) + 1;
+      out.failed.push({
+        id: m.message.id,
+        error: err('BROKER_ERROR', code === -1 ? `Job ${m.message.id} no longer exists.` : `Job ${m.message.id} is no longer in the ${this.state} set (retried or removed by another client).`),
+      });
     });
   }
 
