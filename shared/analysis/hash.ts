@@ -72,3 +72,16 @@ export function hashHex(h: Hash2): string {
   const b = h.b >>> 0;
   return String.fromCharCode(ch(a), ch(a >>> 6), ch(a >>> 12), ch(a >>> 18), ch(a >>> 24), ch(a >>> 30), ch(b), ch(b >>> 6), ch(b >>> 12), ch(b >>> 18), ch(b >>> 24), ch(b >>> 30));
 }
+
+/**
+ * `tag` followed by {@link hashHex} of lanes `a`, `b` (`j` + 12 characters), made as one flat string:
+ * `tag + hashHex(h)` would be a rope (13+ characters) that every Map lookup of the summary first
+ * has to flatten, and it needs no {@link Hash2} object.
+ *
+ * @param tag one ASCII character (`j`, `r`, `t`, `b`: how the hash was made).
+ */
+export function taggedHash(tag: string, a: number, b: number): string {
+  a >>>= 0;
+  b >>>= 0;
+  return String.fromCharCode(tag.charCodeAt(0), ch(a), ch(a >>> 6), ch(a >>> 12), ch(a >>> 18), ch(a >>> 24), ch(a >>> 30), ch(b), ch(b >>> 6), ch(b >>> 12), ch(b >>> 18), ch(b >>> 24), ch(b >>> 30));
+}

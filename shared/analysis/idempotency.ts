@@ -1,6 +1,6 @@
 import type { HeaderValue, QueueMessage } from '../domain';
 import { nameInfo } from './field-names';
-import { bodyJson, hasOwnKeys, isRecord, own } from './json-body';
+import { bodyJson, hasOwnKeys, indexSeg, isRecord, own } from './json-body';
 import { sortSmall } from './sort';
 
 /**
@@ -317,7 +317,7 @@ function collectScalars(json: unknown, exclude: readonly string[], key: string):
     const segs = cachedPathSegs(p);
     if (segs !== null) ex.push(segs);
   }
-  const w: ScalarWalk = { out: [], copies: [], key, keyHasDigit: /\d/.test(key), exclude: ex, segs: [], visited: 0 };
+  const w: ScalarWalk = { out: [], copies: [], key, keyHasDigit: hasDigit(key), exclude: ex, segs: [], visited: 0 };
   collect(w, json, 0);
   return w;
 }
@@ -336,16 +336,6 @@ function cachedPathSegs(path: string): string[] | null {
   return segs;
 }
 
-/** `[0]`, `[1]`… made once. */
-const INDEX_SEGS: string[] = [];
-function indexSeg(i: number): string {
-  let s = INDEX_SEGS[i];
-  if (s === undefined) {
-    s = `[${i}]`;
-    if (i < MAX_BODY_FIELDS) INDEX_SEGS[i] = s;
-  }
-  return s;
-}
 
 interface ScalarWalk {
   out: Scalar[];
@@ -433,10 +423,9 @@ function isSepCode(c: number): boolean {
 function matchValues(key: string, scalars: Scalar[]): { matches: (Scalar & { at: number })[]; covered: Uint8Array } {
   const covered = new Uint8Array(key.length);
   const matches: (Scalar & { at: number })[] = [];
-  const candidates = sortSmall(scalars, (a, b) => b.text.length - a.text.length);
-  const seenText = new Set<string>();
+  const candidates = sortSmall(scalars, byLengthDesc);
   for (const s of candidates) {
-    if (seenText.has(s.text) || s.text.length > key.length) continue;
+    if (s.text.length > key.length || matchedText(matches, s.text)) continue;
     let from = 0;
     while (from <= key.length - s.text.length) {
       const at = key.indexOf(s.text, from);
@@ -447,15 +436,23 @@ function matchValues(key: string, scalars: Scalar[]): { matches: (Scalar & { at:
       if (free) {
         for (let i = at; i < end; i++) covered[i] = 1;
         matches.push({ path: s.path, text: s.text, at });
-        seenText.add(s.text);
         break;
       }
       from = at + 1;
     }
     if (matches.length >= 16) break;
   }
-  sortSmall(matches, (a, b) => a.at - b.at);
+  sortSmall(matches, byPosition);
   return { matches, covered };
+}
+
+const byLengthDesc = (a: Scalar, b: Scalar): number => b.text.length - a.text.length;
+const byPosition = (a: { at: number }, b: { at: number }): number => a.at - b.at;
+
+/** A value with this text already matched (at most 16 matches: a scan beats a Set). */
+function matchedText(matches: readonly Scalar[], text: string): boolean {
+  for (let i = 0; i < matches.length; i++) if ((matches[i] as Scalar).text === text) return true;
+  return false;
 }
 
 const ISO_TIMESTAMP = /(?<![0-9])\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?/gi;
@@ -582,6 +579,18 @@ const KIND_NAMES: Record<Piece['kind'], string> = {
   word: 'a literal',
 };
 
+const WORD_KINDS: Piece['kind'][] = ['word'];
+const NO_MATCHED_PIECES: { m: Scalar; kinds: Piece['kind'][] }[] = [];
+
+/** True when `s` has an ASCII digit (`/\d/.test(s)` without the regular expression). */
+function hasDigit(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 48 && c <= 57) return true;
+  }
+  return false;
+}
+
 const clip = (s: string, n = 40): string => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 const cite = (m: Scalar): string => `${m.path} (${clip(m.text)})`;
 const list = (xs: string[]): string => (xs.length <= 1 ? (xs[0] ?? '') : `${xs.slice(0, -1).join(', ')} and ${xs[xs.length - 1] ?? ''}`);
@@ -623,22 +632,32 @@ function classify(rawKey: string, message: QueueMessage, extraction?: Pick<KeyEx
   if (key.length === 0) return { verdict: 'missing', reason: 'missing: no idempotency key was found in the headers, properties or body, so redelivered copies cannot be recognised.' };
   const exclude = extraction?.composed === true ? [] : (extraction?.fields ?? []);
   const walked = collectScalars(bodyJson(message), exclude, key);
-  const { matches, covered } = matchValues(key, walked.out);
   const copy = walked.copies[0];
   const copied = copy !== undefined ? ` (its copy in ${copy.path} is the key itself, not a business value)` : '';
-  const residual: Piece[] = [];
-  // The uncovered runs of the key, in order.
-  let start = -1;
-  for (let i = 0; i <= key.length; i++) {
-    if (i < key.length && covered[i] === 0) {
-      if (start < 0) start = i;
-    } else if (start >= 0) {
-      for (const p of pieces(key.slice(start, i))) residual.push(p);
-      start = -1;
+  let matches: (Scalar & { at: number })[];
+  let residual: Piece[];
+  if (walked.out.length === 0) {
+    // No payload value in the key: the whole key is one uncovered run.
+    matches = [];
+    residual = pieces(key);
+  } else {
+    const m = matchValues(key, walked.out);
+    matches = m.matches;
+    const covered = m.covered;
+    residual = [];
+    // The uncovered runs of the key, in order.
+    let start = -1;
+    for (let i = 0; i <= key.length; i++) {
+      if (i < key.length && covered[i] === 0) {
+        if (start < 0) start = i;
+      } else if (start >= 0) {
+        for (const p of pieces(key.slice(start, i))) residual.push(p);
+        start = -1;
+      }
     }
   }
   // Only values with a digit can be times or periods; plain words need no piece analysis.
-  const matchedPieces = matches.map((m) => ({ m, kinds: /\d/.test(m.text) ? pieces(m.text).map((p) => p.kind) : (['word'] as Piece['kind'][]) }));
+  const matchedPieces = matches.length === 0 ? NO_MATCHED_PIECES : matches.map((m) => ({ m, kinds: hasDigit(m.text) ? pieces(m.text).map((p) => p.kind) : WORD_KINDS }));
   const q = `'${clip(key, 60)}'`;
   const time = residual.find((p) => TIME_KINDS.has(p.kind));
   const timeField = matchedPieces.find((x) => x.kinds.length > 0 && x.kinds.every((k) => TIME_KINDS.has(k)));

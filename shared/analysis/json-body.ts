@@ -101,3 +101,17 @@ export function own(o: unknown, k: string): unknown {
   if (o === null || typeof o !== 'object') return undefined;
   return Object.prototype.hasOwnProperty.call(o, k) ? (o as Record<string, unknown>)[k] : undefined;
 }
+
+/** Index path segments (`[0]`, `[1]`…) up to this index are made once and shared. */
+const INDEX_SEGS_MAX = 2000;
+const INDEX_SEGS: string[] = [];
+
+/** The path segment of array index `i`: `[i]` (shared strings for the first {@link INDEX_SEGS_MAX}, so walks do not allocate one per element). */
+export function indexSeg(i: number): string {
+  let s = INDEX_SEGS[i];
+  if (s === undefined) {
+    s = `[${i}]`;
+    if (i < INDEX_SEGS_MAX) INDEX_SEGS[i] = s;
+  }
+  return s;
+}

@@ -1,7 +1,7 @@
 import type { HeaderValue, QueueMessage } from '../domain';
-import { bodyView, hasOwnKeys, isRecord, own } from './json-body';
+import { bodyView, hasOwnKeys, indexSeg, isRecord, own } from './json-body';
 import { ENTITY_STATE_ROLES, LOOSE_STATE_ROLES, MUTABLE_ROLES, ROLE_PRIORITY, SET_VERBS, nameInfo, normalizeName, operationWords, type NameInfo, type NameRole } from './field-names';
-import { fmix, hashHex, hashString, mixOrdered, type Hash2 } from './hash';
+import { fmix, hashString, mixOrdered, taggedHash, type Hash2 } from './hash';
 import { compileSnapshotPattern, matchesPrefix, type SnapshotPattern } from './rules';
 import { sortSmall } from './sort';
 import type { FieldAnnotation, FieldClass, Finding, InspectRules, KeyExtraction, PayloadAnalysis, PayloadVerdictKind } from './types';
@@ -273,13 +273,26 @@ function detectEnvelope(root: unknown, message: QueueMessage, nested: boolean): 
   if (keys.length > 12) return null;
   for (const k of keys) {
     if (k === wrapper) continue;
-    const role = nameInfo(k).role;
-    const metaLike = role === 'id' || role === 'time' || role === 'op' || role === 'version' || role === 'ref' || role === 'marker' || nameInfo(k).perSend || ['meta', 'metadata', 'headers', 'context', 'source', 'attributes', 'specversion', 'schema', 'tenant', 'tenantid', 'origin', 'producer', 'app', 'appid', 'env', 'environment'].includes(normalizeName(k));
+    const ki = nameInfo(k);
+    const role = ki.role;
+    const metaLike = role === 'id' || role === 'time' || role === 'op' || role === 'version' || role === 'ref' || role === 'marker' || ki.perSend || WRAPPER_META_NAMES.has(normalizeName(k));
     if (!metaLike) return null;
   }
-  const op = ['type', 'event', 'eventType', 'event_type', 'operation', 'command', 'action', 'name'].map((k) => ({ k, v: str(own(root, k)) })).find((x) => x.v !== null);
-  return { name: `"${wrapper}" wrapper`, args: [[wrapper]], meta: {}, snapshot: null, operation: op ? { value: op.v ?? '', source: `body.${op.k}` } : null };
+  let operation: Envelope['operation'] = null;
+  for (const k of WRAPPER_OP_KEYS) {
+    const v = str(own(root, k));
+    if (v !== null) {
+      operation = { value: v, source: `body.${k}` };
+      break;
+    }
+  }
+  return { name: `"${wrapper}" wrapper`, args: [[wrapper]], meta: {}, snapshot: null, operation };
 }
+
+/** Normalised names of members that may sit beside a generic wrapper as metadata. */
+const WRAPPER_META_NAMES: ReadonlySet<string> = new Set(['meta', 'metadata', 'headers', 'context', 'source', 'attributes', 'specversion', 'schema', 'tenant', 'tenantid', 'origin', 'producer', 'app', 'appid', 'env', 'environment']);
+/** Members naming a generic wrapper's operation, first present wins. */
+const WRAPPER_OP_KEYS = ['type', 'event', 'eventType', 'event_type', 'operation', 'command', 'action', 'name'];
 
 function looksLikeJson(s: string): boolean {
   if (s.length < 2 || s.length > MAX_JSON_STRING_CHARS) return false;
@@ -658,7 +671,7 @@ function walkArray(ctx: Ctx, arr: unknown[], scope: Scope, depth: number, info: 
   const detail = ctx.detail;
   if (scalars) ctx.detail = false; // elements of a scalar array are not annotated one by one
   for (let i = 0; i < n; i++) {
-    ctx.segs.push(`[${i}]`);
+    ctx.segs.push(indexSeg(i));
     const el: unknown = arr[i];
     const x = walk(ctx, el, elScope, depth + 1, scalars ? null : info, name);
     h = mixOrdered(h, x);
@@ -819,11 +832,14 @@ function walkObject(ctx: Ctx, o: Record<string, unknown>, scope: Scope, depth: n
   return fmix(ha ^ 0x9b05688c);
 }
 
+/** The scope of envelope metadata values (scopes are never modified, so one serves every call). */
+const HASH_ONLY_SCOPE: Scope = mkScope(null, null, true, '');
+
 /** Hashes an envelope metadata value without classifying it. */
 function hashOnly(ctx: Ctx, v: unknown, depth: number): number {
   const detail = ctx.detail;
   ctx.detail = false;
-  const h = walk(ctx, v, { snap: null, stateful: null, citeDone: true, parentNorm: '' }, depth, null, '');
+  const h = walk(ctx, v, HASH_ONLY_SCOPE, depth, null, '');
   ctx.detail = detail;
   return h;
 }
@@ -1002,6 +1018,41 @@ const FINDING_RANK: Record<PayloadVerdictKind, number> = { flag: 0, review: 1, o
 const byFindingRank = (a: Finding, b: Finding): number => FINDING_RANK[a.severity] - FINDING_RANK[b.severity];
 const byCitePriority = (a: Cite, b: Cite): number => a.prio - b.prio || a.order - b.order;
 
+/** True when the operation name's words contain a set verb (rule P3). */
+function isSetCommand(op: string | undefined): op is string {
+  if (typeof op !== 'string') return false;
+  for (const w of operationWords(op)) if (SET_VERBS.has(w)) return true;
+  return false;
+}
+
+/** The last compiled snapshot patterns and what they were compiled from: a summary analyses every message with the same rules. */
+let patternsWhole = false;
+let patternsFields: readonly string[] = [];
+let patternsOf: SnapshotPattern[] = [];
+
+/** The compiled snapshot patterns of `rules` (`queueIsSnapshot` first); the result is shared, callers must not modify it. */
+function snapshotPatterns(rules: InspectRules): SnapshotPattern[] {
+  const fields = rules.snapshotFields;
+  if (rules.queueIsSnapshot === patternsWhole && sameStrings(fields, patternsFields)) return patternsOf;
+  const patterns: SnapshotPattern[] = [];
+  if (rules.queueIsSnapshot) patterns.push({ source: 'whole queue', segs: ['**'] });
+  for (const p of fields) {
+    const c = compileSnapshotPattern(p);
+    if (c !== null) patterns.push(c);
+  }
+  patternsWhole = rules.queueIsSnapshot;
+  // A copy: the caller may change its array later.
+  patternsFields = fields.slice();
+  patternsOf = patterns;
+  return patterns;
+}
+
+function sameStrings(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 // Shared scratch arrays (one per depth); analysis is synchronous, so one set suffices.
 const INFO_POOL: NameInfo[][] = [];
 
@@ -1018,23 +1069,18 @@ const INFO_POOL: NameInfo[][] = [];
 export function analyzePayload(message: QueueMessage, rules: InspectRules, key: KeyExtraction | null, detail: 'full' | 'verdict' = 'full'): PayloadResult {
   const view = bodyView(message);
   const msgOp = messageOperation(message);
-  const empty = (format: PayloadAnalysis['format'], finding: Finding | null, hash: string | null): PayloadResult => emptyResult(msgOp, format, finding, hash);
   const body = (message as { body?: QueueMessage['body'] }).body;
   const data = typeof body?.data === 'string' ? body.data : '';
   if (view.format !== 'json') {
+    const empty = (format: PayloadAnalysis['format'], finding: Finding | null, hash: string | null): PayloadResult => emptyResult(msgOp, format, finding, hash);
     if (view.format === 'empty') return empty('empty', { rule: 'not-json', severity: 'ok', text: 'the body is empty: nothing in the payload can go stale.', fields: [] }, null);
-    const h = hashHex(hashString(data, view.format === 'text' ? 11 : 12, { a: 0, b: 0 }));
-    if (body?.truncated === true) return empty(view.format, { rule: 'truncated', severity: 'review', text: 'the body was cut at the read limit, so its fields could not be classified; read the full message.', fields: [] }, `r${h}`);
+    const h = hashString(data, view.format === 'text' ? 11 : 12, LEAF_H);
+    if (body?.truncated === true) return empty(view.format, { rule: 'truncated', severity: 'review', text: 'the body was cut at the read limit, so its fields could not be classified; read the full message.', fields: [] }, taggedHash('r', h.a, h.b));
     const text = view.format === 'binary' ? `the body is binary (${plural(typeof body?.sizeBytes === 'number' ? body.sizeBytes : 0, 'byte')}): its fields were not classified.` : 'the body is text, not JSON: its fields were not classified.';
-    return empty(view.format, { rule: 'not-json', severity: 'ok', text, fields: [] }, `${view.format === 'text' ? 't' : 'b'}${h}`);
+    return empty(view.format, { rule: 'not-json', severity: 'ok', text, fields: [] }, taggedHash(view.format === 'text' ? 't' : 'b', h.a, h.b));
   }
 
-  const patterns: SnapshotPattern[] = [];
-  if (rules.queueIsSnapshot) patterns.push({ source: 'whole queue', segs: ['**'] });
-  for (const p of rules.snapshotFields) {
-    const c = compileSnapshotPattern(p);
-    if (c !== null) patterns.push(c);
-  }
+  const patterns = snapshotPatterns(rules);
   const hashExclude: string[][] = [];
   if (key !== null && key.composed !== true) for (const f of key.fields) {
     const s = cachedBodySegs(f);
@@ -1044,7 +1090,9 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
   const env = detectEnvelope(root, message, false);
   const args = argsValue(root, env);
   const op = msgOp ?? env?.operation ?? bodyOperation(args.value, args.path);
-  const setCommand = [msgOp?.value, env?.operation?.value].find((o): o is string => typeof o === 'string' && operationWords(o).some((w) => SET_VERBS.has(w))) ?? null;
+  const msgOpValue = msgOp?.value;
+  const envOpValue = env?.operation?.value;
+  const setCommand = isSetCommand(msgOpValue) ? msgOpValue : isSetCommand(envOpValue) ? envOpValue : null;
 
   const ctx: Ctx = {
     message,
@@ -1079,7 +1127,12 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
     infoPool: INFO_POOL,
   };
   const h1 = walkDocument(ctx, root, { snap: null, stateful: null, citeDone: false, parentNorm: '' }, 0, env);
-  const businessHash = ctx.hashExact ? `j${hashHex({ a: h1, b: ctx.h2 })}` : `r${hashHex(hashString(data, 13, { a: 0, b: 0 }))}`;
+  let businessHash: string;
+  if (ctx.hashExact) businessHash = taggedHash('j', h1, ctx.h2);
+  else {
+    const raw = hashString(data, 13, LEAF_H);
+    businessHash = taggedHash('r', raw.a, raw.b);
+  }
 
   // Findings (rules P4–P9), most severe first.
   const findings: Finding[] = [];
