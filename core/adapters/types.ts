@@ -56,4 +56,13 @@ export interface BrokerAdapter {
 
   /** Configuration audit: collects the facts the audit rules read, applies safe fixes (see `audit-types.ts`); absent for snapshots. */
   readonly audit?: AuditCollector;
+
+  /**
+   * The broker server's version, e.g. `3.13.7` (RabbitMQ: `rabbitmq_version` of the management API
+   * `/api/overview`), for version-dependent defaults such as RabbitMQ's `max_message_size` (128 MiB
+   * on 3.8–3.13, 16 MiB since 4.0). Absent where the adapter cannot report one; resolves `null`
+   * when the version is unknown (not reported, not reachable).
+   * @throws QueuescopeError `CANCELLED` only.
+   */
+  brokerVersion?(signal?: AbortSignal): Promise<string | null>;
 }

@@ -1,8 +1,10 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { QueuescopeError, type PeekOptions, type QueueMessage, type QueueSummary } from '../../shared/domain';
 import { createAdapter } from '../adapters';
-import { atLeast, inspectQueue, withQueueSizeLimit } from './inspect';
-import { readQueue } from './read';
+import type { BrokerAdapter } from '../adapters/types';
+import { atLeast, inspectQueue, readBrokerVersion, withQueueSizeLimit } from './inspect';
+import { INSPECT_PAGE_BYTES, readQueue } from './read';
 import { resolveInspectSettings } from './settings';
 
 const fixture = fileURLToPath(new URL('../../test/fixtures/snapshots/two-queues.jsonl', import.meta.url));
@@ -72,5 +74,108 @@ describe('withQueueSizeLimit', () => {
     expect(withQueueSizeLimit({ maxMessageBytes: 65_536 }, q({ maximumMessageSizeBytes: 4096 }))).toEqual({ maxMessageBytes: 65_536 });
     expect(withQueueSizeLimit({}, q({ maximumMessageSizeBytes: null }))).toEqual({});
     expect(withQueueSizeLimit({}, q({}))).toEqual({});
+  });
+});
+
+/** An in-memory, pageable adapter over `messages` (cursor = index), with optional capabilities. */
+function memoryAdapter(queue: Partial<QueueSummary> & { id: string; broker: QueueSummary['broker'] }, messages: QueueMessage[], extra: Partial<BrokerAdapter> = {}): BrokerAdapter & { limits: number[] } {
+  const summary: QueueSummary = {
+    name: queue.id,
+    kind: 'snapshot',
+    depth: messages.length,
+    inFlight: 0,
+    delayed: 0,
+    consumers: 0,
+    counts: {},
+    deadLetterTargets: [],
+    deadLetterSources: [],
+    isDeadLetterQueue: false,
+    capabilities: { canPeekNonDestructively: true, peekSideEffects: [], peekMayDeadLetter: false, canPageFromCursor: true, maxPeekWindow: 1000, peekStates: [] },
+    config: {},
+    ...queue,
+  };
+  const limits: number[] = [];
+  return {
+    broker: 'snapshot',
+    limits,
+    testConnection: () => Promise.resolve({ ok: true, server: null, checks: [], error: null }),
+    listQueues: () => Promise.resolve([summary]),
+    getQueue: () => Promise.resolve(summary),
+    peek: (_id: string, o: PeekOptions) => {
+      limits.push(o.limit);
+      const from = o.cursor === undefined || o.cursor === null ? 0 : Number(o.cursor);
+      const page = messages.slice(from, from + o.limit);
+      const next = from + page.length;
+      return Promise.resolve({ messages: page, nextCursor: next < messages.length ? String(next) : null, total: messages.length, sideEffects: [] });
+    },
+    close: () => Promise.resolve(),
+    ...extra,
+  };
+}
+
+function rabbitMessage(id: string, sizeBytes: number): QueueMessage {
+  const data = JSON.stringify({ orderId: id });
+  return { id, queueId: 'rabbitmq:%2F/big', queueName: 'big', position: 0, body: { encoding: 'utf8', data, sizeBytes, truncated: false }, headers: {}, properties: { messageId: `${id}:charge` }, meta: {} };
+}
+
+describe('broker version through the adapter capability', () => {
+  // 20 MiB: over RabbitMQ 4.x's default max_message_size (16 MiB), under 3.8–3.13's (128 MiB).
+  const big = [rabbitMessage('A-1', 20 * 1024 * 1024)];
+
+  it("uses the version any adapter reports, whatever the queue's broker name", async () => {
+    // A snapshot-like adapter (queue broker 'snapshot', no tuning) that still reports a RabbitMQ 3.13 version.
+    let asked = 0;
+    const adapter = memoryAdapter({ id: 'rabbitmq:%2F/big', broker: 'snapshot' }, big, {
+      brokerVersion: () => {
+        asked++;
+        return Promise.resolve('3.13.7');
+      },
+    });
+    const r = await inspectQueue(adapter, 'rabbitmq:%2F/big', { compareDeadLetter: false });
+    expect(asked).toBe(1);
+    expect(r.messages[0]?.verdict).toBe('review');
+    expect(r.messages[0]?.reasons.join(' ')).toContain('RabbitMQ 3.13.7 default max_message_size (128 MiB)');
+    expect(r.summary.flagged).toBe(0);
+  });
+
+  it('does not ask an adapter without the capability (and does not fall back to tuning settings)', async () => {
+    let tuningAsked = 0;
+    const tuning = {
+      sources: () => Promise.resolve([]),
+      readSettings: () => {
+        tuningAsked++;
+        return Promise.reject(new Error('not used'));
+      },
+      measure: () => Promise.reject(new Error('not used')),
+    };
+    const adapter = memoryAdapter({ id: 'rabbitmq:%2F/big', broker: 'rabbitmq' }, big, { tuning });
+    const r = await inspectQueue(adapter, 'rabbitmq:%2F/big', { compareDeadLetter: false });
+    expect(tuningAsked).toBe(0);
+    expect(r.messages[0]?.verdict).toBe('flag');
+    expect(r.messages[0]?.reasons.join(' ')).toContain('RabbitMQ 4.x default max_message_size (16 MiB; 128 MiB on 3.8–3.13)');
+  });
+
+  it('treats an unreadable version as unknown, and passes cancellation on', async () => {
+    const failing = memoryAdapter({ id: 'q', broker: 'rabbitmq' }, [], { brokerVersion: () => Promise.reject(new QueuescopeError('MANAGEMENT_UNAVAILABLE', 'down')) });
+    await expect(readBrokerVersion(failing)).resolves.toBeNull();
+    const empty = memoryAdapter({ id: 'q', broker: 'rabbitmq' }, [], { brokerVersion: () => Promise.resolve('') });
+    await expect(readBrokerVersion(empty)).resolves.toBeNull();
+    const cancelled = memoryAdapter({ id: 'q', broker: 'rabbitmq' }, [], { brokerVersion: () => Promise.reject(new QueuescopeError('CANCELLED', 'cancelled')) });
+    await expect(readBrokerVersion(cancelled)).rejects.toMatchObject({ code: 'CANCELLED' });
+  });
+});
+
+describe('readQueue page sizes', () => {
+  it('asks for smaller pages after a page of large bodies, and for full pages again after small ones', async () => {
+    const msgs = [...Array.from({ length: 20 }, (_, i) => rabbitMessage(`L${String(i)}`, 1024 * 1024)), ...Array.from({ length: 100 }, (_, i) => rabbitMessage(`S${String(i)}`, 100))];
+    const adapter = memoryAdapter({ id: 'q', broker: 'snapshot' }, msgs);
+    const seen: string[] = [];
+    const r = await readQueue(adapter, await adapter.getQueue('q'), { pageSize: 20 }, (ms) => seen.push(...ms.map((m) => m.id)));
+    expect(r).toMatchObject({ read: 120, partial: false });
+    expect(new Set(seen).size).toBe(120);
+    // 20 bodies of 1 MiB, then 16 (16 MiB per page), then 100-byte bodies: back to the asked 20.
+    const perPage = Math.floor(INSPECT_PAGE_BYTES / (1024 * 1024));
+    expect(perPage).toBeLessThan(20);
+    expect(adapter.limits.slice(0, 3)).toEqual([20, perPage, 20]);
   });
 });

@@ -47,8 +47,8 @@ export interface InspectQueueOptions {
   pageSize?: number;
   /**
    * Broker version for the size limit (RabbitMQ's default `max_message_size` is 128 MiB on
-   * 3.8–3.13, 16 MiB since 4.0). When absent, a RabbitMQ version is read from the adapter
-   * (`tuning.readSettings`: the management API `/api/overview`); null = unknown.
+   * 3.8–3.13, 16 MiB since 4.0). When absent, it is read from the adapter's `brokerVersion`
+   * capability where it has one (see {@link readBrokerVersion}); null = unknown.
    */
   brokerVersion?: string | null;
 }
@@ -121,7 +121,7 @@ export async function inspectQueue(adapter: BrokerAdapter, queueId: string, opti
   const t0 = performance.now();
   const queue = await adapter.getQueue(queueId, ctx.signal);
   const rules = withQueueSizeLimit(options.rules ?? {}, queue);
-  const brokerVersion = options.brokerVersion !== undefined ? options.brokerVersion : await readBrokerVersion(adapter, queue, ctx.signal);
+  const brokerVersion = options.brokerVersion !== undefined ? options.brokerVersion : await readBrokerVersion(adapter, ctx.signal);
   const analyzeOptions: AnalyzeOptions = { rules, detail: 'verdict', ...(brokerVersion !== null ? { brokerVersion } : {}) };
   const acc = createQueueSummary(analyzeOptions);
   const rowLimit = Math.max(0, options.rowLimit ?? DEFAULT_ROW_LIMIT);
@@ -129,7 +129,12 @@ export async function inspectQueue(adapter: BrokerAdapter, queueId: string, opti
   // Rows beyond rowLimit are kept only for messages the summary names as examples, decided at the end.
   const late = new Map<string, InspectedMessage>();
   const compared: MessageAnalysis[] = [];
-  const wantCompare = (options.compareDeadLetter ?? true) || (options.compareWith?.length ?? 0) > 0;
+  // Analyses are kept for comparisons only when there is something to compare with: holding 100k
+  // of them for a queue without dead-letter partners cost about a third of the app's inspection time.
+  const targets: CompareTarget[] = [];
+  if (options.compareDeadLetter ?? true) targets.push(...deadLetterPartners(adapter, queue));
+  targets.push(...(options.compareWith ?? []));
+  const wantCompare = targets.length > 0;
   let analysed = 0;
 
   const read = await readQueue(
@@ -169,9 +174,6 @@ export async function inspectQueue(adapter: BrokerAdapter, queueId: string, opti
 
   const comparisons: InspectComparison[] = [];
   if (wantCompare) {
-    const targets: CompareTarget[] = [];
-    if (options.compareDeadLetter ?? true) targets.push(...deadLetterPartners(adapter, queue));
-    targets.push(...(options.compareWith ?? []));
     const ownSide = { label: queue.name, messages: compared, options: analyzeOptions };
     const capNote = compared.length < analysed ? `Only the first ${String(compared.length)} messages of ${queue.name} were compared.` : null;
     for (const t of targets) {
@@ -210,15 +212,16 @@ export function withQueueSizeLimit(rules: NonNullable<AnalyzeOptions['rules']>, 
 }
 
 /**
- * The RabbitMQ server version (e.g. `3.10.8`) as the adapter's tuning settings report it
- * (`/api/overview`), for the default `max_message_size`; null for other brokers, snapshots, or
- * when it cannot be read (the size check then names both defaults). Throws only `CANCELLED`.
+ * The broker version the adapter reports through its optional `brokerVersion` capability (RabbitMQ:
+ * the management API `/api/overview`, e.g. `3.10.8`), for the default `max_message_size`; null
+ * where the adapter reports none (snapshots, Redis, SQS) or it cannot be read (the size check then
+ * names both defaults). Throws only `CANCELLED`.
  */
-async function readBrokerVersion(adapter: BrokerAdapter, queue: QueueSummary, signal: AbortSignal | undefined): Promise<string | null> {
-  if (queue.broker !== 'rabbitmq' || adapter.tuning === undefined) return null;
+export async function readBrokerVersion(adapter: BrokerAdapter, signal?: AbortSignal): Promise<string | null> {
+  if (adapter.brokerVersion === undefined) return null;
   try {
-    const settings = await adapter.tuning.readSettings(queue.id, signal);
-    return typeof settings.brokerVersion === 'string' && settings.brokerVersion.length > 0 ? settings.brokerVersion : null;
+    const v = await adapter.brokerVersion(signal);
+    return typeof v === 'string' && v.length > 0 ? v : null;
   } catch (e) {
     if (e instanceof QueuescopeError && e.code === 'CANCELLED') throw e;
     return null;

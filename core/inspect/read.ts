@@ -2,8 +2,18 @@ import { QueuescopeError, type PeekPage, type QueueMessage, type QueueSummary } 
 import type { BrokerAdapter } from '../adapters/types';
 import { assertPeekAllowed } from '../services/export';
 
-/** Messages per peek page while inspecting. */
-export const INSPECT_PAGE_SIZE = 500;
+/**
+ * Messages per peek page while inspecting (the most a peek returns): fewer, larger pages cost less
+ * per message (for a snapshot file: one open and one seek per page).
+ */
+export const INSPECT_PAGE_SIZE = 1000;
+/**
+ * Body bytes aimed at per page of a pageable queue: after a page whose bodies averaged more than
+ * `INSPECT_PAGE_BYTES / pageSize`, the next page asks for fewer messages (at least 10), so large
+ * bodies do not hold up to `pageSize` × 1 MiB in memory at once.
+ */
+export const INSPECT_PAGE_BYTES = 16 * 1024 * 1024;
+const MIN_ADAPTIVE_PAGE = 10;
 /** Bodies up to this many bytes are read whole for analysis (larger ones are analysed truncated; the size check uses the reported size). */
 export const INSPECT_MAX_BODY_BYTES = 1024 * 1024 + 1024;
 
@@ -15,7 +25,7 @@ export interface ReadQueueOptions {
   limit?: number;
   /** Required when the queue's peek may dead-letter messages (see `assertPeekAllowed`). */
   acceptSideEffects?: boolean;
-  /** Messages per peek (1–1000, default {@link INSPECT_PAGE_SIZE}). */
+  /** Most messages per peek (1–1000, default {@link INSPECT_PAGE_SIZE}); pages of large bodies get smaller (see {@link INSPECT_PAGE_BYTES}). */
   pageSize?: number;
   signal?: AbortSignal;
   /** Called before each page (pause / cancel point; may throw `CANCELLED`). */
@@ -66,11 +76,18 @@ export async function readQueue(adapter: BrokerAdapter, queue: QueueSummary, opt
   };
   const sideEffects = new Set<string>();
   let read = 0;
+  let pageLimit = pageSize;
   const take = (page: PeekPage, room: number): void => {
     for (const s of page.sideEffects) sideEffects.add(s);
     const msgs = page.messages.length > room ? page.messages.slice(0, room) : page.messages;
     read += msgs.length;
-    if (msgs.length > 0) onPage(msgs);
+    if (msgs.length > 0) {
+      let bytes = 0;
+      for (const m of msgs) bytes += Math.min(m.body.sizeBytes, INSPECT_MAX_BODY_BYTES);
+      const fit = Math.floor(INSPECT_PAGE_BYTES / Math.max(1, bytes / msgs.length));
+      pageLimit = Math.max(Math.min(MIN_ADAPTIVE_PAGE, pageSize), Math.min(pageSize, fit));
+      onPage(msgs);
+    }
   };
 
   if (caps.canPageFromCursor) {
@@ -82,7 +99,7 @@ export async function readQueue(adapter: BrokerAdapter, queue: QueueSummary, opt
       await options.checkpoint?.();
       const room = Math.min(limit, cutoff ?? Number.POSITIVE_INFINITY) - read;
       if (room <= 0) break;
-      const page = await adapter.peek(queue.id, { ...base, limit: Math.min(pageSize, room), cursor }, signal);
+      const page = await adapter.peek(queue.id, { ...base, limit: Math.min(pageLimit, room), cursor }, signal);
       if (cursor === null) {
         cutoff = page.total;
         options.onTotal?.(cutoff === null ? (Number.isFinite(limit) ? limit : null) : Math.min(cutoff, limit));

@@ -41,6 +41,12 @@ export interface InspectRulesState {
   note: string | null;
   /** A stored value that did not validate (it is ignored and kept in the file); null when fine. */
   problem: string | null;
+  /**
+   * The broker version the connection reports (e.g. RabbitMQ `3.13.7`, from the adapter's
+   * `brokerVersion` capability), for the analysis' default size limit (`AnalyzeOptions.brokerVersion`);
+   * null when the adapter reports none (snapshots, Redis, SQS) or it could not be read.
+   */
+  brokerVersion: string | null;
 }
 
 /** One message's verdicts, as the CLI table and the app's drill-down show them. */

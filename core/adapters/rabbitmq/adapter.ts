@@ -731,6 +731,18 @@ export class RabbitmqAdapter implements BrokerAdapter {
     };
   }
 
+  /** `rabbitmq_version` of the management API `/api/overview` (see {@link BrokerAdapter.brokerVersion}); null when it cannot be read. */
+  async brokerVersion(signal?: AbortSignal): Promise<string | null> {
+    try {
+      const res = await this.mgmt.get('/api/overview', signal);
+      const v = res.status === 200 && res.body !== null && typeof res.body === 'object' ? (res.body as { rabbitmq_version?: unknown }).rabbitmq_version : null;
+      return typeof v === 'string' && v.length > 0 ? v : null;
+    } catch (e) {
+      if (e instanceof QueuescopeError && e.code === 'CANCELLED') throw e;
+      return null;
+    }
+  }
+
   /** Closes the AMQP connection and the management API's idle sockets. Idempotent; a later call reconnects. */
   async close(): Promise<void> {
     const p = this.conn;

@@ -6,8 +6,14 @@ import { useStore } from '../store';
 import { rulesForQueue } from '../store/inspect';
 import './inspect.css';
 
-/** Rules passed to the analysis for one queue (`AnalyzeOptions.rules`), with a stable identity per settings object. */
-export type QueueRules = NonNullable<AnalyzeOptions['rules']>;
+/**
+ * What the badges analyse one queue's messages with: the queue's rules (`AnalyzeOptions.rules`)
+ * and, as `brokerVersion`, the broker version the connection reports (`AnalyzeOptions.brokerVersion`,
+ * e.g. RabbitMQ `3.13.7`: picks the default size limit, 128 MiB before 4.0, 16 MiB since; absent or
+ * null = unknown). One object so the message list can pass it down as is; its identity is stable
+ * per settings, queue and version, so analyses are cached.
+ */
+export type QueueRules = NonNullable<AnalyzeOptions['rules']> & { readonly brokerVersion?: string | null };
 
 /** Short badge texts for key verdicts. */
 export const KEY_VERDICT_LABEL: Record<KeyVerdictKind, string> = {
@@ -36,7 +42,8 @@ const cache = new WeakMap<QueueMessage, { rules: QueueRules; detail: 'full' | 'v
 export function analysisOf(message: QueueMessage, rules: QueueRules, detail: 'full' | 'verdict' = 'verdict'): MessageAnalysis {
   const hit = cache.get(message);
   if (hit !== undefined && hit.rules === rules && (hit.detail === 'full' || detail === 'verdict')) return hit.a;
-  const a = analyzeMessage(message, { rules, detail });
+  const version = rules.brokerVersion;
+  const a = analyzeMessage(message, { rules, detail, ...(version !== undefined && version !== null ? { brokerVersion: version } : {}) });
   cache.set(message, { rules, detail, a });
   return a;
 }
@@ -45,8 +52,9 @@ const NO_RULES: QueueRules = { keyRules: [], snapshotFields: [], queueIsSnapshot
 const rulesMemo = new WeakMap<object, Map<string, { rules: QueueRules; match: string | null }>>();
 
 /**
- * The rules for a queue from the connection's saved inspect settings (loads them on first use).
- * The returned `rules` object keeps its identity while the settings do not change, so analyses are cached.
+ * The rules for a queue from the connection's saved inspect settings (loads them on first use),
+ * with the broker version the connection reports (`inspect.rules.get` → `brokerVersion`).
+ * The returned `rules` object keeps its identity while the settings and version do not change, so analyses are cached.
  */
 export function useQueueRules(connectionId: string, queue: { name: string; id: string } | null): { rules: QueueRules; match: string | null; persisted: boolean | null } {
   const entry = useStore((s) => s.inspectRules[connectionId]);
@@ -56,16 +64,18 @@ export function useQueueRules(connectionId: string, queue: { name: string; id: s
     if (entry === undefined) void load(connectionId);
   }, [entry, load, connectionId]);
   const settings = entry?.state?.settings;
+  const brokerVersion = entry?.state?.brokerVersion ?? null;
   if (queue === null || settings === undefined) return { rules: NO_RULES, match: null, persisted: entry?.state?.persisted ?? null };
   let perSettings = rulesMemo.get(settings);
   if (perSettings === undefined) {
     perSettings = new Map();
     rulesMemo.set(settings, perSettings);
   }
-  const k = `${queue.id}\u0000${queue.name}`;
+  const k = `${queue.id}\u0000${queue.name}\u0000${brokerVersion ?? ''}`;
   let r = perSettings.get(k);
   if (r === undefined) {
-    r = rulesForQueue(settings, queue, connectionName);
+    const found = rulesForQueue(settings, queue, connectionName);
+    r = brokerVersion !== null ? { rules: { ...found.rules, brokerVersion }, match: found.match } : found;
     perSettings.set(k, r);
   }
   return { ...r, persisted: entry?.state?.persisted ?? null };

@@ -4,6 +4,7 @@ import { cleanup, render, screen } from '@testing-library/react';
 import fc from 'fast-check';
 import { useStore } from '../store';
 import { message } from '../test/fixtures';
+import { InspectCell } from './InspectBadges';
 import { annotatedLines } from './InspectMessagePanel';
 import { MessageView } from './MessageView';
 
@@ -13,7 +14,7 @@ beforeEach(() => {
   // A saved connection with no inspect rules (built-in rules apply).
   useStore.setState({
     view: { screen: 'queue', connectionId: 'c1', queueId: 'rabbitmq:%2F/orders' },
-    inspectRules: { c1: { status: 'ready', error: null, state: { connectionId: 'c1', settings: { queues: [] }, persisted: true, note: null, problem: null } } },
+    inspectRules: { c1: { status: 'ready', error: null, state: { connectionId: 'c1', settings: { queues: [] }, persisted: true, note: null, problem: null, brokerVersion: null } } },
   });
 });
 afterEach(cleanup);
@@ -58,5 +59,40 @@ describe('InspectMessagePanel in the message view', () => {
     expect(container.querySelector('img')).toBeNull();
     expect(screen.getByTestId('annotated-body').textContent).toContain('<img src=x');
     expect(screen.getByTestId('highlighted-key').textContent).toBe('A-1:charge');
+  });
+});
+
+describe('broker version from the connection (size limit)', () => {
+  // 20 MiB: over RabbitMQ 4.x's default max_message_size (16 MiB), under 3.8–3.13's (128 MiB).
+  const big = (id: string) => {
+    const m = message(id, JSON.stringify({ orderId: 'A-1' }), { properties: { messageId: 'A-1:charge' } });
+    return { ...m, body: { ...m.body, sizeBytes: 20 * 1024 * 1024 } };
+  };
+  const withVersion = (brokerVersion: string | null) =>
+    useStore.setState({ inspectRules: { c1: { status: 'ready', error: null, state: { connectionId: 'c1', settings: { queues: [] }, persisted: true, note: null, problem: null, brokerVersion } } } });
+
+  it('measures against the 128 MiB default when the connection reports RabbitMQ 3.13', () => {
+    withVersion('3.13.7');
+    const { container } = render(<MessageView message={big('v3')} onClose={() => undefined} />);
+    expect(screen.getByTestId('inspect-panel').textContent).toMatch(/of at most 128(\.0)? MiB \(RabbitMQ 3\.13\.7 default max_message_size \(128 MiB\)\)/);
+    // large (≥ 256 KiB) but within the limit: review, not flag
+    expect(screen.getAllByTestId('verdict-badge')[0]?.getAttribute('data-verdict')).toBe('review');
+    expect(container.textContent).not.toMatch(/over the limit/);
+  });
+
+  it('flags the same body as over the 16 MiB limit when the connection reports RabbitMQ 4', () => {
+    withVersion('4.0.9');
+    render(<MessageView message={big('v4')} onClose={() => undefined} />);
+    expect(screen.getAllByTestId('verdict-badge')[0]?.getAttribute('data-verdict')).toBe('flag');
+    expect(screen.getByTestId('inspect-reasons').textContent).toContain('over the limit of 16 MiB (RabbitMQ 4.0.9 default max_message_size (16 MiB))');
+  });
+
+  it('passes the version carried by the list rules to the list badges', () => {
+    const rules = { keyRules: [], snapshotFields: [], queueIsSnapshot: false };
+    render(<InspectCell message={big('list-v3')} rules={{ ...rules, brokerVersion: '3.12.0' }} />);
+    expect(screen.getByTestId('verdict-badge').getAttribute('data-verdict')).toBe('review');
+    cleanup();
+    render(<InspectCell message={big('list-unknown')} rules={rules} />);
+    expect(screen.getByTestId('verdict-badge').getAttribute('data-verdict')).toBe('flag');
   });
 });
