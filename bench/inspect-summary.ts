@@ -10,15 +10,19 @@
  * - from a snapshot file (JSONL, through the snapshot adapter);
  * - from a Redis list (LRANGE pages through the Redis adapter) in its own database
  *   (`QUEUESCOPE_BENCH_REDIS_DB`, default 15), removed afterwards.
- * Each timed run follows an untimed warm-up run on 5,000 messages.
+ * with the options the app's `inspect.queue` handler passes (built-in rules, dead-letter comparison
+ * on — these queues have no dead-letter partners —, the default page size).
+ * Each row: an untimed warm-up run on 5,000 messages, then {@link REPS} timed runs; the row is the
+ * median run by CPU time (every run's CPU seconds are in `cpuRuns`, the load average in `load`).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { createAdapter } from '../core/adapters';
-import { inspectQueue } from '../core/inspect/inspect';
+import { inspectQueue, type InspectQueueOptions } from '../core/inspect/inspect';
+import { resolveInspectSettings } from '../core/inspect/settings';
 import { SnapshotWriter } from '../core/snapshot/writer';
 import type { QueueMessage, QueueSummary } from '../shared/domain';
 
@@ -38,9 +42,15 @@ export interface InspectSummaryResult {
   peakRssMb: number;
   flagged: number;
   duplicateGroups: number;
+  /** CPU seconds of every timed run, in run order (the row is the median one). */
+  cpuRuns: number[];
+  /** 1-minute load average before and after the timed runs (CPU time is noisy on a busy machine). */
+  load: [number, number];
 }
 
 const COUNT = 100_000;
+/** Timed runs per row (median by CPU time reported); `INSPECT_BENCH_REPS` overrides. */
+const REPS = Math.max(1, Math.floor(Number(process.env.INSPECT_BENCH_REPS ?? '3')) || 3);
 
 /** A ~1 KiB body in one of five styles; every 50th message re-sends an earlier order (same key). */
 export function benchBody(i: number): { body: string; key: string | null } {
@@ -80,6 +90,12 @@ export function benchBody(i: number): { body: string; key: string | null } {
   }
 }
 
+/** What the app's `inspect.queue` handler passes for a connection without inspect settings (core/inspect/api-handlers.ts). */
+function appOptions(q: QueueSummary, limit: number | undefined): InspectQueueOptions {
+  const settings = resolveInspectSettings([{ label: 'connection "bench"', inspect: { queues: [] } }], q, 'bench');
+  return { rules: settings.rules, rulesSource: settings.source, ...(limit !== undefined ? { limit } : {}) };
+}
+
 function peakRss(): { stop: () => number } {
   let peak = process.memoryUsage.rss();
   const t = setInterval(() => {
@@ -95,14 +111,20 @@ function peakRss(): { stop: () => number } {
 
 async function timed(name: string, run: (limit?: number) => Promise<{ analysed: number; flagged: number; duplicateGroups: number }>): Promise<InspectSummaryResult> {
   await run(5000); // warm-up
-  const rss = peakRss();
-  const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
-  const r = await run();
-  const seconds = (performance.now() - t0) / 1000;
-  const cpu = process.cpuUsage(cpu0);
-  const cpuSeconds = (cpu.user + cpu.system) / 1e6;
-  return { name, messages: r.analysed, seconds, perSecond: r.analysed / seconds, cpuSeconds, cpuPerSecond: r.analysed / cpuSeconds, peakRssMb: rss.stop(), flagged: r.flagged, duplicateGroups: r.duplicateGroups };
+  const load0 = loadavg()[0] ?? 0;
+  const rows: InspectSummaryResult[] = [];
+  for (let i = 0; i < REPS; i++) {
+    const rss = peakRss();
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    const r = await run();
+    const seconds = (performance.now() - t0) / 1000;
+    const cpu = process.cpuUsage(cpu0);
+    const cpuSeconds = (cpu.user + cpu.system) / 1e6;
+    rows.push({ name, messages: r.analysed, seconds, perSecond: r.analysed / seconds, cpuSeconds, cpuPerSecond: r.analysed / cpuSeconds, peakRssMb: rss.stop(), flagged: r.flagged, duplicateGroups: r.duplicateGroups, cpuRuns: [], load: [0, 0] });
+  }
+  const median = [...rows].sort((a, b) => a.cpuSeconds - b.cpuSeconds)[Math.floor(rows.length / 2)] as InspectSummaryResult;
+  return { ...median, cpuRuns: rows.map((r) => r.cpuSeconds), load: [load0, loadavg()[0] ?? 0] };
 }
 
 async function snapshotRow(dir: string): Promise<InspectSummaryResult> {
@@ -145,7 +167,7 @@ async function snapshotRow(dir: string): Promise<InspectSummaryResult> {
     const [q] = await adapter.listQueues({});
     if (q === undefined) throw new Error('the bench snapshot has no queue');
     return await timed('inspect summary, snapshot file (100k × ~1 KiB JSON)', async (limit) => {
-      const r = await inspectQueue(adapter, q.id, { ...(limit !== undefined ? { limit } : {}), compareDeadLetter: false });
+      const r = await inspectQueue(adapter, q.id, appOptions(q, limit));
       return { analysed: r.analysed, flagged: r.summary.flagged, duplicateGroups: r.summary.duplicateGroupCount };
     });
   } finally {
@@ -167,7 +189,7 @@ async function redisRow(): Promise<InspectSummaryResult> {
     }
     const q = await adapter.getQueue(`list:${key}`);
     return await timed('inspect summary, Redis list (100k × ~1 KiB JSON)', async (limit) => {
-      const r = await inspectQueue(adapter, q.id, { ...(limit !== undefined ? { limit } : {}), compareDeadLetter: false, pageSize: 1000 });
+      const r = await inspectQueue(adapter, q.id, appOptions(q, limit));
       return { analysed: r.analysed, flagged: r.summary.flagged, duplicateGroups: r.summary.duplicateGroupCount };
     });
   } finally {
@@ -191,7 +213,11 @@ export async function benchInspectSummary(): Promise<InspectSummaryResult[]> {
 if (process.argv[1]?.endsWith('inspect-summary.ts') === true) {
   benchInspectSummary().then(
     (rows) => {
-      for (const r of rows) process.stdout.write(`${r.name}: ${String(r.messages)} in ${r.seconds.toFixed(2)} s wall (${String(Math.round(r.perSecond))}/s), ${r.cpuSeconds.toFixed(2)} s CPU (${String(Math.round(r.cpuPerSecond))}/s), peak RSS ${r.peakRssMb.toFixed(0)} MB, ${String(r.flagged)} flagged, ${String(r.duplicateGroups)} duplicate groups\n`);
+      for (const r of rows) {
+        process.stdout.write(
+          `${r.name}: ${String(r.messages)} in ${r.seconds.toFixed(2)} s wall (${String(Math.round(r.perSecond))}/s), ${r.cpuSeconds.toFixed(2)} s CPU (${String(Math.round(r.cpuPerSecond))}/s; median of ${r.cpuRuns.map((c) => c.toFixed(2)).join(', ')}), peak RSS ${r.peakRssMb.toFixed(0)} MB, ${String(r.flagged)} flagged, ${String(r.duplicateGroups)} duplicate groups, load ${r.load[0].toFixed(1)} → ${r.load[1].toFixed(1)}\n`,
+        );
+      }
       process.exit(0);
     },
     (e: unknown) => {
