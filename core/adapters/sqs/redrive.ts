@@ -63,7 +63,7 @@ interface TargetInfo extends SendTarget {
 }
 
 /** A message this run keeps hidden until it ends, and why. */
-type HeldReason = 'skipped' | 'failed' | 'newer' | 'dry-run' | 'over-limit';
+type HeldReason = 'skipped' | 'failed' | 'newer' | 'dry-run' | 'over-limit' | 'unsent';
 
 /** The visibility state of one received message. */
 interface Hidden {
@@ -71,6 +71,14 @@ interface Hidden {
   /** ms since epoch when its visibility timeout runs out. */
   until: number;
 }
+
+/**
+ * WaitTimeSeconds of every receive (long polling): SQS then asks all its servers instead of a
+ * sample, so a receive is not short of 10 while the queue has messages, and one empty receive
+ * means the queue has no visible message left (one call instead of a short poll plus a retry).
+ * A non-empty queue answers at once; only the last, empty receive waits this long.
+ */
+const RECEIVE_WAIT_S = 1;
 
 const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
 
@@ -103,13 +111,23 @@ function receiveTimestampAfter(m: Message, cutoffMs: number): boolean {
  *
  * **Client-side move** (`moveClientSide`), per engine batch of `batchSize` messages:
  * 1. `gate(n)`, then ⌈n/10⌉ `ReceiveMessage` calls in parallel (MaxNumberOfMessages ≤ 10,
- *    VisibilityTimeout {@link SqsRedriveOptions.visibilityTimeoutS}, all system and message attributes);
+ *    WaitTimeSeconds 1 — long polling, so a receive is not short while the queue has messages and
+ *    one empty receive ends the run —, VisibilityTimeout {@link SqsRedriveOptions.visibilityTimeoutS},
+ *    all system and message attributes);
  * 2. `decide` each new message; `beforeMove` with the ones to move;
  * 3. `SendMessageBatch` to each target (10 entries / 256 KiB per call; FIFO targets one call at a time
  *    to keep group order), body and MessageAttributes unchanged plus {@link REDRIVE_COUNT_HEADER};
  * 4. `DeleteMessageBatch` of exactly the entries SendMessageBatch reported `Successful`. Failed entries
  *    stay in the DLQ and are reported; a failed delete is reported as a possible duplicate.
- * So a whole-DLQ move costs 3 calls per 10 messages (0.3 per message) plus a few per run.
+ * On a standard DLQ and target, a batch's last SendMessageBatch that would carry fewer than 10
+ * entries waits for the next batch's moves (the messages stay hidden; sent at the latest when the
+ * run ends normally, in a batch of its own), and is reported in the batch that sends it. When the run
+ * is cancelled or fails, carried moves are not sent and stay in the DLQ, unreported (like messages
+ * read but not examined; the notes count them). A crash can leave in both queues what one round of
+ * sends covered: the batch in hand plus fewer than 10 carried moves per target.
+ * So a whole-DLQ move costs 3 calls per 10 messages (0.3 per message) plus a few per run, and a
+ * filtered one 0.1 per message examined (receive) + 0.2 per message moved (send, delete) + 0.1 per
+ * message left (made visible again at the end): e.g. 0.4 per message moved when 2 of 3 move.
  *
  * Messages left in the DLQ (skipped, failed, dry run, sent after the cutoff) are kept invisible
  * until the run ends — so a run never receives them twice — then made visible again with
@@ -461,6 +479,9 @@ interface InHand {
   message: QueueMessage;
 }
 
+/** A move ready to send: its entry, the message and where it goes. */
+type Planned = BuiltEntry & { messageId: string; targetQueueId: string; handle: InHand };
+
 /** The state of one `moveClientSide` run. */
 class ClientRun {
   private url = '';
@@ -472,6 +493,14 @@ class ClientRun {
   private readonly targets = new Map<string, Promise<TargetInfo>>();
   private readonly notes: string[] = [];
   private totals = { examined: 0, moved: 0, skipped: 0, failed: 0, possibleDuplicates: 0 };
+  /** Messages decided so far (reported or carried): what the limit and the positions count. */
+  private decided = 0;
+  /**
+   * Moves decided and backed up but not sent yet, per target: the tail of a batch that would not
+   * fill a SendMessageBatch of 10 waits for the next batch (standard queues only), so a filtered
+   * run does not pay a part-filled send and delete per batch. Reported when sent.
+   */
+  private readonly carry = new Map<string, Planned[]>();
   private newer = 0;
   private removedAgain = 0;
   private readonly callsAtStart: number;
@@ -523,10 +552,9 @@ class ClientRun {
     let stoppedBecause: MoveSummary['stoppedBecause'] = 'exhausted';
     let failure: unknown = null;
     try {
-      let emptyStreak = 0;
       for (;;) {
         if (this.aborted()) throw cancelled();
-        const remaining = limit - this.totals.examined;
+        const remaining = limit - this.decided;
         if (remaining <= 0) {
           stoppedBecause = limitReason;
           break;
@@ -539,8 +567,7 @@ class ClientRun {
         const n = Math.min(this.o.batchSize, remaining);
         await this.hooks.gate(n);
         if (this.aborted()) throw cancelled();
-        // After an empty short-poll, wait up to 1 s once: short polling samples a subset of SQS servers.
-        const raw = await this.receive(Math.min(n, maxHeld - this.held.size), emptyStreak > 0 ? 1 : 0);
+        const raw = await this.receive(Math.min(n, maxHeld - this.held.size));
         if (raw === 'over-limit') {
           stoppedBecause = 'max-messages';
           this.notes.push(`SQS refused further receives (OverLimit: too many in-flight messages); ${plural(this.held.size, 'message')} left in the DLQ were held out of sight. Run again to continue.`);
@@ -549,18 +576,35 @@ class ClientRun {
         const { fresh, again, newlyHeld } = this.sortReceived(raw, limit);
         if (again.length > 0) await this.deleteAgain(again);
         if (fresh.length === 0) {
-          // Only messages already seen (or nothing): the DLQ is exhausted after one more, long-polled try.
+          // Only messages already seen: read on. Nothing at all from a long poll: the DLQ is exhausted.
           if (newlyHeld > 0 || again.length > 0) continue;
-          emptyStreak++;
-          if (emptyStreak >= 2) break;
-          continue;
+          break;
         }
-        emptyStreak = 0;
-        const result = await this.processBatch(fresh);
+        const result = await this.processBatch(fresh, false);
         this.hooks.onBatch(result);
       }
     } catch (e) {
       failure = e;
+    }
+    if (this.carry.size > 0) {
+      if (failure === null) {
+        // The run ended normally: send the moves carried from the last batch, in a batch of their own.
+        try {
+          const result = await this.processBatch([], true);
+          this.hooks.onBatch(result);
+        } catch (e) {
+          failure = e;
+        }
+      } else {
+        // Cancelled or failed: the batches reported are final; the carried moves (never reported)
+        // are not sent — they stay in the DLQ like messages read but not examined.
+        for (const list of this.carry.values()) {
+          for (const p of list) this.held.set(p.messageId, 'unsent');
+          this.decided -= list.length;
+        }
+        this.carry.clear();
+        this.carriedIds.clear();
+      }
     }
     await this.finish();
     if (failure !== null) throw failure instanceof Error ? failure : asQs(failure);
@@ -570,8 +614,8 @@ class ClientRun {
     return { ...this.totals, stoppedBecause, notes: this.notes, apiCalls: this.mover.apiCalls - this.callsAtStart };
   }
 
-  /** ⌈n/10⌉ receives in parallel. Returns 'over-limit' on SQS OverLimit. */
-  private async receive(n: number, waitS: number): Promise<Message[] | 'over-limit'> {
+  /** ⌈n/10⌉ long-polled receives ({@link RECEIVE_WAIT_S}) in parallel. Returns 'over-limit' on SQS OverLimit. */
+  private async receive(n: number): Promise<Message[] | 'over-limit'> {
     const sizes: number[] = [];
     for (let left = n; left > 0; left -= 10) sizes.push(Math.min(10, left));
     const name = this.name;
@@ -586,7 +630,7 @@ class ClientRun {
               QueueUrl: url,
               MaxNumberOfMessages: size,
               VisibilityTimeout: vt,
-              WaitTimeSeconds: waitS,
+              WaitTimeSeconds: RECEIVE_WAIT_S,
               MessageSystemAttributeNames: ['All'],
               // Deprecated in favour of MessageSystemAttributeNames, but local-aws-sqs reads only this one.
               // eslint-disable-next-line @typescript-eslint/no-deprecated
@@ -628,20 +672,20 @@ class ClientRun {
       }
       // Examined before: held (its newest handle is tracked) or moved (handled above). No separate
       // set of examined ids, so a million-message run keeps only ids it must (moved ones, held ones).
-      if (this.held.has(id)) continue;
+      if (this.held.has(id) || this.carriedIds.has(id)) continue;
       if (receiveTimestampAfter(m, this.o.cutoffMs)) {
         this.held.set(id, 'newer');
         this.newer++;
         newlyHeld++;
         continue;
       }
-      if (this.totals.examined + fresh.length >= limit) {
+      if (this.decided + fresh.length >= limit) {
         this.held.set(id, 'over-limit');
         newlyHeld++;
         continue;
       }
       freshIds.add(id);
-      fresh.push({ raw: m, message: toQueueMessage(m, { queueId: this.o.sourceQueueId, queueName: this.name, position: this.totals.examined + fresh.length, maxBodyBytes: this.o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES }) });
+      fresh.push({ raw: m, message: toQueueMessage(m, { queueId: this.o.sourceQueueId, queueName: this.name, position: this.decided + fresh.length, maxBodyBytes: this.o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES }) });
     }
     return { fresh, again: this.o.dryRun ? [] : again, newlyHeld };
   }
@@ -690,10 +734,25 @@ class ClientRun {
     return t;
   }
 
-  private async processBatch(batch: InHand[]): Promise<MoveBatchResult> {
-    const result: MoveBatchResult = { examined: batch.length, moved: [], skipped: [], failed: [], possibleDuplicates: [] };
-    type Planned = BuiltEntry & { messageId: string; targetQueueId: string; handle: InHand };
+  /** MessageIds of {@link carry}, so a duplicate receive of one is not examined again. */
+  private readonly carriedIds = new Set<string>();
+
+  /** Whether a part-filled send to `target` may wait for the next batch (standard DLQ and target, real run). */
+  private canCarry(target: TargetInfo): boolean {
+    return !this.o.dryRun && !this.fifo && !target.fifo;
+  }
+
+  /**
+   * Decides `batch`, backs up its moves, sends them (with the moves carried from earlier batches)
+   * and deletes what SQS confirmed. Unless `flush`, the last part-filled SendMessageBatch per
+   * target is carried to the next batch instead ({@link carry}); the result reports exactly the
+   * messages whose outcome is settled now (`examined` = moved + skipped + failed + possible duplicates).
+   * @throws what `beforeMove` rejects with (nothing of this batch is sent; carried moves stay carried).
+   */
+  private async processBatch(batch: InHand[], flush: boolean): Promise<MoveBatchResult> {
+    const result: MoveBatchResult = { examined: 0, moved: [], skipped: [], failed: [], possibleDuplicates: [] };
     const plannedByTarget = new Map<string, Planned[]>();
+    this.decided += batch.length;
     const hold = (id: string, reason: HeldReason): void => {
       this.held.set(id, reason);
     };
@@ -729,7 +788,7 @@ class ClientRun {
         result.moved.push({ id: p.messageId, targetQueueId: p.targetQueueId });
         hold(p.messageId, 'dry-run');
       }
-      this.add(result);
+      this.add(result, batch.length);
       return result;
     }
     if (planned.length > 0) {
@@ -737,17 +796,30 @@ class ClientRun {
         await this.hooks.beforeMove(planned.map((p) => p.handle.message));
       } catch (e) {
         for (const p of planned) hold(p.messageId, 'failed');
-        this.add(result);
+        this.add(result, batch.length);
         throw e;
       }
     }
+    // Carried moves go first (they were read first), then this batch's.
+    for (const [targetQueueId, carried] of this.carry) plannedByTarget.set(targetQueueId, [...carried, ...(plannedByTarget.get(targetQueueId) ?? [])]);
+    // Settled now: what was not planned, and below every entry sent (confirmed or not).
+    let settled = batch.length - planned.length;
+    this.carry.clear();
+    this.carriedIds.clear();
     const confirmed: Planned[] = [];
     for (const [targetQueueId, list] of plannedByTarget) {
       const target = await this.target(targetQueueId);
       const chunks = chunkEntries(list);
+      const last = chunks[chunks.length - 1];
+      if (!flush && last !== undefined && last.length < SQS_MAX_BATCH_ENTRIES && this.canCarry(target)) {
+        chunks.pop();
+        this.carry.set(targetQueueId, last);
+        for (const p of last) this.carriedIds.add(p.messageId);
+      }
       // FIFO targets: one call at a time so each message group keeps its order.
       const results = await mapWithConcurrency(chunks, target.fifo ? 1 : this.mover._options.concurrency, (chunk) => this.mover.sendChunk(target, chunk));
       for (const r of results) {
+        settled += r.ok.length + r.failed.length;
         confirmed.push(...r.ok);
         for (const f of r.failed) {
           result.failed.push({ id: f.entry.messageId, error: f.error });
@@ -767,12 +839,14 @@ class ClientRun {
         this.hidden.delete(p.messageId);
       }
     }
-    this.add(result);
+    this.add(result, settled);
     return result;
   }
 
-  private add(r: MoveBatchResult): void {
-    this.totals.examined += r.examined;
+  /** Sets `r.examined` to the messages it settles and adds it to the totals. */
+  private add(r: MoveBatchResult, examined: number): void {
+    r.examined = examined;
+    this.totals.examined += examined;
     this.totals.moved += r.moved.length;
     this.totals.skipped += r.skipped.length;
     this.totals.failed += r.failed.length;
@@ -830,16 +904,16 @@ class ClientRun {
     const failures = await this.changeVisibility(items, 0);
     const counts = new Map<HeldReason, number>();
     for (const r of this.held.values()) counts.set(r, (counts.get(r) ?? 0) + 1);
-    const read = this.totals.examined + this.newer + (counts.get('over-limit') ?? 0);
+    const read = this.decided + this.newer + (counts.get('over-limit') ?? 0) + (counts.get('unsent') ?? 0);
     if (read > 0) {
       this.notes.push(
         `Each of the ${plural(read, 'message')} read got ApproximateReceiveCount +1 (SQS has no read without receive; local-aws-sqs also counts each visibility change).`,
       );
     }
     if (items.length > 0) {
-      const parts = (['skipped', 'failed', 'dry-run', 'newer', 'over-limit'] as const)
+      const parts = (['skipped', 'failed', 'dry-run', 'newer', 'over-limit', 'unsent'] as const)
         .filter((k) => (counts.get(k) ?? 0) > 0)
-        .map((k) => `${counts.get(k) ?? 0} ${k === 'dry-run' ? 'read in the dry run' : k === 'newer' ? 'sent after the cutoff' : k === 'over-limit' ? 'beyond the limit' : k}`);
+        .map((k) => `${counts.get(k) ?? 0} ${k === 'dry-run' ? 'read in the dry run' : k === 'newer' ? 'sent after the cutoff' : k === 'over-limit' ? 'beyond the limit' : k === 'unsent' ? 'waiting for a full send when the run stopped' : k}`);
       this.notes.push(
         failures.length === 0
           ? `${plural(items.length, 'message')} left in ${this.name} (${parts.join(', ')}) were hidden during the run and made visible again at its end.`
