@@ -12,7 +12,8 @@
  * Sizes: QUEUESCOPE_BENCH_REDRIVE_N (list/stream messages, default 100,000),
  * QUEUESCOPE_BENCH_REDRIVE_JOBS (failed jobs, default 20,000; the issue's figure is 100,000 —
  * seeding them through a failing Worker takes ~1 s per 1,000), QUEUESCOPE_BENCH_REDRIVE_1M=1 for
- * the 1M-message RSS row. Runs in database QUEUESCOPE_BENCH_REDIS_DB (default 15) and deletes what
+ * the 1M-message RSS row, QUEUESCOPE_BENCH_REDRIVE_KINDS (default `list,stream,bullmq`) to run
+ * only some of the rows. Runs in database QUEUESCOPE_BENCH_REDIS_DB (default 15) and deletes what
  * it creates. The mover's hooks do nothing (no backup, no rate limit): this measures the mover.
  */
 import { randomBytes } from 'node:crypto';
@@ -216,7 +217,11 @@ export async function benchRedisRedrive(): Promise<RedriveBenchRow[]> {
     if (!m) throw new Error('the Redis adapter has no redrive mover');
     const n = Number(process.env.QUEUESCOPE_BENCH_REDRIVE_N ?? 100_000);
     const jobs = Number(process.env.QUEUESCOPE_BENCH_REDRIVE_JOBS ?? 20_000);
-    const rows = [...(await listRows(r, m, p, n)), ...(await streamRows(r, m, p, n)), ...(await bullmqRows(r, adapter, m, p, jobs))];
+    const kinds = new Set((process.env.QUEUESCOPE_BENCH_REDRIVE_KINDS ?? 'list,stream,bullmq').split(',').map((k) => k.trim()));
+    const rows: RedriveBenchRow[] = [];
+    if (kinds.has('list')) rows.push(...(await listRows(r, m, p, n)));
+    if (kinds.has('stream')) rows.push(...(await streamRows(r, m, p, n)));
+    if (kinds.has('bullmq')) rows.push(...(await bullmqRows(r, adapter, m, p, jobs)));
     if (process.env.QUEUESCOPE_BENCH_REDRIVE_1M === '1') rows.push(await millionRow(r, m, p));
     return rows;
   } finally {

@@ -321,21 +321,13 @@ export async function peekBullmq(ctx: RedisContext, prefix: string, name: string
       if (!job) return;
       const msg = bullmqJobMessage(id, job, at(start + i));
       messages.push(msg);
-      if (job.has ? !job.has('atm') && job.has('finishedOn') : job.get('atm') === undefined && job.get('finishedOn') !== undefined) legacy.push(msg);
+      if (isLegacyJob(job)) legacy.push(msg);
     }, signal);
     if (got !== null) {
       pageIds = got;
       hasMore = start + got.length < total;
     }
-    if (legacy.length > 0) {
-      const p = client.pipeline();
-      for (const m of legacy) p.hget(base + m.id, 'attemptsMade');
-      const res = (await p.exec()) ?? [];
-      legacy.forEach((m, i) => {
-        const n = num(res[i]?.[1]);
-        if (n !== null) m.meta.attemptsMade = n;
-      });
-    }
+    await patchLegacyAttempts(client, base, legacy);
   }
   if (pageIds === null) {
     let ids: string[];
@@ -370,6 +362,73 @@ export async function peekBullmq(ctx: RedisContext, prefix: string, name: string
     total,
     sideEffects: [],
   };
+}
+
+/** Jobs written by BullMQ < 5 keep attempts in `attemptsMade` instead of `atm`: read it for those. */
+async function patchLegacyAttempts(client: Redis, base: string, legacy: QueueMessage[]): Promise<void> {
+  if (legacy.length === 0) return;
+  const p = client.pipeline();
+  for (const m of legacy) p.hget(base + m.id, 'attemptsMade');
+  const res = (await p.exec()) ?? [];
+  legacy.forEach((m, i) => {
+    const n = num(res[i]?.[1]);
+    if (n !== null) m.meta.attemptsMade = n;
+  });
+}
+
+/** True when a job read by SORT_RO needs {@link patchLegacyAttempts}. */
+function isLegacyJob(job: RawJob): boolean {
+  return job.has ? !job.has('atm') && job.has('finishedOn') : job.get('atm') === undefined && job.get('finishedOn') !== undefined;
+}
+
+/**
+ * Reads up to `count` jobs of a sorted-set state (`failed`, `completed`…) from rank `start`,
+ * oldest first, into the message model, for the redrive mover: the peek's SORT_RO … GET read
+ * (same fields, same conversion as {@link peekBullmq}) but as one command for the whole batch on
+ * the caller's connection — one round trip per batch instead of one per 50 jobs, which is what
+ * the run waits on when Redis or the machine is busy. `ids` = the ids read in rank order (a job
+ * whose hash is gone takes a rank but gives no message); `messages[i].position` = its rank.
+ * Returns null when the server refuses SORT_RO (Redis < 7, ACL): the caller then pages with
+ * {@link peekBullmq}, which falls back to ZRANGE + HGETALL.
+ * @throws QueuescopeError `CANCELLED`; Redis errors as thrown by ioredis.
+ */
+export async function readSortedStateJobs(
+  client: Redis,
+  prefix: string,
+  name: string,
+  state: 'failed' | 'completed',
+  start: number,
+  count: number,
+  maxBodyBytes: number,
+  signal?: AbortSignal,
+): Promise<{ messages: QueueMessage[]; ids: string[] } | null> {
+  throwIfAborted(signal);
+  const queueId = formatQueueId({ kind: 'bullmq', prefix, name });
+  const base = `${prefix}:${name}:`;
+  if (noSort.has(client) || base.includes('*')) return null;
+  const messages: QueueMessage[] = [];
+  const legacy: QueueMessage[] = [];
+  const ids = await readPageBySort(
+    client,
+    stateKey(prefix, name, state),
+    base,
+    state,
+    start,
+    count,
+    false,
+    (i, id, job) => {
+      if (!job) return;
+      const msg = bullmqJobMessage(id, job, { queueId, queueName: name, position: start + i, state, maxBodyBytes });
+      messages.push(msg);
+      if (isLegacyJob(job)) legacy.push(msg);
+    },
+    signal,
+    count,
+    1,
+  );
+  if (ids === null) return null;
+  await patchLegacyAttempts(client, base, legacy);
+  return { messages, ids };
 }
 
 /**
@@ -417,6 +476,8 @@ async function readPageBySort(
   desc: boolean,
   onJob: (index: number, id: string, job: RawJob | null) => void,
   signal?: AbortSignal,
+  chunk = SORT_CHUNK,
+  window = SORT_WINDOW,
 ): Promise<string[] | null> {
   const fields = FIELDS_BY_STATE.get(state) ?? { list: BASE_FIELDS, index: new Map<string, number>() };
   const gets: string[] = ['GET', '#'];
@@ -430,8 +491,8 @@ async function readPageBySort(
   const inFlight: Promise<Settled>[] = [];
   let next = 0;
   const fill = (): void => {
-    while (inFlight.length < SORT_WINDOW && next < count) {
-      const args: (string | number)[] = [key, 'BY', 'nosort', 'LIMIT', start + next, Math.min(SORT_CHUNK, count - next)];
+    while (inFlight.length < window && next < count) {
+      const args: (string | number)[] = [key, 'BY', 'nosort', 'LIMIT', start + next, Math.min(chunk, count - next)];
       if (desc) args.push('DESC');
       inFlight.push(
         (client.callBuffer('SORT_RO', ...args, ...gets) as Promise<(Buffer | null)[]>).then(
@@ -439,7 +500,7 @@ async function readPageBySort(
           (e: unknown) => ({ ok: false as const, e }),
         ),
       );
-      next += SORT_CHUNK;
+      next += chunk;
     }
   };
   fill();

@@ -215,8 +215,10 @@ export const REPROCESS_JOB_HELPERS: string | null = (() => {
  *
  * Phases, so that even a script aborted by an error midway (a key of the wrong type) leaves every
  * job in its state set or in wait/prioritized — publish before remove, as the other scripts here:
- * 1. read only: per job EXISTS (-1 when gone), ZSCORE in the state set (-3 when not there, or
- *    when the id was already taken in this batch), HMGET priority and parentKey;
+ * 1. read only: ZMSCORE of the batch in the state set (ZSCORE per job before Redis 6.2), per job
+ *    HMGET priority and parentKey — BullMQ writes `priority` into every job hash, so only a job
+ *    without one needs EXISTS — giving -1 when the hash is gone, -3 when the id is not in the set
+ *    (or was already taken in this batch), as reprocessJob checks them;
  * 2. publish: priority 0 → LPUSH/RPUSH of the batch's ids in order (the same list as one push per
  *    job), else BullMQ's addJobWithPriority per job in order (its counter INCR and ZADD); the
  *    marker when BullMQ would add one;
@@ -239,20 +241,28 @@ export const BULLMQ_RETRY_BATCH_LUA: string | null =
 local base, counterField, prevState, propField, dirs = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local n = #ARGV - 5
 local out = {}
-local ok = {}
-local prio = {}
-local parent = {}
-local seen = {}
+if n == 0 then return out end
+local ids, keys = {}, {}
 for k = 1, n do
-  local jobId = ARGV[5 + k]
-  local jobKey = base .. jobId
-  if rcall("EXISTS", jobKey) ~= 1 then
+  ids[k] = ARGV[5 + k]
+  keys[k] = base .. ids[k]
+end
+-- ZMSCORE (Redis >= 6.2) for the whole batch, else ZSCORE per job.
+local ok0, scores = pcall(rcall, "ZMSCORE", KEYS[2], unpack(ids))
+if not ok0 then
+  scores = {}
+  for k = 1, n do scores[k] = rcall("ZSCORE", KEYS[2], ids[k]) end
+end
+local ok, prio, parent, seen = {}, {}, {}, {}
+for k = 1, n do
+  -- BullMQ writes "priority" into every job hash, so a value proves the hash exists; else EXISTS decides.
+  local f = rcall("HMGET", keys[k], "priority", "parentKey")
+  if not f[1] and rcall("EXISTS", keys[k]) ~= 1 then
     out[k] = -1
-  elseif seen[jobId] or not rcall("ZSCORE", KEYS[2], jobId) then
+  elseif not scores[k] or seen[ids[k]] then
     out[k] = -3
   else
-    seen[jobId] = true
-    local f = rcall("HMGET", jobKey, "priority", "parentKey")
+    seen[ids[k]] = true
     ok[#ok + 1] = k
     prio[k] = tonumber(f[1]) or 0
     parent[k] = f[2]
@@ -261,10 +271,10 @@ for k = 1, n do
 end
 if #ok == 0 then return out end
 local isPausedOrMaxed = isQueuePausedOrMaxed(KEYS[4], KEYS[5])
-local lpush, rpush, ids = {}, {}, {}
+local lpush, rpush, moved = {}, {}, {}
 for _, k in ipairs(ok) do
-  local jobId = ARGV[5 + k]
-  ids[#ids + 1] = jobId
+  local jobId = ids[k]
+  moved[#moved + 1] = jobId
   if prio[k] == 0 then
     if string.byte(dirs, k) == 82 then rpush[#rpush + 1] = jobId else lpush[#lpush + 1] = jobId end
   else
@@ -274,14 +284,13 @@ end
 for i = 1, #lpush, 1000 do rcall("LPUSH", KEYS[3], unpack(lpush, i, math.min(#lpush, i + 999))) end
 for i = 1, #rpush, 1000 do rcall("RPUSH", KEYS[3], unpack(rpush, i, math.min(#rpush, i + 999))) end
 if #lpush + #rpush > 0 then addBaseMarkerIfNeeded(KEYS[6], isPausedOrMaxed) end
-for i = 1, #ids, 1000 do rcall("ZREM", KEYS[2], unpack(ids, i, math.min(#ids, i + 999))) end
+for i = 1, #moved, 1000 do rcall("ZREM", KEYS[2], unpack(moved, i, math.min(#moved, i + 999))) end
 local maxEvents = getOrSetMaxEvents(KEYS[4])
 for _, k in ipairs(ok) do
-  local jobId = ARGV[5 + k]
-  local jobKey = base .. jobId
+  local jobKey = keys[k]
   rcall("HDEL", jobKey, "finishedOn", "processedOn", propField, "atm", "ats")
   if parent[k] then moveChildBackToParentDependencies(jobKey, prevState) end
-  rcall("XADD", KEYS[1], "MAXLEN", "~", maxEvents, "*", "event", "waiting", "jobId", jobId, "prev", prevState)
+  rcall("XADD", KEYS[1], "MAXLEN", "~", maxEvents, "*", "event", "waiting", "jobId", ids[k], "prev", prevState)
   rcall("HINCRBY", jobKey, counterField, 1)
 end
 return out

@@ -4,7 +4,7 @@ import type { JobsOptions } from 'bullmq';
 import { QueuescopeError, type ErrorInfo, type HeaderValue, type QueueMessage } from '../../../shared/domain';
 import { REDRIVE_COUNT_HEADER, type MoveSummary } from '../redrive-types';
 import { toMessageBody } from './body';
-import { peekBullmq } from './bullmq';
+import { peekBullmq, readSortedStateJobs } from './bullmq';
 import { notFound, num, type RedisContext } from './context';
 import { decodeCursor, encodeCursor } from './cursor';
 import { formatQueueId, parseQueueId } from './ids';
@@ -267,13 +267,17 @@ export function jobData(message: QueueMessage): { ok: true; data: unknown } | { 
 
 /**
  * A BullMQ queue's `failed` (or `completed`) jobs, oldest `finishedOn` first (the sorted set's
- * order), up to the cutoff. Read through the adapter's peek path (SORT_RO … GET), moved either
- * back into the same queue (BullMQ's reprocessJob, in one script per batch) or into another queue
- * (see {@link BullmqSource.commit}).
+ * order), up to the cutoff. Read with one SORT_RO … GET per batch on the mover's connection
+ * (the peek's fields and conversion; the peek's paging when SORT_RO is refused), moved either
+ * back into the same queue (BullMQ's reprocessJob semantics, one script per batch) or into another
+ * queue (see {@link BullmqSource.commit}).
  */
 export class BullmqSource implements BatchSource {
+  /** Rank in the state set of the next job to read: the jobs examined so far that are still there. */
   private off = 0;
   private readEnd = 0;
+  private checked = false;
+  private sortRefused = false;
   private readonly queueId: string;
   private readonly base: string;
 
@@ -294,17 +298,54 @@ export class BullmqSource implements BatchSource {
     return sameKind('bullmq', t);
   }
 
+  /**
+   * The next `n` jobs from rank {@link off}: one SORT_RO command on the mover's connection
+   * ({@link readSortedStateJobs}); when the server refuses SORT_RO, the peek's paging
+   * ({@link peekBullmq}: ZRANGE + HGETALL). The queue's existence is checked on the first read.
+   */
   async read(n: number, signal?: AbortSignal): Promise<{ messages: QueueMessage[]; end: MoveSummary['stoppedBecause'] | null }> {
-    const cursor = this.off > 0 ? encodeCursor({ v: 1, q: this.queueId, s: this.state, d: 'oldest', n: this.off, o: this.off }) : null;
-    const page = await peekBullmq(this.ctx, this.prefix, this.name, { limit: n, state: this.state, cursor, maxBodyBytes: this.maxBodyBytes }, signal);
-    this.readEnd = page.nextCursor ? (decodeCursor(page.nextCursor, { queueId: this.queueId, state: this.state, direction: 'oldest' }).o ?? this.off) : Infinity;
-    let messages = page.messages;
-    const beyond = messages.findIndex((m) => typeof m.meta.finishedOn === 'number' && m.meta.finishedOn > this.cutoffMs);
-    if (beyond >= 0) return { messages: messages.slice(0, beyond), end: 'cutoff' };
-    messages = messages.map((m, i) => ({ ...m, position: this.off + i }));
-    if (page.nextCursor !== null) return { messages, end: null };
-    const later = await this.conn.zcount(`${this.base}${this.state}`, `(${this.cutoffMs}`, '+inf');
-    return { messages, end: later > 0 ? 'cutoff' : 'exhausted' };
+    if (!this.checked) {
+      await this.checkQueue();
+      this.checked = true;
+    }
+    for (;;) {
+      let messages: QueueMessage[];
+      let more: boolean;
+      const fast = this.sortRefused ? null : await readSortedStateJobs(this.conn, this.prefix, this.name, this.state, this.off, n, this.maxBodyBytes, signal);
+      if (fast !== null) {
+        messages = fast.messages;
+        more = fast.ids.length === n;
+        this.readEnd = this.off + fast.ids.length;
+      } else {
+        this.sortRefused = true;
+        const cursor = this.off > 0 ? encodeCursor({ v: 1, q: this.queueId, s: this.state, d: 'oldest', n: this.off, o: this.off }) : null;
+        const page = await peekBullmq(this.ctx, this.prefix, this.name, { limit: n, state: this.state, cursor, maxBodyBytes: this.maxBodyBytes }, signal);
+        more = page.nextCursor !== null;
+        this.readEnd = page.nextCursor ? (decodeCursor(page.nextCursor, { queueId: this.queueId, state: this.state, direction: 'oldest' }).o ?? this.off) : Infinity;
+        messages = page.messages;
+        messages.forEach((m, i) => {
+          m.position = this.off + i;
+        });
+      }
+      const beyond = messages.findIndex((m) => typeof m.meta.finishedOn === 'number' && m.meta.finishedOn > this.cutoffMs);
+      if (beyond >= 0) return { messages: messages.slice(0, beyond), end: 'cutoff' };
+      if (more && messages.length === 0 && Number.isFinite(this.readEnd)) {
+        // Every id read had lost its hash (removed meanwhile): they keep their ranks; read on.
+        this.off = this.readEnd;
+        continue;
+      }
+      if (more) return { messages, end: null };
+      const later = await this.conn.zcount(`${this.base}${this.state}`, `(${this.cutoffMs}`, '+inf');
+      return { messages, end: later > 0 ? 'cutoff' : 'exhausted' };
+    }
+  }
+
+  /** @throws QueuescopeError `QUEUE_NOT_FOUND` when the queue does not exist; `BROKER_ERROR` when its state key is not a sorted set. */
+  private async checkQueue(): Promise<void> {
+    const key = `${this.base}${this.state}`;
+    const [exists, type] = await Promise.all([this.conn.exists(`${this.base}meta`, `${this.base}id`), this.conn.type(key)]);
+    if (exists === 0 && type === 'none') throw notFound(this.queueId, `no BullMQ queue "${this.name}" with prefix "${this.prefix}" exists (any more)`);
+    if (type !== 'none' && type !== 'zset') throw new QueuescopeError('BROKER_ERROR', `The key "${key}" is a ${type}, not the sorted set BullMQ keeps "${this.state}" jobs in.`);
   }
 
   advance(batch: QueueMessage[]): void {
