@@ -909,17 +909,22 @@ function singularWord(word: string): string {
   return word;
 }
 
+const NO_SEGS: string[] = [];
+/** The arguments root of a document without envelope at the message root (read only). */
+const ROOT_ARGS: string[][] = [NO_SEGS];
+
 /** Walks one document (the body, or JSON inside an SNS `Message`), recognising its envelope (rule P2). */
 function walkDocument(ctx: Ctx, root: unknown, scope: Scope, depth: number, known: Envelope | null | undefined): number {
   const env = known !== undefined ? known : detectEnvelope(root, ctx.message, ctx.envelopeDepth > 0);
   const prevArgs = ctx.argsRoots;
   const prevMeta = ctx.envMeta;
   const prevDepth0 = ctx.envDepth0;
-  const base = ctx.segs.slice();
+  // At the root (the usual case) the envelope's own argument paths serve as they are (read only).
+  const base = ctx.segs.length === 0 ? NO_SEGS : ctx.segs.slice();
   ctx.envelopeDepth++;
   let docScope = scope;
   if (env !== null) {
-    ctx.argsRoots = env.args.map((a) => [...base, ...a]);
+    ctx.argsRoots = base.length === 0 ? env.args : env.args.map((a) => [...base, ...a]);
     ctx.envMeta = env.meta;
     ctx.envDepth0 = depth;
     const argsPath = pathOf(ctx.argsRoots[0] ?? base, 0, 'body');
@@ -931,7 +936,7 @@ function walkDocument(ctx: Ctx, root: unknown, scope: Scope, depth: number, know
       docScope = mkScope(s, docScope.stateful, docScope.citeDone, docScope.parentNorm);
     }
   } else {
-    ctx.argsRoots = [base];
+    ctx.argsRoots = base.length === 0 ? ROOT_ARGS : [base];
     ctx.envMeta = null;
     ctx.envDepth0 = -1;
   }
@@ -1107,9 +1112,25 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
   const envOpValue = env?.operation?.value;
   const setCommand = isSetCommand(msgOpValue) ? msgOpValue : isSetCommand(envOpValue) ? envOpValue : null;
 
-  const ctx: Ctx = {
-    message,
-    detail: detail === 'full',
+  const ctx = CTX_BUSY ? newCtx() : SHARED_CTX;
+  CTX_BUSY = true;
+  try {
+    resetCtx(ctx, message, detail === 'full', patterns, hashExclude, setCommand, emailCommand(args.value));
+    return finish(ctx, root, env, data, op);
+  } finally {
+    if (ctx === SHARED_CTX) {
+      CTX_BUSY = false;
+      // Do not keep the last message alive through the shared context.
+      resetCtx(ctx, EMPTY_MESSAGE, false, [], [], null, false);
+    }
+  }
+}
+
+/** A fresh walk context (see {@link resetCtx}). */
+function newCtx(): Ctx {
+  return {
+    message: EMPTY_MESSAGE,
+    detail: false,
     fields: [],
     truncated: false,
     hashExact: true,
@@ -1118,7 +1139,7 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
     segs: [],
     argsStart: 0,
     jsonIn: undefined,
-    patterns,
+    patterns: [],
     userSnaps: null,
     snaps: [],
     entities: [],
@@ -1126,9 +1147,9 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
     ids: [],
     fixed: [],
     order: 0,
-    hashExclude,
-    setCommand,
-    emailCmd: emailCommand(args.value),
+    hashExclude: [],
+    setCommand: null,
+    emailCmd: false,
     emailSnap: null,
     envelopeDepth: 0,
     envDepth0: -1,
@@ -1139,7 +1160,54 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
     noHash: 0,
     infoPool: INFO_POOL,
   };
-  const h1 = walkDocument(ctx, root, { snap: null, stateful: null, citeDone: false, parentNorm: '' }, 0, env);
+}
+
+/**
+ * One context serves every message (analysis is synchronous): its internal lists are emptied, not
+ * reallocated. `fields` is new each time, since the result hands it out.
+ */
+function resetCtx(ctx: Ctx, message: QueueMessage, detail: boolean, patterns: SnapshotPattern[], hashExclude: string[][], setCommand: string | null, emailCmd: boolean): void {
+  ctx.message = message;
+  ctx.detail = detail;
+  ctx.fields = [];
+  ctx.truncated = false;
+  ctx.hashExact = true;
+  ctx.nodes = 0;
+  ctx.jsonParses = 0;
+  ctx.segs.length = 0;
+  ctx.argsStart = 0;
+  ctx.jsonIn = undefined;
+  ctx.patterns = patterns;
+  ctx.userSnaps = null;
+  ctx.snaps.length = 0;
+  ctx.entities.length = 0;
+  ctx.loose.length = 0;
+  ctx.ids.length = 0;
+  ctx.fixed.length = 0;
+  ctx.order = 0;
+  ctx.hashExclude = hashExclude;
+  ctx.setCommand = setCommand;
+  ctx.emailCmd = emailCmd;
+  ctx.emailSnap = null;
+  ctx.envelopeDepth = 0;
+  ctx.envDepth0 = -1;
+  ctx.envMeta = null;
+  ctx.argsRoots = NO_ARGS_ROOTS;
+  ctx.envelope = null;
+  ctx.h2 = 0;
+  ctx.noHash = 0;
+}
+
+const EMPTY_MESSAGE: QueueMessage = { id: '', queueId: '', queueName: '', position: 0, body: { encoding: 'utf8', data: '', sizeBytes: 0, truncated: false }, headers: {}, properties: {}, meta: {} };
+const NO_ARGS_ROOTS: string[][] = [];
+const SCOPE_ROOT: Scope = mkScope(null, null, false, '');
+const SHARED_CTX: Ctx = newCtx();
+/** True while {@link SHARED_CTX} is in use (never re-entered today; a nested call would get its own). */
+let CTX_BUSY = false;
+
+/** Walks the document and turns the context into the payload result (rules P4–P9). */
+function finish(ctx: Ctx, root: unknown, env: Envelope | null, data: string, op: { value: string; source: string } | null): PayloadResult {
+  const h1 = walkDocument(ctx, root, SCOPE_ROOT, 0, env);
   let businessHash: string;
   if (ctx.hashExact) businessHash = taggedHash('j', h1, ctx.h2);
   else {
@@ -1151,7 +1219,8 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
   const findings: Finding[] = [];
   for (const e of ctx.entities) {
     if (e.cites.length === 0) continue;
-    const cites = e.cites.length > 1 ? sortSmall(e.cites.slice(), byCitePriority) : e.cites;
+    // Sorted in place: the entity is discarded after this.
+    const cites = e.cites.length > 1 ? sortSmall(e.cites, byCitePriority) : e.cites;
     const shown = cites.slice(0, 2).map((c) => code(citeDisplay(c)));
     const more = cites.length - shown.length;
     const verb = shown.length === 1 && more === 0 ? 'embeds' : 'embed';
@@ -1164,7 +1233,7 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
     });
   }
   if (ctx.loose.length > 0) {
-    const cites = ctx.loose.length > 1 ? sortSmall(ctx.loose.slice(), byCitePriority) : ctx.loose;
+    const cites = ctx.loose.length > 1 ? sortSmall(ctx.loose, byCitePriority) : ctx.loose;
     const shown = cites.slice(0, 2).map((c) => code(citeDisplay(c)));
     const more = cites.length - shown.length;
     findings.push({
@@ -1192,7 +1261,9 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
     }
   }
   if (!findings.some((f) => f.severity !== 'ok') && !findings.some((f) => f.rule !== 'no-mutable-state' && f.severity === 'ok')) {
-    const cited = [...ctx.ids, ...ctx.fixed].slice(0, 3).map(code);
+    const cited: string[] = [];
+    for (const x of ctx.ids) if (cited.length < 3) cited.push(code(x));
+    for (const x of ctx.fixed) if (cited.length < 3) cited.push(code(x));
     findings.push({ rule: 'no-mutable-state', severity: 'ok', text: cited.length > 0 ? `only identifiers and fixed values (${cited.join(', ')}): nothing in the payload can go stale before a retry.` : 'no entity state found in the payload: nothing can go stale before a retry.', fields: [] });
   }
   if (findings.length > 1) sortSmall(findings, byFindingRank);

@@ -1,5 +1,6 @@
 import type { QueueMessage } from '../domain';
 import { analyzeMessage } from './analyze';
+import { hashString, type Hash2 } from './hash';
 import type {
   AnalyzeOptions,
   CompareSide,
@@ -41,6 +42,71 @@ interface OpEntry {
   examples: string[];
 }
 
+/**
+ * String → index table (insertion order = index order) for the summary's keys and payload hashes:
+ * open addressing over one Int32Array of `[hash, index + 1]` pairs, linear probing. A lookup of a
+ * new string (the common case: most keys are distinct) touches one slot, where a `Map` with 100k
+ * entries took several cache misses per lookup (bucket, entry, the other key's header) — the
+ * largest cost of `add()` itself. Strings are compared only when their 32-bit hashes are equal.
+ */
+class StringIndex {
+  /** The strings, by index. */
+  readonly strings: string[] = [];
+  private slots = new Int32Array(2 * 1024);
+  private mask = 1024 - 1;
+  /** Slot where the last {@link find} stopped (where {@link add} puts the string it did not find). */
+  private probe = 0;
+  private readonly h: Hash2 = { a: 0, b: 0 };
+
+  get size(): number {
+    return this.strings.length;
+  }
+
+  /** The index of `s`, or -1. Remembers where to {@link add} it. */
+  find(s: string): number {
+    const hash = hashString(s, 7, this.h).a | 0;
+    const slots = this.slots;
+    let i = hash & this.mask;
+    for (;;) {
+      const at = slots[2 * i + 1] as number;
+      if (at === 0) break;
+      if (slots[2 * i] === hash && this.strings[at - 1] === s) return at - 1;
+      i = (i + 1) & this.mask;
+    }
+    slots[2 * i] = hash;
+    this.probe = i;
+    return -1;
+  }
+
+  /** Adds `s`, which the directly preceding {@link find} did not find; returns its index. */
+  add(s: string): number {
+    const index = this.strings.length;
+    this.strings.push(s);
+    // find() already stored the hash in the slot it stopped at.
+    this.slots[2 * this.probe + 1] = index + 1;
+    if (2 * this.strings.length > this.mask + 1) this.grow();
+    return index;
+  }
+
+  private grow(): void {
+    const old = this.slots;
+    const capacity = 2 * (this.mask + 1);
+    const slots = new Int32Array(2 * capacity);
+    const mask = capacity - 1;
+    for (let j = 0; j < old.length; j += 2) {
+      const at = old[j + 1] as number;
+      if (at === 0) continue;
+      const hash = old[j] as number;
+      let i = hash & mask;
+      while (slots[2 * i + 1] !== 0) i = (i + 1) & mask;
+      slots[2 * i] = hash;
+      slots[2 * i + 1] = at;
+    }
+    this.slots = slots;
+    this.mask = mask;
+  }
+}
+
 function isAnalysis(x: QueueMessage | MessageAnalysis): x is MessageAnalysis {
   return typeof (x as MessageAnalysis).keyVerdict === 'object' && typeof (x as MessageAnalysis).payload === 'object';
 }
@@ -66,7 +132,7 @@ export function createQueueSummary(options: SummaryOptions = {}): QueueSummaryAc
   const verdicts: Record<PayloadVerdictKind, number> = { ok: 0, review: 0, flag: 0 };
   const reasons = new Map<PayloadRuleId, ReasonCount>();
   // Keys: index in the parallel arrays below, insertion order = first seen.
-  const keys = new Map<string, number>();
+  const keys = new StringIndex();
   const kCount: number[] = [];
   const kFirst: string[] = [];
   const kMore: (string[] | null)[] = [];
@@ -74,7 +140,7 @@ export function createQueueSummary(options: SummaryOptions = {}): QueueSummaryAc
   const kOp: (string | null)[] = [];
   const kOps = new Map<number, Map<string, OpEntry>>();
   // Payload hashes: count, example ids, distinct keys (at most KEYS_PER_PAYLOAD).
-  const payloads = new Map<string, number>();
+  const payloads = new StringIndex();
   const pCount: number[] = [];
   const pFirstId: string[] = [];
   const pMoreIds: (string[] | null)[] = [];
@@ -123,12 +189,12 @@ export function createQueueSummary(options: SummaryOptions = {}): QueueSummaryAc
       }
       const key = a.key?.key;
       if (key !== undefined && key.length > 0) {
-        let e = keys.get(key);
+        const found = keys.find(key);
+        let e: number | undefined = found >= 0 ? found : undefined;
         if (e === undefined) {
           if (keys.size >= maxTracked) cappedKeys++;
           else {
-            e = kCount.length;
-            keys.set(key, e);
+            e = keys.add(key);
             kCount.push(1);
             kFirst.push(id);
             kMore.push(null);
@@ -165,11 +231,12 @@ export function createQueueSummary(options: SummaryOptions = {}): QueueSummaryAc
         }
         const h = a.businessHash;
         if (h !== null) {
-          const p = payloads.get(h);
+          const found = payloads.find(h);
+          const p: number | undefined = found >= 0 ? found : undefined;
           if (p === undefined) {
             if (payloads.size >= maxTracked) cappedPayloads++;
             else {
-              payloads.set(h, pCount.length);
+              payloads.add(h);
               pCount.push(1);
               pFirstId.push(id);
               pMoreIds.push(null);
@@ -199,7 +266,8 @@ export function createQueueSummary(options: SummaryOptions = {}): QueueSummaryAc
       const dup: DuplicateGroup[] = [];
       const collisions: KeyCollision[] = [];
       let duplicateMessages = 0;
-      for (const [key, e] of keys) {
+      for (let e = 0; e < keys.strings.length; e++) {
+        const key = keys.strings[e] as string;
         const count = kCount[e] as number;
         if (count > 1) {
           dup.push({ key, count, exampleIds: keyExamples(e) });
@@ -218,7 +286,8 @@ export function createQueueSummary(options: SummaryOptions = {}): QueueSummaryAc
         }
       }
       const same: SamePayloadGroup[] = [];
-      for (const [hash, p] of payloads) {
+      for (let p = 0; p < payloads.strings.length; p++) {
+        const hash = payloads.strings[p] as string;
         if (pMoreKeys[p] === null || pMoreKeys[p] === undefined) continue;
         const pkeys = payloadKeys(p);
         const distinct = pkeys.length;
