@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import type { Message } from 'amqplib';
 import { QueuescopeError, type HeaderValue, type QueueMessage } from '../../../shared/domain';
 import { REDRIVE_COUNT_HEADER } from '../redrive-types';
-import { copyFingerprint, publishOptionsFromJson, redriveCountOf, republishOptions } from './redrive-publish';
+import { copyFingerprint, copyKey, publishOptionsFromJson, redriveCountOf, republishOptions } from './redrive-publish';
 
 function delivered(headers: Record<string, unknown> | undefined, props: Record<string, unknown> = {}, body = 'x'): Message {
   return {
@@ -78,6 +78,28 @@ describe('publishOptionsFromJson (re-inject)', () => {
           expect(e).toBeInstanceOf(QueuescopeError);
           expect((e as QueuescopeError).code).toBe('INVALID_INPUT');
         }
+      }),
+    );
+  });
+});
+
+describe('copyKey', () => {
+  it('is equal for a message and its copy (what republishOptions keeps), and differs with body length, message id or timestamp', () => {
+    const orig = delivered({ seq: 1, 'x-delivery-count': 2 }, { messageId: 'm-1', timestamp: 1_700_000_001, deliveryMode: 2 }, 'abc');
+    const o = republishOptions(orig, false);
+    const copy = delivered(o.headers as Record<string, unknown>, { messageId: o.messageId, timestamp: o.timestamp, deliveryMode: o.deliveryMode }, 'abc');
+    expect(copyKey(copy)).toBe(copyKey(orig));
+    expect(copyFingerprint(copy)).toBe(copyFingerprint(orig));
+    expect(copyKey(delivered({}, { messageId: 'm-1', timestamp: 1_700_000_001 }, 'abcd'))).not.toBe(copyKey(orig));
+    expect(copyKey(delivered({}, { messageId: 'm-2', timestamp: 1_700_000_001 }, 'abc'))).not.toBe(copyKey(orig));
+    expect(copyKey(delivered({}, { messageId: 'm-1', timestamp: 1_700_000_002 }, 'abc'))).not.toBe(copyKey(orig));
+  });
+
+  it('is a 32-bit unsigned integer for any properties', () => {
+    fc.assert(
+      fc.property(fc.string(), fc.option(fc.integer({ min: 0, max: 2 ** 40 })), fc.string(), (id, ts, body) => {
+        const k = copyKey(delivered({}, { messageId: id, ...(ts === null ? {} : { timestamp: ts }) }, body));
+        return Number.isInteger(k) && k >= 0 && k < 2 ** 32;
       }),
     );
   });

@@ -79,6 +79,20 @@ export function copyFingerprint(m: Message): number {
   return h.digest().readUIntBE(0, 6);
 }
 
+/**
+ * A cheap 32-bit key of what a copy of `m` keeps unchanged (body length, message id, timestamp):
+ * equal for a message and its copies, so a message whose key differs from every copy's needs no
+ * {@link copyFingerprint}. Collisions only cost a fingerprint.
+ */
+export function copyKey(m: Message): number {
+  const p = m.properties as { messageId?: unknown; timestamp?: unknown };
+  let h = (2166136261 ^ m.content.length) >>> 0;
+  const id = typeof p.messageId === 'string' ? p.messageId : '';
+  for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 16777619);
+  const ts = typeof p.timestamp === 'number' ? p.timestamp : 0;
+  return (Math.imul(h ^ (ts | 0), 16777619) ^ Math.floor(ts / 4294967296)) >>> 0;
+}
+
 // ------------------------------------------------------------------ re-inject (JSON messages)
 
 /** The raw body of a JSON message (`utf8` text or `base64`). */

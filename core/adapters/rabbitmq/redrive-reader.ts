@@ -9,7 +9,8 @@ const IDLE_MS = 300;
 /**
  * Reads a classic or quorum DLQ in batches with manual acknowledgements
  * (https://www.rabbitmq.com/docs/confirms#acknowledgement-modes): for each batch, `basic.qos(n)`
- * (per consumer, https://www.rabbitmq.com/docs/consumer-prefetch) and a fresh consumer, which
+ * (per consumer, https://www.rabbitmq.com/docs/consumer-prefetch; sent only when `n` changes, as it
+ * applies to every consumer started later on the channel) and a fresh consumer, which
  * therefore receives at most `n` messages; the consumer is cancelled as soon as `n` arrived (or
  * nothing more arrives), so the broker never delivers more than the run will examine, and messages
  * held from earlier batches (unacked on the same channel) do not count against the next batch.
@@ -18,6 +19,8 @@ const IDLE_MS = 300;
 export class DlqReader {
   private failure: Error | null = null;
   private closed = false;
+  /** The `basic.qos` prefetch last set on the channel (it applies to consumers started later), or null. */
+  private prefetchSet: number | null = null;
 
   /**
    * @param useGet read with basic.get instead of a consumer: a single-active-consumer queue
@@ -62,21 +65,37 @@ export class DlqReader {
       finish = r;
     });
     let timer: NodeJS.Timeout | undefined;
+    // One timer per pause instead of one per delivery: when it fires early (deliveries came since
+    // it was set), it is set again for what is left of the pause after the last delivery.
+    let lastAt = 0;
+    let idleFrom = 0;
+    const check = (): void => {
+      const left = idleFrom + IDLE_MS - performance.now();
+      if (lastAt > 0 && left > 1) timer = setTimeout(check, left);
+      else finish();
+    };
     const arm = (ms: number): void => {
       clearTimeout(timer);
-      timer = setTimeout(finish, ms);
+      timer = setTimeout(ms === IDLE_MS ? check : finish, ms);
     };
     const onClose = (): void => finish();
     this.ch.once('close', onClose);
     try {
-      await this.ch.prefetch(n);
+      // The per-consumer limit stays set for later consumers: one round trip less per batch.
+      if (this.prefetchSet !== n) {
+        this.prefetchSet = null;
+        await this.ch.prefetch(n);
+        this.prefetchSet = n;
+      }
       const ok = await this.ch.consume(
         this.queue,
         (m) => {
           if (m === null) return finish(); // cancelled by the broker (queue deleted)
           got.push(m);
-          if (got.length >= n) finish();
-          else arm(IDLE_MS);
+          if (got.length >= n) return finish();
+          idleFrom = performance.now();
+          if (lastAt === 0) arm(IDLE_MS);
+          lastAt = idleFrom;
         },
         { noAck: false },
       );

@@ -16,7 +16,7 @@ import { cancelledError, channelError, messageOf, throwIfAborted } from './error
 import { deliveryCount, normaliseXDeath } from './headers';
 import { toQueueMessage } from './peek';
 import { decodeQueueId, encodeQueueId } from './queue-id';
-import { ConfirmPublisher, bodyBytes, copyFingerprint, publishOptionsFromJson, publishOutcomeUnknown, republishOptions } from './redrive-publish';
+import { ConfirmPublisher, bodyBytes, copyFingerprint, copyKey, publishOptionsFromJson, publishOutcomeUnknown, republishOptions } from './redrive-publish';
 import { DlqReader } from './redrive-reader';
 import { ShovelMover, type ShovelDeps } from './redrive-shovel';
 import type { EffectiveSettings } from './topology';
@@ -76,7 +76,8 @@ function validateMoveOptions(o: ClientMoveOptions): { batch: number; maxBodyByte
  * reading the DLQ with manual acks (per batch: `basic.qos(batchSize)` and a fresh consumer, see
  * {@link DlqReader}), and a confirm channel publishing through the default exchange with
  * `mandatory` (see {@link ConfirmPublisher}). A message is acked on the DLQ only after the broker
- * confirmed its copy. The next batch is read while the current one is being confirmed.
+ * confirmed its copy. The next batch's consumer is started before the current batch is decided, so
+ * the broker delivers it while the current one is decided, backed up, published and confirmed.
  *
  * Messages that stay in the DLQ (skipped by the engine, failed, or refused) are copied to the DLQ's
  * tail (same body, properties and headers, confirmed) and then acked at the head — not requeued,
@@ -263,6 +264,12 @@ function userIdError(userId: string, login: string): ErrorInfo {
   };
 }
 
+/** Two turns of the event loop: enough for amqplib's muxer (a setImmediate) to write frames queued now. */
+async function letFramesOut(): Promise<void> {
+  await new Promise<void>((r) => setImmediate(r));
+  await new Promise<void>((r) => setImmediate(r));
+}
+
 /** One client-side run (state for {@link RabbitmqRedriveMover.moveClientSide}). */
 class ClientRun {
   private reader!: DlqReader;
@@ -277,6 +284,10 @@ class ClientRun {
   }
   /** Fingerprints of the copies this run put at the DLQ's tail. */
   private readonly copies = new Set<number>();
+  /** Their cheap keys ({@link copyKey}): a message whose key is not here is not a copy. */
+  private readonly copyKeys = new Set<number>();
+  /** Decoded move targets by queue id ({@link targetOf}). */
+  private readonly targets = new Map<string, string | ErrorInfo>();
   private readonly totals = { examined: 0, moved: 0, skipped: 0, failed: 0, possibleDuplicates: 0 };
   private stopAt: 'cutoff' | null = null;
 
@@ -347,9 +358,16 @@ class ClientRun {
         break;
       }
       read += msgs.length;
+      // Read ahead: the next batch arrives while this one is decided, backed up and confirmed. It is
+      // started before deciding this one, and the consume is let out to the socket (amqplib writes
+      // frames from a setImmediate) before the synchronous decisions, so the broker delivers while
+      // they run. Should this batch reach the cutoff, what the read-ahead got is not examined and
+      // goes back (see `process`).
+      if (this.stopAt === null && read < max && this.signal?.aborted !== true && this.pub?.closed() === null && this.reader.isOpen()) {
+        next = startRead(Math.min(this.cfg.batch, max - read));
+        await letFramesOut();
+      }
       const { items, unexamined } = this.classify(msgs);
-      // Read ahead: the next batch arrives while this one is confirmed.
-      if (this.stopAt === null && read < max && this.signal?.aborted !== true && this.pub?.closed() === null && this.reader.isOpen()) next = startRead(Math.min(this.cfg.batch, max - read));
       let commit: (() => Promise<void>) | null = null;
       try {
         commit = await this.process(items, unexamined);
@@ -394,7 +412,7 @@ class ClientRun {
       }
       const headers = (m.properties.headers ?? {}) as Record<string, unknown>;
       const deathTime = normaliseXDeath(headers['x-death'])[0]?.time ?? null;
-      if ((deathTime !== null && deathTime > this.o.cutoffMs + CLOCK_SKEW_MS) || (this.copies.size > 0 && this.copies.has(copyFingerprint(m)))) {
+      if ((deathTime !== null && deathTime > this.o.cutoffMs + CLOCK_SKEW_MS) || this.isOwnCopy(m)) {
         this.stopAt = 'cutoff';
         unexamined.push(m);
         continue;
@@ -403,13 +421,9 @@ class ClientRun {
       const decision = this.hooks.decide(qm);
       const item: Item = { m, qm, decision, target: null, refused: null };
       if (decision.action === 'move') {
-        try {
-          const ref = decodeQueueId(decision.targetQueueId);
-          if (ref.vhost !== this.d.vhost) item.refused = { code: 'INVALID_INPUT', message: `Target ${decision.targetQueueId.slice(0, 120)} is in vhost '${ref.vhost}', not in this connection's vhost '${this.d.vhost}'.` };
-          else item.target = ref.name;
-        } catch (e) {
-          item.refused = toErrorInfo(e);
-        }
+        const t = this.targetOf(decision.targetQueueId);
+        if (typeof t === 'string') item.target = t;
+        else item.refused = t;
         if (item.refused === null && m.content.length > this.cfg.maxBodyBytes) {
           item.refused = { code: 'INVALID_INPUT', message: `The body (${m.content.length} bytes) is larger than the ${this.cfg.maxBodyBytes}-byte read limit: it is not moved.` };
         }
@@ -420,6 +434,31 @@ class ClientRun {
       items.push(item);
     }
     return { items, unexamined };
+  }
+
+  /** A target queue id → its queue name in this vhost, or why it cannot be a target (decoded once per id). */
+  private targetOf(queueId: string): string | ErrorInfo {
+    let t = this.targets.get(queueId);
+    if (t === undefined) {
+      try {
+        const ref = decodeQueueId(queueId);
+        t = ref.vhost !== this.d.vhost ? { code: 'INVALID_INPUT', message: `Target ${queueId.slice(0, 120)} is in vhost '${ref.vhost}', not in this connection's vhost '${this.d.vhost}'.` } : ref.name;
+      } catch (e) {
+        t = toErrorInfo(e);
+      }
+      if (this.targets.size < 10_000) this.targets.set(queueId, t);
+    }
+    return t;
+  }
+
+  /**
+   * Is `m` one of this run's copies at the DLQ's tail? The fingerprint (a SHA-1 over body,
+   * properties and headers) is computed only for a message whose cheap key (body length,
+   * message id, timestamp) matches a copy's, so a run with distinct message ids hashes only what it copies.
+   */
+  private isOwnCopy(m: Message): boolean {
+    if (this.copies.size === 0 || !this.copyKeys.has(copyKey(m))) return false;
+    return this.copies.has(copyFingerprint(m));
   }
 
   /** Would requeueing this delivery dead-letter it (quorum DLQ at its delivery limit)? */
@@ -436,6 +475,7 @@ class ClientRun {
   /** Publishes a copy of `m` to the DLQ's tail (no redrive count). */
   private async copyToTail(m: Message): Promise<{ confirmed: Promise<void> }> {
     this.copies.add(copyFingerprint(m));
+    this.copyKeys.add(copyKey(m));
     if (this.pub === null) throw new QueuescopeError('INTERNAL', 'publisher missing');
     return this.pub.publish(this.dlq, m.content, republishOptions(m, false));
   }
