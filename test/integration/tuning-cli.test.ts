@@ -28,6 +28,8 @@ async function run(argv: string[], env: Record<string, string> = {}): Promise<{ 
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const prefix = uniqueName('tunecli');
+/** Processing times the test worker measured itself (ms). */
+const selfTimedMs: number[] = [];
 
 beforeAll(async () => {
   // BullMQ queue drained by a 200 ms worker at concurrency 4
@@ -38,7 +40,17 @@ beforeAll(async () => {
     await q.close();
   });
   await q.addBulk(Array.from({ length: 80 }, (_, i) => ({ name: 'charge', data: { orderId: `A-${i}` }, opts: { attempts: 4, backoff: { type: 'exponential', delay: 1000 } } })));
-  const w = new Worker('payments', () => sleep(200), { connection, prefix, concurrency: 4 });
+  // The worker times itself: on a loaded machine a 200 ms sleep takes longer, and the tool must
+  // report what the jobs really took (the ground truth), not the nominal 200 ms.
+  const w = new Worker(
+    'payments',
+    async () => {
+      const t0 = performance.now();
+      await sleep(200);
+      selfTimedMs.push(performance.now() - t0);
+    },
+    { connection, prefix, concurrency: 4 },
+  );
   w.on('error', () => undefined);
   const until = Date.now() + 30_000;
   while ((await q.getCompletedCount()) < 80 && Date.now() < until) await sleep(100);
@@ -75,7 +87,10 @@ describe('queuescope tune', () => {
     const report = JSON.parse(r.stdout) as TuningReport;
     expect(report.units).toBe('ms');
     expect(report.stats!.p99Ms).toBeGreaterThanOrEqual(200);
-    expect(report.stats!.p99Ms).toBeLessThan(260);
+    // Within 10 % (+ 10 ms of BullMQ's own bookkeeping) of the p99 the worker measured itself.
+    const sorted = [...selfTimedMs].sort((a, b) => a - b);
+    const selfP99 = sorted[Math.ceil(0.99 * sorted.length) - 1] ?? 200;
+    expect(report.stats!.p99Ms).toBeLessThan(Math.max(260, selfP99 * 1.1 + 10));
     expect(report.recommendation!.rawMs).toBeCloseTo(report.stats!.p99Ms * 3, 6);
     expect(report.recommendation).toMatchObject({ recommendedMs: 30_000, clamped: 'min' });
     const big = JSON.parse((await run(['tune', REDIS_URL, `bullmq:${prefix}:payments`, '--json', '--factor', '100'])).stdout) as TuningReport;
