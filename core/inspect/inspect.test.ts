@@ -3,7 +3,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { QueuescopeError, type PeekOptions, type QueueMessage, type QueueSummary } from '../../shared/domain';
 import { createAdapter } from '../adapters';
 import type { BrokerAdapter } from '../adapters/types';
-import { atLeast, inspectQueue, readBrokerVersion, withQueueSizeLimit } from './inspect';
+import { compareDuplicates, createQueueSummary } from './analysis';
+import { atLeast, forComparison, inspectQueue, readBrokerVersion, withQueueSizeLimit } from './inspect';
 import { INSPECT_PAGE_BYTES, readQueue } from './read';
 import { resolveInspectSettings } from './settings';
 
@@ -177,5 +178,41 @@ describe('readQueue page sizes', () => {
     const perPage = Math.floor(INSPECT_PAGE_BYTES / (1024 * 1024));
     expect(perPage).toBeLessThan(20);
     expect(adapter.limits.slice(0, 3)).toEqual([20, perPage, 20]);
+  });
+});
+
+describe('forComparison', () => {
+  const msg = (id: string, body: unknown, properties: QueueMessage['properties'] = {}, queueId = 'rabbitmq:%2F/orders'): QueueMessage => {
+    const data = JSON.stringify(body);
+    return { id, queueId, queueName: 'orders', position: 0, body: { encoding: 'utf8', data, sizeBytes: data.length, truncated: false }, headers: {}, properties, meta: {} };
+  };
+  // Shared keys, the same payload under different keys, keyless messages, full entities, text bodies.
+  const side = (prefix: string, n: number, queueId: string): QueueMessage[] =>
+    Array.from({ length: n }, (_, i) => {
+      const orderId = `A-${String(1000 + (i % 37))}`;
+      switch (i % 5) {
+        case 0:
+          return msg(`${prefix}${String(i)}`, { orderId, operation: 'charge', idempotencyKey: `${orderId}:charge` }, {}, queueId);
+        case 1:
+          return msg(`${prefix}${String(i)}`, { orderId, amountCents: 500 }, { messageId: `${prefix}-uuid-${String(i)}` }, queueId);
+        case 2:
+          return msg(`${prefix}${String(i)}`, { type: 'order.updated', order: { id: orderId, status: 'paid', items: [{ sku: 'S', qty: i }] } }, {}, queueId);
+        case 3:
+          return { ...msg(`${prefix}${String(i)}`, null, { messageId: `${orderId}:note` }, queueId), body: { encoding: 'utf8' as const, data: `plain text ${String(i)}`, sizeBytes: 14, truncated: false } };
+        default:
+          return msg(`${prefix}${String(i)}`, { orderId, operation: i % 2 === 0 ? 'capture' : 'refund', idempotencyKey: `${orderId}:x` }, {}, queueId);
+      }
+    });
+
+  it('gives compareDuplicates the same result as the full analyses, with far less kept per message', () => {
+    const acc = createQueueSummary({ detail: 'verdict' });
+    const full = side('a', 400, 'rabbitmq:%2F/orders').map((m) => acc.add(m));
+    const other = side('b', 300, 'rabbitmq:%2F/orders.dlq');
+    const expected = compareDuplicates({ label: 'orders', messages: full }, { label: 'orders.dlq', messages: other });
+    expect(expected.sharedKeyCount).toBeGreaterThan(0);
+    expect(expected.samePayloadDifferentKeysCount).toBeGreaterThan(0);
+    const slim = full.map(forComparison);
+    expect(compareDuplicates({ label: 'orders', messages: slim }, { label: 'orders.dlq', messages: other })).toEqual(expected);
+    expect(JSON.stringify(slim).length).toBeLessThan(JSON.stringify(full).length / 2);
   });
 });
