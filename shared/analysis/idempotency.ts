@@ -325,10 +325,15 @@ function collectScalars(json: unknown, exclude: readonly string[], key: string):
     const segs = cachedPathSegs(p);
     if (segs !== null) ex.push(segs);
   }
-  const w: ScalarWalk = { out: [], copies: [], key, keyHasDigit: hasDigit(key), exclude: ex, segs: [], visited: 0 };
+  // `out` and `copies` are handed to the caller, so they are new; the path stack is shared.
+  const w: ScalarWalk = { out: [], copies: [], key, keyHasDigit: hasDigit(key), exclude: ex, segs: SEGS, visited: 0 };
+  if (SEGS.length !== 0) SEGS.length = 0;
   collect(w, json, 0);
   return w;
 }
+
+/** The path stack of {@link collect} (analysis is synchronous; a walk leaves it empty). */
+const SEGS: string[] = [];
 
 const segsCache = new Map<string, string[] | null>();
 

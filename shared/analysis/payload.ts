@@ -1036,6 +1036,14 @@ const FINDING_RANK: Record<PayloadVerdictKind, number> = { flag: 0, review: 1, o
 const byFindingRank = (a: Finding, b: Finding): number => FINDING_RANK[a.severity] - FINDING_RANK[b.severity];
 const byCitePriority = (a: Cite, b: Cite): number => a.prio - b.prio || a.order - b.order;
 
+/** The texts of the first {@link MAX_REASONS} findings. */
+function reasonTexts(findings: readonly Finding[]): string[] {
+  const n = Math.min(findings.length, MAX_REASONS);
+  const out: string[] = [];
+  for (let i = 0; i < n; i++) out.push((findings[i] as Finding).text);
+  return out;
+}
+
 /** True when the operation name's words contain a set verb (rule P3). */
 function isSetCommand(op: string | undefined): op is string {
   if (typeof op !== 'string') return false;
@@ -1120,8 +1128,9 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
   } finally {
     if (ctx === SHARED_CTX) {
       CTX_BUSY = false;
-      // Do not keep the last message alive through the shared context.
-      resetCtx(ctx, EMPTY_MESSAGE, false, [], [], null, false);
+      // Do not keep the last message or its result's field list alive through the shared context.
+      ctx.message = EMPTY_MESSAGE;
+      ctx.fields = NO_FIELDS;
     }
   }
 }
@@ -1174,16 +1183,16 @@ function resetCtx(ctx: Ctx, message: QueueMessage, detail: boolean, patterns: Sn
   ctx.hashExact = true;
   ctx.nodes = 0;
   ctx.jsonParses = 0;
-  ctx.segs.length = 0;
+  if (ctx.segs.length !== 0) ctx.segs.length = 0;
   ctx.argsStart = 0;
   ctx.jsonIn = undefined;
   ctx.patterns = patterns;
   ctx.userSnaps = null;
-  ctx.snaps.length = 0;
-  ctx.entities.length = 0;
-  ctx.loose.length = 0;
-  ctx.ids.length = 0;
-  ctx.fixed.length = 0;
+  if (ctx.snaps.length !== 0) ctx.snaps.length = 0;
+  if (ctx.entities.length !== 0) ctx.entities.length = 0;
+  if (ctx.loose.length !== 0) ctx.loose.length = 0;
+  if (ctx.ids.length !== 0) ctx.ids.length = 0;
+  if (ctx.fixed.length !== 0) ctx.fixed.length = 0;
   ctx.order = 0;
   ctx.hashExclude = hashExclude;
   ctx.setCommand = setCommand;
@@ -1200,6 +1209,8 @@ function resetCtx(ctx: Ctx, message: QueueMessage, detail: boolean, patterns: Sn
 
 const EMPTY_MESSAGE: QueueMessage = { id: '', queueId: '', queueName: '', position: 0, body: { encoding: 'utf8', data: '', sizeBytes: 0, truncated: false }, headers: {}, properties: {}, meta: {} };
 const NO_ARGS_ROOTS: string[][] = [];
+/** Placeholder between calls (replaced by a new list at the start of each). */
+const NO_FIELDS: FieldAnnotation[] = [];
 const SCOPE_ROOT: Scope = mkScope(null, null, false, '');
 const SHARED_CTX: Ctx = newCtx();
 /** True while {@link SHARED_CTX} is in use (never re-entered today; a nested call would get its own). */
@@ -1260,7 +1271,8 @@ function finish(ctx: Ctx, root: unknown, env: Envelope | null, data: string, op:
       findings.push({ rule: 'event-snapshot', severity: 'ok', text: `${what} ${s.count === 1 ? 'is' : 'are'} a point-in-time snapshot (${by}): fine as a record of what happened; read current state before acting on ${s.count === 1 ? 'it' : 'them'}.`, fields: [] });
     }
   }
-  if (!findings.some((f) => f.severity !== 'ok') && !findings.some((f) => f.rule !== 'no-mutable-state' && f.severity === 'ok')) {
+  // Nothing flagged, nothing to review and no snapshot noted (the findings above are all one of those).
+  if (findings.length === 0) {
     const cited: string[] = [];
     for (const x of ctx.ids) if (cited.length < 3) cited.push(code(x));
     for (const x of ctx.fixed) if (cited.length < 3) cited.push(code(x));
@@ -1273,7 +1285,7 @@ function finish(ctx: Ctx, root: unknown, env: Envelope | null, data: string, op:
     payload: {
       verdict,
       label,
-      reasons: findings.slice(0, MAX_REASONS).map((f) => f.text),
+      reasons: reasonTexts(findings),
       findings,
       fields: ctx.fields,
       fieldsTruncated: ctx.truncated,

@@ -65,6 +65,22 @@ export function sizeLimit(broker: AnalysisBroker, maxMessageBytes: number | unde
   return { limitBytes: null, limitSource: broker === 'redis' ? 'Redis: no per-message limit (512 MB strings)' : 'unknown broker: no limit known' };
 }
 
+/** The last {@link sizeLimit} and its arguments: every message of a queue asks the same. */
+let lastBroker: AnalysisBroker | null = null;
+let lastMax: number | undefined;
+let lastVersion: string | null | undefined;
+let lastLimit: { limitBytes: number | null; limitSource: string } = { limitBytes: null, limitSource: '' };
+
+function cachedSizeLimit(broker: AnalysisBroker, maxMessageBytes: number | undefined, brokerVersion?: string | null): { limitBytes: number | null; limitSource: string } {
+  if (broker !== lastBroker || !Object.is(maxMessageBytes, lastMax) || brokerVersion !== lastVersion) {
+    lastLimit = sizeLimit(broker, maxMessageBytes, brokerVersion);
+    lastBroker = broker;
+    lastMax = maxMessageBytes;
+    lastVersion = brokerVersion;
+  }
+  return lastLimit;
+}
+
 /**
  * Checks a body's size (rule S1): `over-limit` (flag) above the limit; `large` (review) at or above
  * min({@link LARGE_SHARE} × limit, {@link LARGE_ABSOLUTE_BYTES}); `ok` otherwise. Never throws.
@@ -76,7 +92,7 @@ export function checkSize(message: QueueMessage, broker: AnalysisBroker, maxMess
   const body = (message as { body?: Partial<QueueMessage['body']> }).body;
   let bytes = typeof body?.sizeBytes === 'number' && Number.isFinite(body.sizeBytes) && body.sizeBytes >= 0 ? Math.floor(body.sizeBytes) : typeof body?.data === 'string' ? body.data.length : 0;
   if (bytes > Number.MAX_SAFE_INTEGER) bytes = Number.MAX_SAFE_INTEGER;
-  const { limitBytes, limitSource } = sizeLimit(broker, maxMessageBytes, brokerVersion);
+  const { limitBytes, limitSource } = cachedSizeLimit(broker, maxMessageBytes, brokerVersion);
   if (limitBytes !== null && bytes > limitBytes) {
     return { bytes, limitBytes, limitSource, verdict: 'over-limit', reason: `large payload: ${formatBytes(bytes)} is over the limit of ${formatBytes(limitBytes)} (${limitSource}): a re-send or redrive to this queue is rejected; store the data elsewhere and send a reference.` };
   }
