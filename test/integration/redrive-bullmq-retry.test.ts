@@ -191,3 +191,84 @@ describe('BullMQ retry by the Redis mover = BullMQ Job.retry with reset attempts
     expect(ours).toEqual(bullmq);
   });
 });
+
+describe('BullMQ retry by the Redis mover while other clients change the failed set', () => {
+  /** `n` failed jobs (ids 1..n) in a fresh queue. */
+  async function failed(prefix: string, n: number): Promise<Queue> {
+    const q = new Queue('jobs', { connection: native, prefix });
+    cleanups.push(() => q.obliterate({ force: true }).then(() => q.close()));
+    await q.addBulk(Array.from({ length: n }, (_, i) => ({ name: 'charge', data: { i } })));
+    const conn = native.duplicate();
+    const w = new Worker('jobs', () => Promise.reject(new Error('HTTP 503')), { connection: conn, prefix, concurrency: 50 });
+    w.on('error', () => undefined);
+    while ((await q.getFailedCount()) < n) await new Promise((r) => setTimeout(r, 20));
+    await w.close();
+    conn.disconnect();
+    return q;
+  }
+
+  function mover(): NonNullable<RedisAdapter['redrive']> {
+    const a = createRedisAdapter({ kind: 'redis', url: REDIS_URL });
+    adapters.push(a);
+    if (!a.redrive) throw new Error('no redrive');
+    return a.redrive;
+  }
+
+  it('jobs of the batch in hand removed or retried by another client before the commit: reported failed, and no later job is skipped', async () => {
+    const prefix = uniqueName('bqcc');
+    const q = await failed(prefix, 300);
+    const id = `bullmq:${prefix}:jobs`;
+    const decided: string[] = [];
+    let batches = 0;
+    const h: MoveHooks = {
+      gate: () => Promise.resolve(),
+      decide: (m) => {
+        decided.push(m.id);
+        // Every 10th job stays, so later reads start after kept jobs (rank arithmetic).
+        return Number(m.id) % 10 === 0 ? { action: 'skip', reason: 'test' } : { action: 'move', targetQueueId: id };
+      },
+      beforeMove: async (ms) => {
+        batches++;
+        if (batches !== 2) return;
+        // Another client: removes 3 jobs whole and retries 3 others, between our read and our commit.
+        const ids = ms.map((m) => m.id);
+        for (const x of ids.slice(0, 3)) await q.remove(x);
+        for (const x of ids.slice(3, 6)) await (await q.getJob(x))?.retry('failed');
+      },
+      onBatch: () => undefined,
+    };
+    const s = await mover().moveClientSide({ sourceQueueId: id, state: 'failed', batchSize: 50, cutoffMs: Date.now(), maxMessages: null, dryRun: false }, h);
+    expect(new Set(decided).size).toBe(300);
+    expect(decided.length).toBe(300);
+    expect(s).toMatchObject({ examined: 300, moved: 300 - 30 - 6, skipped: 30, failed: 6 });
+    expect(await q.getFailedCount()).toBe(30);
+  });
+
+  it('a batch read ahead is read again after a long gate wait (a pause), so jobs removed meanwhile are not examined', async () => {
+    const prefix = uniqueName('bqpause');
+    const q = await failed(prefix, 120);
+    const id = `bullmq:${prefix}:jobs`;
+    const decided: string[] = [];
+    let gates = 0;
+    const h: MoveHooks = {
+      gate: async () => {
+        gates++;
+        if (gates !== 2) return;
+        // "Paused" for longer than a read ahead may be kept; meanwhile another client retries the next 10 jobs.
+        const next = await native.zrange(`${prefix}:jobs:failed`, 0, 9);
+        for (const x of next) await (await q.getJob(x))?.retry('failed');
+        await new Promise((r) => setTimeout(r, 1300));
+      },
+      decide: (m) => {
+        decided.push(m.id);
+        return { action: 'move', targetQueueId: id };
+      },
+      beforeMove: () => Promise.resolve(),
+      onBatch: () => undefined,
+    };
+    const s = await mover().moveClientSide({ sourceQueueId: id, state: 'failed', batchSize: 40, cutoffMs: Date.now(), maxMessages: null, dryRun: false }, h);
+    expect(s).toMatchObject({ examined: 110, moved: 110, failed: 0 });
+    expect(new Set(decided).size).toBe(110);
+    expect(await q.getFailedCount()).toBe(0);
+  });
+});

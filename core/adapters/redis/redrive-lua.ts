@@ -232,7 +232,9 @@ export const REPROCESS_JOB_HELPERS: string | null = (() => {
  * ARGV[1] job key prefix ("<prefix>:<name>:"), ARGV[2] counter field, ARGV[3] prev state,
  * ARGV[4] the field reprocessJob clears (failedReason/returnvalue), ARGV[5] one letter per job,
  * "L" (LPUSH) or "R" (RPUSH, a lifo job), then the job ids.
- * Returns per job BullMQ's code: 1 moved to wait, -1 job gone, -3 not in that state.
+ * Returns per job BullMQ's code: 1 moved to wait, -1 job gone (its id still in the state set),
+ * -3 not in that state; and -4 where BullMQ says -1 but the id is not in the state set either (the
+ * job was removed whole), so the caller knows it no longer takes a place in the set.
  */
 export const BULLMQ_RETRY_BATCH_LUA: string | null =
   REPROCESS_JOB_HELPERS === null
@@ -258,7 +260,7 @@ for k = 1, n do
   -- BullMQ writes "priority" into every job hash, so a value proves the hash exists; else EXISTS decides.
   local f = rcall("HMGET", keys[k], "priority", "parentKey")
   if not f[1] and rcall("EXISTS", keys[k]) ~= 1 then
-    out[k] = -1
+    if scores[k] then out[k] = -1 else out[k] = -4 end
   elseif not scores[k] or seen[ids[k]] then
     out[k] = -3
   else

@@ -42,7 +42,12 @@ export interface BatchSource {
   commit(moves: PlannedMove[], batch: QueueMessage[]): Promise<Committed>;
   /** Advances the read position past `batch` with nothing moved (dry run, all skipped). */
   advance(batch: QueueMessage[]): void;
+  /** Optional: lets a read in flight settle before the run ends (nothing of it is used). */
+  close?(): Promise<void>;
 }
+
+/** A batch read ahead older than this when its turn comes (a pause, a rate-limit wait, a slow backup) is read again. */
+const READ_AHEAD_MAX_AGE_MS = 1000;
 
 const listMove = new LuaScript(LIST_MOVE_LUA);
 const streamMove = new LuaScript(STREAM_MOVE_LUA);
@@ -278,6 +283,13 @@ export class BullmqSource implements BatchSource {
   private readEnd = 0;
   private checked = false;
   private sortRefused = false;
+  /**
+   * The next batch, read ahead (see {@link read}): sent right after a batch was read, before its
+   * commit goes out on the same connection, so Redis serves it at the rank where that batch ended
+   * while the client decides, backs up and commits — and the client converts it while Redis runs
+   * the commit. `n` = jobs asked for, `at` = when it was sent (ms).
+   */
+  private ahead: { n: number; at: number; p: Promise<{ ok: true; v: { messages: QueueMessage[]; ids: string[] } | null } | { ok: false; e: unknown }> } | null = null;
   private readonly queueId: string;
   private readonly base: string;
 
@@ -311,11 +323,14 @@ export class BullmqSource implements BatchSource {
     for (;;) {
       let messages: QueueMessage[];
       let more: boolean;
-      const fast = this.sortRefused ? null : await readSortedStateJobs(this.conn, this.prefix, this.name, this.state, this.off, n, this.maxBodyBytes, signal);
+      let fast = await this.takeAhead(n);
+      if (fast === undefined) fast = this.sortRefused ? null : await readSortedStateJobs(this.conn, this.prefix, this.name, this.state, this.off, n, this.maxBodyBytes, signal);
       if (fast !== null) {
         messages = fast.messages;
         more = fast.ids.length === n;
         this.readEnd = this.off + fast.ids.length;
+        // Only when no commit is in flight (one is sent after this returns), so the rank is exact.
+        if (more && messages.length > 0) this.readAhead(this.readEnd, n, signal);
       } else {
         this.sortRefused = true;
         const cursor = this.off > 0 ? encodeCursor({ v: 1, q: this.queueId, s: this.state, d: 'oldest', n: this.off, o: this.off }) : null;
@@ -340,6 +355,36 @@ export class BullmqSource implements BatchSource {
     }
   }
 
+  private readAhead(start: number, n: number, signal?: AbortSignal): void {
+    const p = readSortedStateJobs(this.conn, this.prefix, this.name, this.state, start, n, this.maxBodyBytes, signal).then(
+      (v) => ({ ok: true as const, v }),
+      (e: unknown) => ({ ok: false as const, e }),
+    );
+    this.ahead = { n, at: Date.now(), p };
+  }
+
+  /**
+   * The batch read ahead, when there is one for `n` jobs and it is at most {@link READ_AHEAD_MAX_AGE_MS}
+   * old (after a pause or a rate-limit wait it is read again, so decisions are made on fresh
+   * jobs); undefined when there is none or it was dropped. It starts at rank {@link off}: it was
+   * read where the batch before it ended, and that batch's moves (now committed) came before it.
+   */
+  private async takeAhead(n: number): Promise<{ messages: QueueMessage[]; ids: string[] } | null | undefined> {
+    const a = this.ahead;
+    if (a === null) return undefined;
+    this.ahead = null;
+    const r = await a.p;
+    if (a.n !== n || Date.now() - a.at > READ_AHEAD_MAX_AGE_MS) return undefined;
+    if (!r.ok) throw r.e;
+    return r.v;
+  }
+
+  async close(): Promise<void> {
+    const a = this.ahead;
+    this.ahead = null;
+    if (a) await a.p;
+  }
+
   /** @throws QueuescopeError `QUEUE_NOT_FOUND` when the queue does not exist; `BROKER_ERROR` when its state key is not a sorted set. */
   private async checkQueue(): Promise<void> {
     const key = `${this.base}${this.state}`;
@@ -357,7 +402,11 @@ export class BullmqSource implements BatchSource {
     const other = moves.filter((m) => m.targetQueueId !== this.queueId);
     const out: Committed = { moved: [], failed: [], possibleDuplicates: [] };
     if (same.length > 0) await this.retry(same, out);
-    if (other.length > 0) await this.moveToOtherQueues(other, out);
+    if (other.length > 0) {
+      // Those moves go through other connections: the read ahead must have run before them.
+      if (this.ahead) await this.ahead.p;
+      await this.moveToOtherQueues(other, out);
+    }
     const removed = out.moved.length + out.possibleDuplicates.length + (out.vanished ?? 0);
     const end = Number.isFinite(this.readEnd) ? this.readEnd : this.off + batch.length;
     this.off = Math.max(0, end - removed);
@@ -390,12 +439,12 @@ export class BullmqSource implements BatchSource {
         out.moved.push({ id: m.message.id, targetQueueId: m.targetQueueId });
         return;
       }
-      // -3: no longer in the state set, so it no longer takes a place there (the next read starts
-      // earlier); -1 (hash gone): its id may still be in the set, so it is counted as staying.
-      if (code === -3) out.vanished = (out.vanished ?? 0) + 1;
+      // -3 / -4: no longer in the state set, so it no longer takes a place there (the next read
+      // starts earlier); -1 (hash gone): its id may still be in the set, so it is counted as staying.
+      if (code === -3 || code === -4) out.vanished = (out.vanished ?? 0) + 1;
       out.failed.push({
         id: m.message.id,
-        error: err('BROKER_ERROR', code === -1 ? `Job ${m.message.id} no longer exists.` : `Job ${m.message.id} is no longer in the ${this.state} set (retried or removed by another client).`),
+        error: err('BROKER_ERROR', code === -1 || code === -4 ? `Job ${m.message.id} no longer exists.` : `Job ${m.message.id} is no longer in the ${this.state} set (retried or removed by another client).`),
       });
     });
   }

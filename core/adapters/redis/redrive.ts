@@ -24,8 +24,10 @@ import { BullmqSource, jobData, jobOptionsFrom, ListSource, redriveJobId, REDRIV
  * What a DLQ is here, and how a message moves — always in one Lua script per batch (publish to the
  * target, then remove from the DLQ; atomic: a crash or restart sees a batch fully applied or not at all):
  * - **BullMQ**: the DLQ is a queue's `failed` set (ClientMoveOptions.state `failed`, or `completed`).
- *   Target = the job's own queue: BullMQ's own `reprocessJob` script (what `Job.retry()` runs)
- *   moves it failed → waiting with attemptsMade/attemptsStarted reset (a fresh attempt budget, as
+ *   Target = the job's own queue: what BullMQ's `reprocessJob` script (run by `Job.retry()`) does,
+ *   for the whole batch in one script (redrive-lua.ts `BULLMQ_RETRY_BATCH_LUA`, checked against
+ *   `Job.retry` by test/integration/redrive-bullmq-retry.test.ts), moves it failed → waiting with
+ *   attemptsMade/attemptsStarted reset (a fresh attempt budget, as
  *   `Job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true })`; BullMQ's
  *   default retry and `queue.retryJobs` keep attemptsMade, so such a job gets one more attempt
  *   only). The redrive counter is the job hash field `x-queuescope-redrive-count`, incremented in
@@ -111,7 +113,11 @@ class RedisRedriveMover implements RedriveMover {
         if (state !== 'failed' && state !== 'completed') throw new QueuescopeError('INVALID_INPUT', `BullMQ jobs can be redriven from state "failed" or "completed", not "${state.slice(0, 100)}".`);
         source = new BullmqSource(this.ctx, conn, ref.prefix, ref.name, state, options.cutoffMs, maxBody);
       }
-      return await drive(source, options, hooks, signal, (e) => mapRedisError(e, this.ctx.endpoint, what));
+      try {
+        return await drive(source, options, hooks, signal, (e) => mapRedisError(e, this.ctx.endpoint, what));
+      } finally {
+        await source.close?.();
+      }
     } catch (e) {
       throw mapRedisError(e, this.ctx.endpoint, what);
     } finally {
