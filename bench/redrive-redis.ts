@@ -6,7 +6,8 @@
  * - stream: the mover vs raw `XRANGE` 1,000 + pipelined `XADD` + `XDEL`;
  * - BullMQ: `queue.retryJobs({ state: 'failed', count: 1000 })` alone vs the mover's native path
  *   (startNativeMove + status polling every 10 ms) and its client-side retry (every job read into
- *   the message model, decided, retried by BullMQ's reprocessJob script with the counter);
+ *   the message model — one SORT_RO per 1,000, the next batch read ahead — decided, and retried
+ *   as BullMQ's reprocessJob does, with the counter, in one script per 1,000);
  * target ≥ 0.5× the baseline. Optionally a 1,000,000-element list redrive's peak RSS (< 300 MB).
  *
  * Sizes: QUEUESCOPE_BENCH_REDRIVE_N (list/stream messages, default 100,000),
