@@ -33,6 +33,10 @@ function utf8Prefix(b: Buffer): Buffer {
 
 /** Cuts an already-decoded body to at most `max` bytes (at a UTF-8 boundary for text), keeping `sizeBytes`. */
 export function truncateBody(body: MessageBody, max: number): MessageBody {
+  // Cheap exit without encoding the data (`sizeBytes` is not trusted: it comes from files too):
+  // the text cannot exceed `max` bytes (a UTF-16 code unit is at most 3 UTF-8 bytes; 4 base64
+  // characters decode to at most 3 bytes).
+  if (body.encoding === 'utf8' ? body.data.length * 3 <= max : (body.data.length / 4) * 3 <= max) return body;
   const buf = Buffer.from(body.data, body.encoding === 'utf8' ? 'utf8' : 'base64');
   if (buf.length <= max) return body;
   const cut = buf.subarray(0, max);
