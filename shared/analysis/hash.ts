@@ -65,6 +65,12 @@ export function mixOrdered(h: number, x: number): number {
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_';
 const CODES = Array.from(ALPHABET, (c) => c.charCodeAt(0));
 const ch = (x: number): number => CODES[x & 63] ?? 48;
+/** Character code → its 6-bit value in {@link ALPHABET}, -1 for other characters. */
+const VALUES: Int8Array = (() => {
+  const v = new Int8Array(128).fill(-1);
+  CODES.forEach((c, i) => (v[c] = i));
+  return v;
+})();
 
 /** The hash as 12 URL-safe characters (6 bits each, both lanes); cheaper than number-to-string conversions. */
 export function hashHex(h: Hash2): string {
@@ -84,4 +90,30 @@ export function taggedHash(tag: string, a: number, b: number): string {
   a >>>= 0;
   b >>>= 0;
   return String.fromCharCode(tag.charCodeAt(0), ch(a), ch(a >>> 6), ch(a >>> 12), ch(a >>> 18), ch(a >>> 24), ch(a >>> 30), ch(b), ch(b >>> 6), ch(b >>> 12), ch(b >>> 18), ch(b >>> 24), ch(b >>> 30));
+}
+
+/**
+ * The inverse of {@link taggedHash}: the tag's character code and both lanes (as signed 32-bit
+ * integers) written into `out`, or false when `s` is not exactly what taggedHash makes (then `out`
+ * is unspecified). Lets the queue summary keep two numbers per payload instead of a string.
+ */
+export function untagHash(s: string, out: { tag: number; a: number; b: number }): boolean {
+  if (s.length !== 13) return false;
+  let a = 0;
+  let b = 0;
+  for (let i = 0; i < 6; i++) {
+    const ca = s.charCodeAt(1 + i);
+    const cb = s.charCodeAt(7 + i);
+    const va = ca < 128 ? (VALUES[ca] as number) : -1;
+    const vb = cb < 128 ? (VALUES[cb] as number) : -1;
+    if (va < 0 || vb < 0) return false;
+    a |= va << (6 * i);
+    b |= vb << (6 * i);
+  }
+  // The sixth character carries the top 2 bits only.
+  if (((VALUES[s.charCodeAt(6)] as number) & ~3) !== 0 || ((VALUES[s.charCodeAt(12)] as number) & ~3) !== 0) return false;
+  out.tag = s.charCodeAt(0);
+  out.a = a;
+  out.b = b;
+  return true;
 }
