@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { tokenKind } from './idempotency';
-import { hashString } from './hash';
+import { hashHex, hashString, taggedHash, untagHash } from './hash';
 import { sortSmall } from './sort';
 import { hasOwnKeys } from './json-body';
 
@@ -134,5 +134,23 @@ describe('hasOwnKeys = Object.keys(o).length > 0', () => {
     const hidden = {};
     Object.defineProperty(hidden, 'x', { value: 1, enumerable: false });
     expect(hasOwnKeys(hidden)).toBe(Object.keys(hidden).length > 0);
+  });
+});
+
+describe('taggedHash = tag + hashHex, and untagHash inverts it', () => {
+  it('round trip for any tag and lanes; other texts are refused', () => {
+    fc.assert(
+      fc.property(fc.constantFrom('j', 'r', 't', 'b'), fc.integer({ min: -(2 ** 31), max: 2 ** 32 - 1 }), fc.integer({ min: -(2 ** 31), max: 2 ** 32 - 1 }), (tag, a, b) => {
+        const text = taggedHash(tag, a, b);
+        expect(text).toBe(`${tag}${hashHex({ a, b })}`);
+        const out = { tag: 0, a: 0, b: 0 };
+        expect(untagHash(text, out)).toBe(true);
+        expect(out).toEqual({ tag: tag.charCodeAt(0), a: a | 0, b: b | 0 });
+        expect(taggedHash(String.fromCharCode(out.tag), out.a, out.b)).toBe(text);
+      }),
+    );
+    const out = { tag: 0, a: 0, b: 0 };
+    // Wrong length, a character outside the alphabet, a sixth character with more than 2 bits.
+    for (const text of ['', 'jAAAA', 'j0000000000000', 'j!00000000000', 'j00000z000000', 'j00000000000z']) expect(untagHash(text, out)).toBe(false);
   });
 });
