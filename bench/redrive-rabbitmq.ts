@@ -9,11 +9,13 @@
  * Size: QS_BENCH_REDRIVE_RABBITMQ_N (default 20,000; the issue's figure is 100,000). Batch size:
  * QS_BENCH_REDRIVE_RABBITMQ_BATCH (default 1,000). Rounds: QS_BENCH_REDRIVE_RABBITMQ_ROUNDS (default 3; each
  * round runs the shovel then the client-side redrive on fresh queues, the ratio is the median of
- * the rounds' ratios, because other work on a shared 2-core machine shifts both rates by ±30%). QS_BENCH_REDRIVE_RABBITMQ_RSS_N=1000000 adds a
+ * the rounds' ratios, because other work on a shared 2-core machine shifts both rates by ±30%). Each
+ * row also gives the CPU each path costs per 1,000 messages (a local broker's beam.smp from /proc,
+ * and this process), which that other work shifts much less. QS_BENCH_REDRIVE_RABBITMQ_RSS_N=1000000 adds a
  * peak-RSS row for a 1M-message client-side redrive. Uses the shared broker with unique queue names
  * and deletes them. Run alone: `npx tsx bench/redrive-rabbitmq.ts`.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -37,6 +39,45 @@ export interface RabbitmqRedriveRow {
 }
 
 const idOf = (name: string): string => `rabbitmq:%2F/${encodeURIComponent(name)}`;
+
+/**
+ * CPU seconds (user + system) used so far by the local RabbitMQ node(s) — every `beam.smp` process
+ * in /proc — or null when there is none (a remote broker). With the bench's own `process.cpuUsage()`
+ * it gives the CPU each path costs per message, which other work on the machine shifts much less
+ * than the rates.
+ */
+function brokerCpuSeconds(): number | null {
+  let ticks = 0;
+  let found = false;
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return null;
+  }
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      if (stat.slice(stat.indexOf('(') + 1, close) !== 'beam.smp') continue;
+      const f = stat.slice(close + 2).split(' ');
+      ticks += Number(f[11]) + Number(f[12]); // utime, stime (fields 14 and 15 of /proc/<pid>/stat)
+      found = true;
+    } catch {
+      /* the process ended */
+    }
+  }
+  return found ? ticks / 100 : null; // USER_HZ is 100 on Linux
+}
+
+/** CPU seconds of the broker and of this process since `from` (see {@link brokerCpuSeconds}). */
+function cpuSince(from: { broker: number | null; self: NodeJS.CpuUsage }): { broker: number | null; self: number } {
+  const b = brokerCpuSeconds();
+  const u = process.cpuUsage(from.self);
+  return { broker: b === null || from.broker === null ? null : b - from.broker, self: (u.user + u.system) / 1e6 };
+}
+
+const cpuMark = (): { broker: number | null; self: NodeJS.CpuUsage } => ({ broker: brokerCpuSeconds(), self: process.cpuUsage() });
 
 const median = (xs: number[]): number => {
   const v = [...xs].sort((x, y) => x - y);
@@ -72,6 +113,8 @@ export async function benchRabbitmqRedrive(): Promise<RabbitmqRedriveRow[]> {
     const shovelRates: number[] = [];
     const clientRates: number[] = [];
     const ratios: number[] = [];
+    const shovelCpu: { broker: number | null; self: number }[] = [];
+    const clientCpu: { broker: number | null; self: number }[] = [];
     let peak = process.memoryUsage().rss;
     let last = { moved: 0, skipped: 0 };
     // Rounds alternate shovel and client-side runs, so load from other work on the machine hits both.
@@ -83,6 +126,7 @@ export async function benchRabbitmqRedrive(): Promise<RabbitmqRedriveRow[]> {
 
       // 1. The dynamic shovel a → b (the baseline).
       const dlqA = await adapter.getQueue(idOf(a));
+      let cpu0 = cpuMark();
       let t0 = performance.now();
       const h = await mover.startNativeMove(dlqA, idOf(b), null);
       for (;;) {
@@ -94,6 +138,7 @@ export async function benchRabbitmqRedrive(): Promise<RabbitmqRedriveRow[]> {
         await new Promise((r) => setTimeout(r, 25));
       }
       const shovelS = (performance.now() - t0) / 1000;
+      shovelCpu.push(cpuSince(cpu0));
       const inB = (await ch.checkQueue(b)).messageCount;
       if (inB !== n) throw new Error(`shovel left ${inB} of ${n} in the target`);
 
@@ -117,9 +162,11 @@ export async function benchRabbitmqRedrive(): Promise<RabbitmqRedriveRow[]> {
           peak = Math.max(peak, process.memoryUsage().rss);
         },
       };
+      cpu0 = cpuMark();
       t0 = performance.now();
       const sum = await mover.moveClientSide({ sourceQueueId: idOf(b), batchSize: batch, cutoffMs: Date.now() + 3_600_000, maxMessages: null, dryRun: false }, hooks);
       const clientS = (performance.now() - t0) / 1000;
+      clientCpu.push(cpuSince(cpu0));
       await bk?.close();
       if (sum.examined !== n || sum.failed !== 0) throw new Error(`client-side redrive examined ${sum.examined} of ${n}, failed ${sum.failed}`);
       last = { moved: sum.moved, skipped: sum.skipped };
@@ -135,11 +182,16 @@ export async function benchRabbitmqRedrive(): Promise<RabbitmqRedriveRow[]> {
     const each = ratios.map((r) => `${r.toFixed(2)}×`).join(', ');
     const shovelRate = median(shovelRates);
     const clientRate = median(clientRates);
+    // CPU ms per 1,000 messages, medians over the rounds: broker (all local beam.smp) + this process.
+    const perK = (xs: { broker: number | null; self: number }[]): string => {
+      const broker = xs.every((x) => x.broker !== null) ? `broker ${Math.round((median(xs.map((x) => x.broker ?? 0)) * 1e6) / n)} ms + ` : '';
+      return `${broker}bench process ${Math.round((median(xs.map((x) => x.self)) * 1e6) / n)} ms CPU per 1,000 msgs`;
+    };
     return [
       ...rows,
-      { name: `RabbitMQ dynamic shovel (Move messages), ${n.toLocaleString('en')} persistent msgs (median of ${rounds})`, messages: n, seconds: n / shovelRate, perSecond: shovelRate, peakRssMb: 0, target: 'baseline', met: '' },
+      { name: `RabbitMQ dynamic shovel (Move messages), ${n.toLocaleString('en')} persistent msgs (median of ${rounds}; ${perK(shovelCpu)})`, messages: n, seconds: n / shovelRate, perSecond: shovelRate, peakRssMb: 0, target: 'baseline', met: '' },
       {
-        name: `RabbitMQ client-side filtered redrive${backup ? ' + JSONL backup' : ''} (${last.moved.toLocaleString('en')} moved, ${last.skipped.toLocaleString('en')} kept; batch ${batch}; median ${ratio.toFixed(2)}× shovel; rounds ${each})`,
+        name: `RabbitMQ client-side filtered redrive${backup ? ' + JSONL backup' : ''} (${last.moved.toLocaleString('en')} moved, ${last.skipped.toLocaleString('en')} kept; batch ${batch}; median ${ratio.toFixed(2)}× shovel; rounds ${each}; ${perK(clientCpu)})`,
         messages: n,
         seconds: n / clientRate,
         perSecond: clientRate,
