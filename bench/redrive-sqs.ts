@@ -175,7 +175,7 @@ export async function benchRedriveSqs(n = Number(process.env.QS_BENCH_SQS_REDRIV
 }
 
 /** The target column: met, missed, or unreachable because the floor itself is above 0.35. */
-function targetCell(r: SqsRedriveBenchRow): string {
+export function targetCell(r: SqsRedriveBenchRow): string {
   if (r.name.includes('raw')) return '';
   if (r.callsPerMessage <= 0.35) return 'yes';
   return r.floorPerMessage > 0.35 ? `NO — unreachable at this filter ratio (floor ${r.floorPerMessage.toFixed(3)}; ≤ 0.35 needs ≥ 80 % moved)` : 'NO';
