@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { tokenKind } from './idempotency';
+import { chunkPieces, tokenKind } from './idempotency';
 import { hashHex, hashString, taggedHash, untagHash } from './hash';
 import { sortSmall } from './sort';
 import { hasOwnKeys } from './json-body';
@@ -63,6 +63,49 @@ describe('key token kinds: one character scan = the regular expressions', () => 
     fc.assert(
       fc.property(tok, (t) => {
         expect(tokenKind(t)).toBe(tokenKindByRegex(t));
+      }),
+      { numRuns: 5000 },
+    );
+  });
+});
+
+/** The original split of a key fragment's remainder into chunks and tokens (regular expressions). */
+function chunkPiecesByRegex(rest: string): { kind: string; text: string }[] {
+  const out: { kind: string; text: string }[] = [];
+  const chunks = /[:/.|#@\s]/.test(rest) ? rest.split(/[:/.|#@\s]+/) : [rest];
+  for (const chunk of chunks) {
+    if (chunk.length === 0) continue;
+    if (chunk.length === 21 && /^[A-Za-z0-9_-]{21}$/.test(chunk) && /[0-9]/.test(chunk) && /[a-z]/.test(chunk) && /[A-Z]/.test(chunk)) {
+      out.push({ kind: 'nanoid', text: chunk });
+      continue;
+    }
+    if (chunk.includes('-') || chunk.includes('_')) {
+      for (const tok of chunk.split(/[-_]+/)) if (tok.length > 0) out.push({ kind: tokenKind(tok), text: tok });
+    } else out.push({ kind: tokenKind(chunk), text: chunk });
+  }
+  return out;
+}
+
+describe('chunkPieces (one scan) = split by regular expressions', () => {
+  const scan = (s: string): { kind: string; text: string }[] => {
+    const out: { kind: string; text: string }[] = [];
+    chunkPieces(s, out as never);
+    return out;
+  };
+
+  it('agrees on known fragments', () => {
+    for (const s of ['', ':charge', 'A-100000', '/shop/orders:', 'V1StGXR8_Z5jdHi6B-myT', 'a:V1StGXR8_Z5jdHi6B-myT/b', 'x__y--z', ' \t\u00a0\u2028\ufeff a\u3000b ', '::', '-_-', 'ord\u2009er', 'A-1001:charge:2026']) {
+      expect(scan(s)).toEqual(chunkPiecesByRegex(s));
+    }
+  });
+
+  it('agrees on arbitrary fragments (separators, white space of every kind, nanoid-length chunks)', () => {
+    const sep = fc.constantFrom(':', '/', '.', '|', '#', '@', ' ', '\t', '\n', '\v', '\f', '\r', '\u00a0', '\u1680', '\u2000', '\u200a', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff', '\u200b', '\u0085', '-', '_');
+    const word = fc.oneof(chars('0123456789abcdefABCDEF', 1, 30), chars('0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_-', 19, 23), fc.string({ maxLength: 12 }), fc.string({ unit: 'binary', maxLength: 8 }));
+    fc.assert(
+      fc.property(fc.array(fc.oneof(word, sep), { maxLength: 12 }), (parts) => {
+        const s = parts.join('');
+        expect(scan(s)).toEqual(chunkPiecesByRegex(s));
       }),
       { numRuns: 5000 },
     );

@@ -496,22 +496,64 @@ function pieces(fragment: string): Piece[] {
     if (dash) rest = take(rest, ISO_MONTH, 'month', out);
   }
   if (rest.length >= 36 && rest.includes('-')) rest = take(rest, UUID, 'uuid', out);
-  const chunks = CHUNK_SEPARATOR.test(rest) ? rest.split(CHUNK_SEPARATORS) : [rest];
-  for (const chunk of chunks) {
-    if (chunk.length === 0) continue;
-    if (chunk.length === 21 && /^[A-Za-z0-9_-]{21}$/.test(chunk) && /[0-9]/.test(chunk) && /[a-z]/.test(chunk) && /[A-Z]/.test(chunk)) {
-      out.push({ kind: 'nanoid', text: chunk });
-      continue;
-    }
-    if (chunk.includes('-') || chunk.includes('_')) {
-      for (const tok of chunk.split(/[-_]+/)) if (tok.length > 0) out.push(tokenPiece(tok));
-    } else out.push(tokenPiece(chunk));
-  }
+  chunkPieces(rest, out);
   return out;
 }
 
-const CHUNK_SEPARATOR = /[:/.|#@\s]/;
-const CHUNK_SEPARATORS = /[:/.|#@\s]+/;
+/**
+ * The pieces of what is left of a fragment, appended to `out`: split into chunks at runs of
+ * `[:/.|#@\s]`; a chunk of 21 `[A-Za-z0-9_-]` with a digit, a lower- and an upper-case letter is a
+ * nanoid, any other chunk is split into tokens at runs of `-`/`_` (empty chunks and tokens skipped).
+ * One scan over the characters instead of `split` with regular expressions (two arrays per key);
+ * fast-paths.test.ts pins it to that definition.
+ *
+ * @internal exported for the tests.
+ */
+export function chunkPieces(rest: string, out: Piece[]): void {
+  const n = rest.length;
+  let start = 0;
+  for (let i = 0; i <= n; i++) {
+    if (i < n && !isChunkSeparator(rest.charCodeAt(i))) continue;
+    if (i > start) chunkTokens(rest, start, i, out);
+    start = i + 1;
+  }
+}
+
+/** One chunk `rest[from, to)` (not empty, no chunk separator in it): a nanoid or its tokens. */
+function chunkTokens(rest: string, from: number, to: number, out: Piece[]): void {
+  if (to - from === 21) {
+    let digit = false;
+    let lower = false;
+    let upper = false;
+    let other = false;
+    for (let i = from; i < to; i++) {
+      const c = rest.charCodeAt(i);
+      if (c >= 48 && c <= 57) digit = true;
+      else if (c >= 97 && c <= 122) lower = true;
+      else if (c >= 65 && c <= 90) upper = true;
+      else if (c !== 45 && c !== 95) other = true;
+    }
+    if (!other && digit && lower && upper) {
+      out.push({ kind: 'nanoid', text: rest.slice(from, to) });
+      return;
+    }
+  }
+  let start = from;
+  for (let i = from; i <= to; i++) {
+    if (i < to) {
+      const c = rest.charCodeAt(i);
+      if (c !== 45 && c !== 95) continue;
+    }
+    if (i > start) out.push(tokenPiece(start === 0 && i === rest.length ? rest : rest.slice(start, i)));
+    start = i + 1;
+  }
+}
+
+/** `: / . | # @` or a character of the regular expression class `\s` (JavaScript's white space and line terminators). */
+function isChunkSeparator(c: number): boolean {
+  if (c < 128) return c === 58 || c === 47 || c === 46 || c === 124 || c === 35 || c === 64 || c === 32 || (c >= 9 && c <= 13);
+  return c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
+}
 
 /** Moves every match of the global `re` out of `rest` into `out` (replaced by a space); `rest` unchanged when none. */
 function take(rest: string, re: RegExp, kind: Piece['kind'], out: Piece[]): string {
