@@ -156,9 +156,11 @@ export interface RedriveMover {
    * `x-first-death-queue`), BullMQ the job's own queue, SQS the single RedrivePolicy source
    * (`dlq.deadLetterSources`) when there is exactly one. Null when it cannot be told (streams,
    * lists, SQS with several sources): the user must choose a target.
-   * Returns `via` in words ("x-death queue 'work'", "RedrivePolicy source").
+   * Returns `via` in words ("x-death queue 'work'", "RedrivePolicy source"), and `guessed: true`
+   * when the queue is only a guess (Redis streams and lists: the DLQ's name, `orders-dlq` →
+   * `orders`) that the user must confirm — the CLI refuses `--yes` without `--to` then.
    */
-  resolveTarget(message: QueueMessage, dlq: QueueSummary): { queueId: string; via: string } | null;
+  resolveTarget(message: QueueMessage, dlq: QueueSummary): { queueId: string; via: string; guessed?: boolean } | null;
 
   /**
    * Reads the DLQ once and moves what {@link MoveHooks.decide} selects, batch by batch, as

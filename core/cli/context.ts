@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import cliProgress from 'cli-progress';
 import { QueuescopeError, type ConnectionProfile, type OperationSnapshot, type QueueSummary } from '../../shared/domain';
 import type { BrokerAdapter } from '../adapters/types';
@@ -127,6 +127,29 @@ export function connectionOptions(cmd: Command): Command {
     .option('--management-url <url>', 'RabbitMQ management API base URL (default: derived from the AMQP URL)')
     .option('--json', 'print JSON (the domain objects) instead of tables')
     .addHelpText('after', `${EXIT_CODES_HELP}\n`);
+}
+
+/**
+ * {@link connectionOptions} for commands that need a live broker (redrive, reinject, audit):
+ * `--file` is hidden and refused by {@link refuseSnapshot}.
+ */
+export function brokerConnectionOptions(cmd: Command): Command {
+  return cmd
+    .option('--profile <name>', 'use a connection saved in the app (name or id)')
+    .addOption(new Option('--file <snapshot>', 'not supported: a snapshot file is not a live broker').hideHelp())
+    .option('--management-url <url>', 'RabbitMQ management API base URL (default: derived from the AMQP URL)')
+    .option('--json', 'print JSON (the domain objects) instead of tables')
+    .addHelpText('after', `${EXIT_CODES_HELP}\n`);
+}
+
+/**
+ * Refuses a snapshot file as the connection of a command that needs a live broker, whether it
+ * came as `--file` or as the connection argument (a `.jsonl` path). `why` completes the sentence.
+ * @throws QueuescopeError `INVALID_INPUT` (exit 2) with `why`.
+ */
+export function refuseSnapshot(command: string, why: string, given: { file?: string } | BrokerAdapter): void {
+  const isSnapshot = 'broker' in given ? given.broker === 'snapshot' : given.file !== undefined;
+  if (isSnapshot) throw new QueuescopeError('INVALID_INPUT', `A snapshot file cannot be used by ${command}: ${why}`);
 }
 
 /** The {@link ConnectionFlags} of a command's `[connection]` argument and {@link CommonOpts}. */

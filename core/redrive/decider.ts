@@ -80,10 +80,11 @@ export class Decider {
   }
 
   /** Target info for a queue id (cached), including the loop check. */
-  target(queueId: string, via: string): TargetInfo {
+  target(queueId: string, via: string, guessed = false): TargetInfo {
     const cached = this.targets.get(queueId);
     if (cached !== undefined) return cached;
     const info = describeTarget(queueId, via, this.o.dlq, this.o.queues);
+    if (guessed) info.guessed = true;
     this.targets.set(queueId, info);
     return info;
   }
@@ -116,7 +117,7 @@ export class Decider {
     else {
       const resolved = safeResolve(this.o.mover, message, this.o.dlq);
       if (resolved === null) return this.skip(message, failure, 'no target', 'no target: the original queue cannot be told from the message; choose a target queue');
-      target = this.target(resolved.queueId, resolved.via);
+      target = this.target(resolved.queueId, resolved.via, resolved.guessed === true);
     }
     if (!target.exists) return this.skip(message, failure, 'target missing', `target ${target.queueName} does not exist`, `target missing: ${target.queueName}`);
     if (target.loop !== null && !this.o.confirmLoop) return this.skip(message, failure, 'loop', `loop: ${target.loop} (confirm to move anyway)`, `loop: ${target.queueName}`);
@@ -191,7 +192,7 @@ export class Decider {
   }
 }
 
-function safeResolve(mover: Pick<RedriveMover, 'resolveTarget'>, message: QueueMessage, dlq: QueueSummary): { queueId: string; via: string } | null {
+function safeResolve(mover: Pick<RedriveMover, 'resolveTarget'>, message: QueueMessage, dlq: QueueSummary): { queueId: string; via: string; guessed?: boolean } | null {
   try {
     return mover.resolveTarget(message, dlq);
   } catch {

@@ -33,6 +33,8 @@ export interface TargetInfo {
   loop: string | null;
   /** Things to know that do not block (e.g. "orders.work has no consumers"). */
   warnings: string[];
+  /** True when the target is only guessed from the DLQ's name (Redis streams/lists record no source): the user must confirm it. */
+  guessed?: boolean;
 }
 
 /** A sample decision shown in a dry run. */

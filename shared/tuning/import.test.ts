@@ -13,6 +13,14 @@ describe('parseDurations', () => {
     expect(auto.fieldUsed).toBe('duration_ms');
   });
 
+  it('skips implausible durations (over 7 days, e.g. 1e308) with a reason, in ms and in s', () => {
+    const r = parseDurations('250\n1e308\n604800001\n300\n', { format: 'csv' });
+    expect(r.samplesMs).toEqual([250, 300]);
+    expect(r.skipped).toBe(2);
+    expect(r.problems[0]).toMatchObject({ line: 2, reason: expect.stringMatching(/implausible duration/) as unknown });
+    expect(parseDurations('604800\n604801\n', { format: 'csv', unit: 's' }).samplesMs).toEqual([604_800_000]);
+  });
+
   it('CSV without header, single column', () => {
     expect(parseDurations('100\n200\n\n300\n', { format: 'csv' }).samplesMs).toEqual([100, 200, 300]);
   });
@@ -52,9 +60,10 @@ describe('parseDurations', () => {
     );
   });
 
-  it('round trip: numbers written as CSV come back (× 1000 for seconds)', () => {
+  it('round trip: plausible numbers written as CSV come back (× 1000 for seconds)', () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 0, max: 1e9 }), { minLength: 1, maxLength: 100 }), (xs) => {
+      // up to 7 days in seconds, so both units stay within MAX_PLAUSIBLE_DURATION_MS
+      fc.property(fc.array(fc.integer({ min: 0, max: 604_800 }), { minLength: 1, maxLength: 100 }), (xs) => {
         expect(parseDurations(`duration\n${xs.join('\n')}`, { format: 'csv' }).samplesMs).toEqual(xs);
         expect(parseDurations(xs.join('\n'), { format: 'csv', unit: 's' }).samplesMs).toEqual(xs.map((x) => x * 1000));
       }),

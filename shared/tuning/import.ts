@@ -39,6 +39,13 @@ export const MAX_IMPORTED = 1_000_000;
 /** Header / field names tried, in order, when none is given. */
 const AUTO_FIELDS = ['duration_ms', 'durationMs', 'duration', 'elapsed_ms', 'elapsedMs', 'elapsed', 'processing_ms', 'processingMs', 'processing_time', 'latency_ms', 'latency', 'ms', 'time_ms', 'seconds', 'secs', 'time'];
 
+/**
+ * The longest processing time of one message accepted from a file: 7 days (ms). Anything longer is
+ * a unit mix-up or garbage (e.g. `1e308`), and one such value would turn p99 and the recommendation
+ * into nonsense; such lines are skipped and reported like unparsable ones.
+ */
+export const MAX_PLAUSIBLE_DURATION_MS = 7 * 24 * 3600 * 1000;
+
 /** Thrown for an unusable configuration (caller wraps it into `INVALID_INPUT`). */
 export class DurationImportError extends Error {}
 
@@ -61,6 +68,7 @@ export function parseDurations(text: string, options: ParseDurationsOptions): Pa
     const n = toNumber(raw);
     if (n === null) skip(lineNo, `not a number: ${preview(raw)}`);
     else if (n < 0) skip(lineNo, `negative duration ${n}`);
+    else if (n * scale > MAX_PLAUSIBLE_DURATION_MS) skip(lineNo, `implausible duration ${n} ${unit === 's' ? 's' : 'ms'} (over 7 days for one message: check the unit)`);
     else if (out.samplesMs.length < MAX_IMPORTED) out.samplesMs.push(n * scale);
   };
   switch (options.format) {

@@ -172,16 +172,75 @@ describe('redrive on a Redis list: picked ids, Ctrl+C, --file', () => {
   it('--file is a usage error (exit 2) for redrive and reinject, and is not in --help', async () => {
     const r = await cli(['redrive', `list:${key}`, '--file', join(dir, 'x.jsonl'), '--dry-run']);
     expect(r.code).toBe(EXIT.USAGE);
-    expect(r.stderr).toContain('--file is not supported by redrive');
+    expect(r.stderr).toContain('A snapshot file cannot be used by redrive: a snapshot file is read-only');
     const ri = await cli(['reinject', `list:${targetKey}`, '--file', join(dir, 'x.jsonl'), '--from', join(dir, 'x.jsonl'), '--yes']);
     expect(ri.code).toBe(EXIT.USAGE);
-    expect(ri.stderr).toContain('--file is not supported by reinject');
+    expect(ri.stderr).toContain('A snapshot file cannot be used by reinject');
     const help = await cli(['redrive', '--help']);
     expect(help.stdout).not.toContain('--file');
     expect(help.stdout).toContain('--max-body-bytes');
     const rhelp = await cli(['reinject', '--help']);
     expect(rhelp.stdout).not.toContain('--file');
     expect(rhelp.stdout).toContain('--from');
+  });
+});
+
+describe('usage errors a new user hit: guessed targets, --native with a selection, snapshot files', () => {
+  const redis = new Redis(REDIS_URL);
+  const base = uniqueName('rd-guess');
+  const dlqKey = `${base}-dlq`;
+  const snapshot = join(__dirname, '..', '..', 'resources', 'demo-snapshot.jsonl');
+
+  beforeAll(async () => {
+    await redis.xadd(dlqKey, '*', 'orderId', 'A-1');
+    await redis.xadd(dlqKey, '*', 'orderId', 'A-2');
+    await redis.xadd(base, '*', 'seed', '1');
+  });
+  afterAll(async () => {
+    await redis.del(dlqKey, base);
+    await redis.quit();
+  });
+
+  it('a stream target guessed from the name is not used with --yes alone (exit 2, nothing moved); --to moves', async () => {
+    const dry = await cli(['redrive', REDIS_URL, `stream:${dlqKey}`, '--dry-run', '--json']);
+    const plan = JSON.parse(dry.stdout) as { targets: { queueName: string; guessed?: boolean }[] };
+    expect(plan.targets).toEqual([expect.objectContaining({ queueName: base, guessed: true })]);
+    const r = await cli(['redrive', REDIS_URL, `stream:${dlqKey}`, '--yes']);
+    expect(r.code, r.stderr).toBe(EXIT.USAGE);
+    expect(r.stderr).toMatch(/only guessed from the DLQ's name.*pass --to/);
+    expect(await redis.xlen(dlqKey)).toBe(2);
+    const ok = await cli(['redrive', REDIS_URL, `stream:${dlqKey}`, '--to', `stream:${base}`, '--yes']);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(await redis.xlen(dlqKey)).toBe(0);
+    expect(await redis.xlen(base)).toBe(3);
+  });
+
+  it('--native with --filter / --ids / --dedupe-by-key is a usage error before anything is read', async () => {
+    for (const extra of [['--filter', 'class:transient'], ['--ids', 'x'], ['--dedupe-by-key']]) {
+      const r = await cli(['redrive', REDIS_URL, `stream:${dlqKey}`, '--to', `stream:${base}`, '--native', '--yes', ...extra]);
+      expect(r.code, r.stderr).toBe(EXIT.USAGE);
+      expect(r.stderr).toMatch(/--native moves the whole DLQ inside the broker/);
+    }
+  });
+
+  it('a snapshot file as the connection of redrive, reinject or audit is a usage error (exit 2)', async () => {
+    const rd = await cli(['redrive', snapshot, 'orders.dlq', '--dry-run']);
+    expect(rd.code, rd.stderr).toBe(EXIT.USAGE);
+    expect(rd.stderr).toMatch(/A snapshot file cannot be used by redrive/);
+    const au = await cli(['audit', '--file', snapshot]);
+    expect(au.code, au.stderr).toBe(EXIT.USAGE);
+    expect(au.stderr).toMatch(/A snapshot file cannot be used by audit/);
+    const au2 = await cli(['audit', snapshot]);
+    expect(au2.code, au2.stderr).toBe(EXIT.USAGE);
+    expect((await cli(['audit', '--help'])).stdout).not.toContain('--file');
+  });
+
+  it('audit --list-rules --json prints the rule catalog as JSON', async () => {
+    const r = await cli(['audit', '--list-rules', '--json']);
+    expect(r.code).toBe(0);
+    const rules = JSON.parse(r.stdout) as { id: string; severity: string; docUrl: string }[];
+    expect(rules.length).toBeGreaterThanOrEqual(27);
+    expect(rules.find((x) => x.id === 'sqs.no-redrive-policy')).toMatchObject({ severity: 'error' });
   });
 });
 

@@ -134,7 +134,7 @@ describe('queuescope tune', () => {
     const vt = async (): Promise<string | undefined> => (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['VisibilityTimeout'] }))).Attributes?.VisibilityTimeout;
 
     const dry = await run(['tune', SQS_URL, name, '--file', file, '--apply'], SQS_ENV);
-    expect(dry.code).toBe(0);
+    expect(dry.code).toBe(8); // not confirmed: CI can tell nothing was applied
     expect(dry.stderr).toMatch(/would change VisibilityTimeout of .*: 2 s → 9 s/);
     expect(await vt()).toBe('2');
 

@@ -73,7 +73,7 @@ class RedisRedriveMover implements RedriveMover {
    * name follows `<name>-dlq`, `<name>_dlq`, `<name>.dlq`, `<name>:dlq` or `dlq:<name>` — then
    * `<name>` of the same kind, offered with `via` saying it is only a naming convention.
    */
-  resolveTarget(message: QueueMessage, dlq: QueueSummary): { queueId: string; via: string } | null {
+  resolveTarget(message: QueueMessage, dlq: QueueSummary): { queueId: string; via: string; guessed?: boolean } | null {
     let ref;
     try {
       ref = parseQueueId(dlq.id);
@@ -86,6 +86,7 @@ class RedisRedriveMover implements RedriveMover {
     return {
       queueId: formatQueueId({ kind: ref.kind, key: m[1] }),
       via: `naming convention only ("${ref.key}" → "${m[1]}"): Redis ${ref.kind === 'stream' ? 'streams' : 'lists'} record no source — check the target`,
+      guessed: true,
     };
   }
 

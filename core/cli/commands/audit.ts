@@ -5,9 +5,9 @@ import { QueuescopeError } from '../../../shared/domain';
 import { AUDIT_FORMATS, AUDIT_RULES, failsThreshold, formatAuditReport, summaryLine, unusedSuppressionText, type AuditFormat } from '../../../shared/audit';
 import { runAudit } from '../../audit/run';
 import type { BrokerAdapter } from '../../adapters/types';
-import { connectionOptions, type CliContext, type CommonOpts } from '../context';
+import { brokerConnectionOptions, refuseSnapshot, type CliContext, type CommonOpts } from '../context';
 import { EXIT } from '../exit-codes';
-import { escapeForTerminal } from '../format';
+import { escapeForTerminal, toJson } from '../format';
 
 interface AuditOpts extends CommonOpts {
   queues?: string;
@@ -35,8 +35,10 @@ function listRules(): string {
  * connections (SQS, RabbitMQ, Redis) against the rule catalog (shared/audit), configured by the
  * project file's `audit` section. Exit code 6 when an unsuppressed finding is at or above `--fail-on`.
  */
+const SNAPSHOT_WHY = 'the audit reads live broker configuration, which a snapshot does not hold. Give a broker connection.';
+
 export function register(program: Command, ctx: CliContext): void {
-  connectionOptions(
+  brokerConnectionOptions(
     program
       .command('audit')
       .description('check queue configuration for message loss and duplicates (dead-lettering, retention, timeouts, persistence) before a release')
@@ -48,12 +50,13 @@ export function register(program: Command, ctx: CliContext): void {
       .addOption(new Option('--fail-on <severity>', 'exit 6 when a finding (not suppressed) is at or above this severity').choices(['error', 'warning', 'none']).default('error'))
       .option('--measurements <file>', 'processing-time measurements (`queuescope tune --json` output, or {"queues":{"<name>":{"p99Ms":…,"meanMs":…}}}); overrides audit.measurements')
       .option('--sample-messages <n>', 'SQS: receive up to N messages per queue to check payload sizes and MessageDeduplicationId (counts toward maxReceiveCount; off by default)')
-      .option('--list-rules', 'print the rule catalog and exit'),
+      .option('--list-rules', 'print the rule catalog and exit (with --json or --format json: the rules as JSON)'),
   ).action(async (connections: string[], opts: AuditOpts) => {
     if (opts.listRules === true) {
-      ctx.out(listRules());
+      ctx.out(opts.json === true || opts.format === 'json' ? toJson(AUDIT_RULES.map((r) => r.meta)) : listRules());
       return;
     }
+    refuseSnapshot('audit', SNAPSHOT_WHY, opts);
     const format: AuditFormat = opts.json === true ? 'json' : (opts.format ?? 'text');
     let sample: number | undefined;
     if (opts.sampleMessages !== undefined) {
@@ -61,7 +64,7 @@ export function register(program: Command, ctx: CliContext): void {
       if (!Number.isInteger(sample) || sample < 0 || sample > 100) throw new QueuescopeError('INVALID_INPUT', `--sample-messages must be a whole number from 0 to 100, got "${escapeForTerminal(opts.sampleMessages.slice(0, 40))}".`);
     }
     const targets: (string | undefined)[] = connections.length > 0 ? connections : [undefined];
-    if (targets.length > 1 && (opts.profile !== undefined || opts.file !== undefined)) throw new QueuescopeError('INVALID_INPUT', 'Give either connections or --profile, not both.');
+    if (targets.length > 1 && opts.profile !== undefined) throw new QueuescopeError('INVALID_INPUT', 'Give either connections or --profile, not both.');
     const adapters: BrokerAdapter[] = [];
     try {
       for (const c of targets) {
@@ -72,6 +75,7 @@ export function register(program: Command, ctx: CliContext): void {
           ...(opts.managementUrl !== undefined ? { managementUrl: opts.managementUrl } : {}),
         });
         adapters.push(adapter);
+        refuseSnapshot('audit', SNAPSHOT_WHY, adapter);
       }
       const report = await runAudit(
         adapters,

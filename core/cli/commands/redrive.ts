@@ -1,6 +1,6 @@
 import { createInterface } from 'node:readline/promises';
 import { resolve as resolvePath } from 'node:path';
-import { Option, type Command } from 'commander';
+import type { Command } from 'commander';
 import { QueuescopeError, type OperationSnapshot, type QueueSummary } from '../../../shared/domain';
 import { parseFilter } from '../../../shared/redrive/filter';
 import { planRedrive, startRedrive, startReinject, type RedriveEnv, type RedrivePlan, type RedriveRequest, type RedriveResult, type ReinjectResult } from '../../redrive/engine';
@@ -8,8 +8,8 @@ import { readSnapshot } from '../../snapshot/reader';
 import { AuditLog, type AuditEntry } from '../../services/audit-log';
 import { OperationManager } from '../../services/operations';
 import { defaultConfigDir } from '../../services/profile-store';
-import { flagsOf, resolveQueue, splitPositionals, waitWithProgress, type CliContext, type CommonOpts } from '../context';
-import { EXIT, EXIT_CODES_HELP, exitCodeFor } from '../exit-codes';
+import { brokerConnectionOptions, flagsOf, refuseSnapshot, resolveQueue, splitPositionals, waitWithProgress, type CliContext, type CommonOpts } from '../context';
+import { EXIT, exitCodeFor } from '../exit-codes';
 import { cell, escapeForTerminal, formatTime, toJson } from '../format';
 import type { ResolvedConnection } from '../resolve-config';
 import type { BrokerAdapter } from '../../adapters/types';
@@ -57,25 +57,11 @@ interface RedriveOpts extends CommonOpts {
  * The connection options of commands that change a broker: like `connectionOptions` (../context) but
  * `--file` (a read-only snapshot as the connection) is hidden and refused with a usage error.
  */
-function brokerConnectionOptions(cmd: Command): Command {
-  return cmd
-    .option('--profile <name>', 'use a connection saved in the app (name or id)')
-    .addOption(new Option('--file <snapshot>', 'not supported: a snapshot file is read-only').hideHelp())
-    .option('--management-url <url>', 'RabbitMQ management API base URL (default: derived from the AMQP URL)')
-    .option('--json', 'print JSON (the domain objects) instead of tables')
-    .addHelpText('after', `${EXIT_CODES_HELP}\n`);
-}
-
-/** @throws QueuescopeError `INVALID_INPUT` when `--file` was given to a command that moves messages. */
-function refuseFile(opts: { file?: string }, command: 'redrive' | 'reinject'): void {
-  if (opts.file === undefined) return;
-  throw new QueuescopeError(
-    'INVALID_INPUT',
-    command === 'redrive'
-      ? '--file is not supported by redrive: a snapshot file is read-only. Give a broker connection; to publish a snapshot (e.g. a backup) into a queue, use: queuescope reinject <connection> <queue> --from <snapshot>.'
-      : '--file is not supported by reinject: the snapshot to publish is given with --from <snapshot>, and the connection must be a broker.',
-  );
-}
+/** Why redrive and reinject refuse a snapshot file as their connection. */
+const SNAPSHOT_WHY = {
+  redrive: 'a snapshot file is read-only. Give a broker connection; to publish a snapshot (e.g. a backup) into a queue, use: queuescope reinject <connection> <queue> --from <snapshot>.',
+  reinject: 'the snapshot to publish is given with --from <snapshot>, and the connection must be a broker.',
+} as const;
 
 function positiveNumber(v: string | undefined, name: string, opts: { integer?: boolean; max?: number } = {}): number | null {
   if (v === undefined) return null;
@@ -161,13 +147,17 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
   const batch = positiveNumber(opts.batch, '--batch', { integer: true, max: 1000 });
   const limit = positiveNumber(opts.limit, '--limit', { integer: true });
   const filter = parseFilter(opts.filter ?? []);
-  refuseFile(opts, 'redrive');
+  refuseSnapshot('redrive', SNAPSHOT_WHY.redrive, opts);
   const maxBodyBytes = positiveNumber(opts.maxBodyBytes, '--max-body-bytes', { integer: true, max: MAX_REDRIVE_MAX_BODY_BYTES });
   const ids = opts.ids?.split(',').map((s) => s.trim()).filter((s) => s !== '');
   if (ids !== undefined && opts.filter !== undefined) throw new QueuescopeError('INVALID_INPUT', 'Give either --ids or --filter, not both.');
   if (ids?.length === 0) throw new QueuescopeError('INVALID_INPUT', '--ids needs at least one message id.');
+  if (opts.native === true && (ids !== undefined || opts.filter !== undefined || opts.dedupeByKey === true || limit !== null)) {
+    throw new QueuescopeError('INVALID_INPUT', `--native moves the whole DLQ inside the broker; ${ids !== undefined ? '--ids' : opts.filter !== undefined ? '--filter' : opts.dedupeByKey === true ? '--dedupe-by-key' : '--limit'} needs the client-side move: drop --native.`);
+  }
   const { connection, queue } = splitPositionals(a1, a2, opts);
   await ctx.withAdapter(flagsOf(connection, opts), async (adapter, resolved) => {
+    refuseSnapshot('redrive', SNAPSHOT_WHY.redrive, adapter);
     const dlq = await resolveQueue(adapter, queue, resolved, ctx.signal);
     let target: QueueSummary | null = null;
     if (opts.to !== undefined) target = await resolveQueue(adapter, opts.to, resolved, ctx.signal);
@@ -189,6 +179,10 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
       ...(maxBodyBytes !== null ? { maxBodyBytes } : {}),
     };
     const plan = await planRedrive(env, request, ctx.signal);
+    if (request.native === 'require' && !plan.native.wouldUse && plan.toMove > 0) {
+      if (opts.dryRun === true && opts.json !== true) ctx.err(formatPlan(plan));
+      throw new QueuescopeError('INVALID_INPUT', `--native: the broker's native move cannot do this run (${plan.native.why}); drop --native to move client-side.`);
+    }
     if (opts.dryRun === true) {
       ctx.out(opts.json === true ? toJson(plan) : formatPlan(plan));
       return;
@@ -200,8 +194,15 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
       else ctx.out('Nothing to move.\n');
       return;
     }
+    const guessed = request.targetQueueId === null ? plan.targets.filter((t) => t.guessed === true && t.count > 0) : [];
+    if (opts.yes === true && guessed.length > 0) {
+      throw new QueuescopeError(
+        'INVALID_INPUT',
+        `The target ${guessed.map((t) => cell(t.queueName, 80)).join(', ')} is only guessed from the DLQ's name (Redis streams and lists record no source), so --yes alone does not move there: pass --to <queue> to name the target.`,
+      );
+    }
     if (opts.yes !== true) {
-      const where = plan.targets.map((t) => `${cell(t.queueName, 80)} (${t.count})`).join(', ');
+      const where = plan.targets.map((t) => `${cell(t.queueName, 80)} (${t.count}${t.guessed === true ? ', guessed from the name' : ''})`).join(', ');
       const cannot = plan.failed > 0 ? ` (${plan.failed} cannot move and stay: see above)` : '';
       const ok = await confirm(ctx, `Move ${plan.toMove} message${plan.toMove === 1 ? '' : 's'} from ${cell(dlq.name, 80)} to ${where}${cannot}?`);
       if (ok !== true) {
@@ -273,7 +274,7 @@ export function register(program: Command, ctx: CliContext): void {
       .description('move messages from a dead-letter queue back to their source (or --to a queue): filtered, rate-limited, backed up, cancellable')
       .argument('[connection]', 'URL or saved connection (default: from the environment)')
       .argument('[dlq]', 'the dead-letter queue (name or id)')
-      .option('--to <queue>', 'target queue (default: each message’s original source)')
+      .option('--to <queue>', 'target queue (default: each message’s original source; Redis streams and lists record none: the target guessed from the name, orders-dlq → orders, needs --to or a yes at the prompt)')
       .option('--filter <expr>', 'select messages (repeatable; see below)', collect)
       .option('--include-non-retryable', 'move non-retryable failures too (default: they stay with their reason)')
       .option('--ids <ids>', 'move only these message ids (comma-separated)')
@@ -303,12 +304,13 @@ export function register(program: Command, ctx: CliContext): void {
       .option('--batch <n>', 'messages per batch, 1-1000 (default 100)')
       .option('-y, --yes', 'do not ask for confirmation'),
   ).action(async (a1: string | undefined, a2: string | undefined, opts: CommonOpts & { from: string; rate?: string; batch?: string; yes?: boolean }) => {
-    refuseFile(opts, 'reinject');
+    refuseSnapshot('reinject', SNAPSHOT_WHY.reinject, opts);
     const rate = positiveNumber(opts.rate, '--rate');
     const batch = positiveNumber(opts.batch, '--batch', { integer: true, max: 1000 });
     const path = resolvePath(ctx.cwd, opts.from);
     const { connection, queue } = splitPositionals(a1, a2, opts);
     await ctx.withAdapter(flagsOf(connection, opts), async (adapter, resolved) => {
+      refuseSnapshot('reinject', SNAPSHOT_WHY.reinject, adapter);
       const q = await resolveQueue(adapter, queue, resolved, ctx.signal);
       let count = 0;
       for await (const item of readSnapshot(path, ctx.signal)) if (item.type === 'message') count++;

@@ -82,7 +82,7 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--jitter <fraction>', "retry check: jitter 0-1 (BullMQ's meaning; 1 = full jitter)")
     .option('--cap <duration>', 'retry check: largest single wait')
     .option('--peek-receive-counts', 'SQS: receive up to 10 messages (VisibilityTimeout 0) to read ApproximateReceiveCount — each counts as a receive, so it can move messages at maxReceiveCount to the DLQ')
-    .option('--apply', 'change the timeout on the broker (SQS VisibilityTimeout); without --yes only shows the change')
+    .option('--apply', 'change the timeout on the broker (SQS VisibilityTimeout); without --yes only shows the change and exits 8 (not confirmed)')
     .option('--yes', 'confirm --apply')
     .addOption(new Option('--fail-on <what>', 'exit 6 when the current timeout is below the recommendation (for CI)').choices(['risk']))
     .option('--profile <name>', 'use a connection saved in the app (name or id)')
@@ -149,6 +149,7 @@ ${EXIT_CODES_HELP}
           const diff = `VisibilityTimeout of ${q.name}: ${report.current?.timeoutMs === null || report.current?.timeoutMs === undefined ? '?' : String(report.current.timeoutMs / 1000)} s → ${String(rec.recommendedMs / 1000)} s`;
           if (opts.yes !== true) {
             ctx.err(`would change ${escapeForTerminal(diff)}\nnothing changed: pass --apply --yes to apply it.\n`);
+            ctx.setExitCode(EXIT.NOT_CONFIRMED);
           } else {
             const log = new AuditLog({ configDir: defaultConfigDir(ctx.io.env) });
             applied = await applyTimeout(adapter, q.id, rec.recommendedMs, log, { actor: 'cli', connection: resolved.label, reason: `queuescope tune: p99 × ${factor}` }, ctx.signal);
