@@ -3,6 +3,7 @@ import Table from 'cli-table3';
 import { QueuescopeError, describeConnection } from '../../../shared/domain';
 import { loadProjectConfig } from '../../config/project-file';
 import { inspectQueue, type CompareTarget, type InspectReport } from '../../inspect/inspect';
+import type { InspectedMessage } from '../../../shared/api/inspect';
 import { resolveInspectSettings, type InspectSettingsSource } from '../../inspect/settings';
 import { OperationManager } from '../../services/operations';
 import { ProfileStore, defaultConfigDir } from '../../services/profile-store';
@@ -178,13 +179,21 @@ export function formatInspectReport(r: InspectReport, options: { rows: number; w
     out.push('');
     const keyMax = options.width >= 160 ? 40 : 28;
     const reasonMax = Math.max(30, Math.min(140, options.width - 120));
-    const t = new Table({ head: ['id', 'key', 'rule / source', 'key verdict', 'payload', 'top reason'], style: { head: [], border: [], compact: true }, wordWrap: false });
+    const t = new Table({ head: ['id', 'key', 'rule / source', 'key verdict', 'verdict', 'top reason'], style: { head: [], border: [], compact: true }, wordWrap: false });
     for (const m of r.messages.slice(0, options.rows)) {
-      t.push([cell(m.id, 24), cell(m.key ?? '-', keyMax), cell(m.keySource ?? '-', 24), m.keyVerdict, cell(m.payloadLabel, 28), cell(m.topReason ?? '-', reasonMax)]);
+      t.push([cell(m.id, 24), cell(m.key ?? '-', keyMax), cell(m.keySource ?? '-', 24), m.keyVerdict, cell(verdictCell(m), 34), cell(m.topReason ?? '-', reasonMax)]);
     }
     out.push(t.toString());
     const shown = Math.min(options.rows, r.messages.length);
     if (shown < r.analysed) out.push(`${String(shown)} of ${String(r.analysed)} messages listed (--rows N for more, --json for all fields)`);
   }
   return `${out.join('\n')}\n`;
+}
+
+/**
+ * The verdict column: the message's overall verdict (what the summary counts and `--fail-on`
+ * uses), with the payload's own label when the size made it worse (`review (size; payload ok)`).
+ */
+export function verdictCell(m: Pick<InspectedMessage, 'verdict' | 'payloadLabel'>): string {
+  return m.payloadLabel === m.verdict || m.payloadLabel.startsWith(`${m.verdict} `) ? m.payloadLabel : `${m.verdict} (size; payload ${m.payloadLabel})`;
 }
