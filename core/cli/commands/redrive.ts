@@ -20,6 +20,7 @@ Selection (--filter, repeatable; terms are ANDed, commas are OR):
   class:non-retryable,transient,unknown    failure class of the last error
   label:"HTTP 503",timeout                 failure label (as the dry run shows it)
   reason:TEXT                              TEXT in the last error
+  group:KEY                                failure group (as the app's DLQ view groups messages)
   key:business-derived,missing             idempotency-key verdict
   text:TEXT                                TEXT in the body or a header
   age>1h  age<2d                           time since the message was dead-lettered
