@@ -1,6 +1,6 @@
 import type { QueueMessage } from '../domain';
-import { classifyKey, extractIdempotencyKey } from './idempotency';
-import { analyzePayload } from './payload';
+import { classifyKey, classifyKeyVerdictOnly, extractIdempotencyKey } from './idempotency';
+import { analyzePayload, analyzePayloadForSummary } from './payload';
 import { normalizeRules } from './rules';
 import { brokerOf, checkSize } from './size';
 import type { AnalyzeOptions, InspectRules, MessageAnalysis, PayloadVerdictKind } from './types';
@@ -16,9 +16,28 @@ import type { AnalyzeOptions, InspectRules, MessageAnalysis, PayloadVerdictKind 
  * @param options per-queue rules, broker (default: from the queue id), broker version, detail.
  */
 export function analyzeMessage(message: QueueMessage, options: AnalyzeOptions = {}): MessageAnalysis {
+  return analyzeOrFallback(message, options, true);
+}
+
+/**
+ * {@link analyzeMessage} for `summarizeQueue` and `compareDuplicates`, which discard the analyses
+ * after reading the verdicts, the key, the business hash, the operation, the size check and the
+ * texts of flag/review findings, never the other sentences: `keyVerdict.reason` is `''` (fixed
+ * sentences such as the `missing` one stay), `ok` findings have no text, `payload.reasons` and
+ * `reasons` are `[]`. Every verdict, key, hash and flag/review finding is the same as
+ * analyzeMessage gives (shared/analysis/summary.test.ts compares them). Never throws.
+ *
+ * @internal for shared/analysis/summary.ts; results must not reach callers of the public API
+ *   (`createQueueSummary().add()` returns its analyses, so it uses analyzeMessage).
+ */
+export function analyzeForSummary(message: QueueMessage, options: AnalyzeOptions): MessageAnalysis {
+  return analyzeOrFallback(message, options, false);
+}
+
+function analyzeOrFallback(message: QueueMessage, options: AnalyzeOptions, sentences: boolean): MessageAnalysis {
   const rules = resolvedRules(options);
   try {
-    return analyze(message, rules, options);
+    return analyze(message, rules, options, sentences);
   } catch (e) {
     const id = typeof (message as { id?: unknown } | null)?.id === 'string' ? message.id : '';
     const why = e instanceof Error ? e.message.slice(0, 200) : 'unknown error';
@@ -52,16 +71,18 @@ function resolvedRules(options: AnalyzeOptions): InspectRules {
 }
 
 const SEVERITY: Record<PayloadVerdictKind, number> = { ok: 0, review: 1, flag: 2 };
+/** `reasons` of {@link analyzeForSummary} results (never handed out to public callers). */
+const NO_REASONS: string[] = [];
 
-function analyze(message: QueueMessage, rules: InspectRules, options: AnalyzeOptions): MessageAnalysis {
+function analyze(message: QueueMessage, rules: InspectRules, options: AnalyzeOptions, sentences: boolean): MessageAnalysis {
   const key = extractIdempotencyKey(message, rules.keyRules);
-  const keyVerdict = classifyKey(key?.key ?? '', message, key ?? undefined);
-  const p = analyzePayload(message, rules, key, options.detail ?? 'full');
+  const keyVerdict = sentences ? classifyKey(key?.key ?? '', message, key ?? undefined) : classifyKeyVerdictOnly(key?.key ?? '', message, key ?? undefined);
+  const p = sentences ? analyzePayload(message, rules, key, options.detail ?? 'full') : analyzePayloadForSummary(message, rules, key, options.detail ?? 'full');
   const broker = options.broker ?? brokerOf(message.queueId);
   const size = checkSize(message, broker, rules.maxMessageBytes, options.brokerVersion);
   const sizeVerdict: PayloadVerdictKind = size.verdict === 'over-limit' ? 'flag' : size.verdict === 'large' ? 'review' : 'ok';
   const verdict = SEVERITY[sizeVerdict] > SEVERITY[p.payload.verdict] ? sizeVerdict : p.payload.verdict;
-  const reasons = size.reason !== null ? [...p.payload.reasons, size.reason] : p.payload.reasons;
+  const reasons = !sentences ? NO_REASONS : size.reason !== null ? [...p.payload.reasons, size.reason] : p.payload.reasons;
   return {
     messageId: typeof message.id === 'string' ? message.id : String(message.id),
     key,

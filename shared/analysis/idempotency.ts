@@ -674,14 +674,29 @@ const list = (xs: string[]): string => (xs.length <= 1 ? (xs[0] ?? '') : `${xs.s
  *   in the reason and its fields are excluded from the evidence (see {@link KeyExtraction.fields}).
  */
 export function classifyKey(key: string, message: QueueMessage, extraction?: Pick<KeyExtraction, 'fields' | 'source' | 'composed'>): KeyVerdict {
+  return classifyOrFallback(key, message, extraction, true);
+}
+
+/**
+ * {@link classifyKey} for the queue summary, which reads only the verdict: the same verdict, with
+ * `reason` left empty (`''`) instead of a sentence built from the key and message that the summary
+ * would drop (fixed sentences — no key, not analysable — stay). Never throws.
+ *
+ * @internal for shared/analysis (the summary); results must not reach callers of the public API.
+ */
+export function classifyKeyVerdictOnly(key: string, message: QueueMessage, extraction?: Pick<KeyExtraction, 'fields' | 'source' | 'composed'>): KeyVerdict {
+  return classifyOrFallback(key, message, extraction, false);
+}
+
+function classifyOrFallback(key: string, message: QueueMessage, extraction: Pick<KeyExtraction, 'fields' | 'source' | 'composed'> | undefined, sentences: boolean): KeyVerdict {
   try {
-    return classify(typeof key === 'string' ? key : '', message, extraction);
+    return classify(typeof key === 'string' ? key : '', message, extraction, sentences);
   } catch {
     return { verdict: 'opaque-random', reason: 'opaque-random: the key could not be analysed, so it cannot be shown to come from the payload.' };
   }
 }
 
-function classify(rawKey: string, message: QueueMessage, extraction?: Pick<KeyExtraction, 'fields' | 'source' | 'composed'>): KeyVerdict {
+function classify(rawKey: string, message: QueueMessage, extraction: Pick<KeyExtraction, 'fields' | 'source' | 'composed'> | undefined, sentences: boolean): KeyVerdict {
   const key = rawKey.trim().slice(0, MAX_KEY_LENGTH);
   const from = extraction ? ` (from ${extraction.source})` : '';
   if (key.length === 0) return { verdict: 'missing', reason: 'missing: no idempotency key was found in the headers, properties or body, so redelivered copies cannot be recognised.' };
@@ -717,11 +732,13 @@ function classify(rawKey: string, message: QueueMessage, extraction?: Pick<KeyEx
   const time = residual.find((p) => TIME_KINDS.has(p.kind));
   const timeField = matchedPieces.find((x) => x.kinds.length > 0 && x.kinds.every((k) => TIME_KINDS.has(k)));
   if (time ?? timeField) {
+    if (!sentences) return { verdict: 'time-derived', reason: '' };
     const what = time ? `contains ${KIND_NAMES[time.kind]} (${clip(time.text)})` : `uses the timestamp ${cite(timeField?.m ?? { path: '', text: '' })}`;
     return { verdict: 'time-derived', reason: `time-derived: the key ${q}${from} ${what}, so a copy sent at another time gets a different key and is not deduplicated.` };
   }
   const random = residual.find((p) => RANDOM_KINDS.has(p.kind));
   if (random) {
+    if (!sentences) return { verdict: 'opaque-random', reason: '' };
     const partly = matches.length > 0 ? ` (it also uses ${list(matches.map(cite))})` : '';
     return {
       verdict: 'opaque-random',
@@ -730,14 +747,17 @@ function classify(rawKey: string, message: QueueMessage, extraction?: Pick<KeyEx
   }
   const period = residual.find((p) => PERIOD_KINDS.has(p.kind)) ?? matchedPieces.find((x) => x.kinds.length > 0 && x.kinds.every((k) => PERIOD_KINDS.has(k)))?.m;
   if (period) {
+    if (!sentences) return { verdict: 'period-key', reason: '' };
     const what = 'kind' in period ? `${KIND_NAMES[period.kind]} (${period.text})` : `the period ${cite(period)}`;
     return { verdict: 'period-key', reason: `period-key: the key ${q}${from} is built on ${what}, right for a scheduled job that must run once per period.` };
   }
   if (matches.length > 0) {
+    if (!sentences) return { verdict: 'business-derived', reason: '' };
     const words = residual.filter((p) => p.kind === 'word').map((p) => `'${clip(p.text)}'`);
     const lit = words.length > 0 ? ` and the literal ${list(words)}` : '';
     return { verdict: 'business-derived', reason: `business-derived: the key ${q}${from} is built from ${list(matches.map(cite))}${lit}, so every send of the same business operation gets the same key.` };
   }
+  if (!sentences) return { verdict: 'opaque-random', reason: '' };
   return {
     verdict: 'opaque-random',
     reason: `opaque-random: the key ${q}${from} matches no payload value${copied}, so it cannot be shown to be business-derived; if the sender makes a new one per send, retries are not deduplicated.`,

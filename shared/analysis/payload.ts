@@ -1093,6 +1093,23 @@ const INFO_POOL: NameInfo[][] = [];
  * Never throws.
  */
 export function analyzePayload(message: QueueMessage, rules: InspectRules, key: KeyExtraction | null, detail: 'full' | 'verdict' = 'full'): PayloadResult {
+  return payloadResult(message, rules, key, detail, true);
+}
+
+/**
+ * {@link analyzePayload} for the queue summary, which reads the verdict, the findings' rules and
+ * severities, the texts of flag/review findings, the business hash and the operation, and nothing
+ * else: the sentences of `ok` findings are left empty (`''`) and `payload.reasons` is `[]`, so no
+ * reason text is built that the summary would drop. Everything else is as {@link analyzePayload}
+ * makes it. Never throws.
+ *
+ * @internal for shared/analysis/summary.ts; results must not reach callers of the public API.
+ */
+export function analyzePayloadForSummary(message: QueueMessage, rules: InspectRules, key: KeyExtraction | null, detail: 'full' | 'verdict'): PayloadResult {
+  return payloadResult(message, rules, key, detail, false);
+}
+
+function payloadResult(message: QueueMessage, rules: InspectRules, key: KeyExtraction | null, detail: 'full' | 'verdict', sentences: boolean): PayloadResult {
   const view = bodyView(message);
   const msgOp = messageOperation(message);
   const body = (message as { body?: QueueMessage['body'] }).body;
@@ -1124,7 +1141,7 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
   CTX_BUSY = true;
   try {
     resetCtx(ctx, message, detail === 'full', patterns, hashExclude, setCommand, emailCommand(args.value));
-    return finish(ctx, root, env, data, op);
+    return finish(ctx, root, env, data, op, sentences);
   } finally {
     if (ctx === SHARED_CTX) {
       CTX_BUSY = false;
@@ -1217,7 +1234,8 @@ const SHARED_CTX: Ctx = newCtx();
 let CTX_BUSY = false;
 
 /** Walks the document and turns the context into the payload result (rules P4–P9). */
-function finish(ctx: Ctx, root: unknown, env: Envelope | null, data: string, op: { value: string; source: string } | null): PayloadResult {
+/** @param sentences false: `ok` findings get no text and `payload.reasons` is empty (see {@link analyzePayloadForSummary}). */
+function finish(ctx: Ctx, root: unknown, env: Envelope | null, data: string, op: { value: string; source: string } | null, sentences: boolean): PayloadResult {
   const h1 = walkDocument(ctx, root, SCOPE_ROOT, 0, env);
   let businessHash: string;
   if (ctx.hashExact) businessHash = taggedHash('j', h1, ctx.h2);
@@ -1257,6 +1275,12 @@ function finish(ctx: Ctx, root: unknown, env: Envelope | null, data: string, op:
   const intentional: string[] = [];
   for (const s of ctx.snaps) {
     if (s.count === 0) continue;
+    if (!sentences) {
+      // Same findings (rule and severity) as below, without their sentences.
+      if (s.kind === 'user') intentional.push(s.label);
+      findings.push({ rule: s.kind === 'user' ? 'user-snapshot' : s.kind === 'command' ? 'command-values' : 'event-snapshot', severity: 'ok', text: '', fields: [] });
+      continue;
+    }
     const fields = s.suppressed.length > 0 ? s.suppressed : [];
     const what = fields.length > 0 ? list(fields.slice(0, 2).map(code), Math.max(0, s.count - Math.min(2, fields.length))) : plural(s.count, 'field');
     if (s.kind === 'user') {
@@ -1272,7 +1296,8 @@ function finish(ctx: Ctx, root: unknown, env: Envelope | null, data: string, op:
     }
   }
   // Nothing flagged, nothing to review and no snapshot noted (the findings above are all one of those).
-  if (findings.length === 0) {
+  if (findings.length === 0 && !sentences) findings.push({ rule: 'no-mutable-state', severity: 'ok', text: '', fields: [] });
+  else if (findings.length === 0) {
     const cited: string[] = [];
     for (const x of ctx.ids) if (cited.length < 3) cited.push(code(x));
     for (const x of ctx.fixed) if (cited.length < 3) cited.push(code(x));
@@ -1285,7 +1310,7 @@ function finish(ctx: Ctx, root: unknown, env: Envelope | null, data: string, op:
     payload: {
       verdict,
       label,
-      reasons: reasonTexts(findings),
+      reasons: sentences ? reasonTexts(findings) : [],
       findings,
       fields: ctx.fields,
       fieldsTruncated: ctx.truncated,

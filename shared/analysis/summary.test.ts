@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { analyzeMessage, compareDuplicates, createQueueSummary, resolveInspectRules, summarizeQueue, checkSize, compileSnapshotPattern } from './index';
-import { msg } from './fixtures/corpus';
+import { CORPUS, msg } from './fixtures/corpus';
+import * as analyzeModule from './analyze';
 
 const stream = (id: string, type: string, body: unknown) => msg({ id, queueId: 'stream:orders', headers: { type }, body });
 
@@ -130,5 +131,50 @@ describe('field annotations', () => {
     expect(lean.payload.fields).toEqual([]);
     expect(lean.reasons).toEqual(full.reasons);
     expect(lean.businessHash).toBe(full.businessHash);
+  });
+});
+
+describe('analyzeForSummary (the summary path without sentences)', () => {
+  const { analyzeForSummary } = analyzeModule;
+  /** What the summary and compareDuplicates read of an analysis. */
+  const readBySummary = (a: ReturnType<typeof analyzeMessage>) => ({
+    messageId: a.messageId,
+    key: a.key,
+    keyVerdict: a.keyVerdict.verdict,
+    verdict: a.verdict,
+    payloadVerdict: a.payload.verdict,
+    findings: a.payload.findings.map((f) => ({ rule: f.rule, severity: f.severity, text: f.severity === 'ok' ? null : f.text, fields: f.severity === 'ok' ? null : f.fields })),
+    size: a.size,
+    operation: a.operation,
+    businessHash: a.businessHash,
+  });
+
+  it('gives what analyzeMessage gives for everything the summary reads (corpus, both detail levels, with and without rules)', () => {
+    const rules = { keyRules: [{ kind: 'template' as const, template: '{body.orderId}:{body.operation}' }], snapshotFields: ['order.*'], queueIsSnapshot: false };
+    let compared = 0;
+    for (const f of CORPUS) {
+      for (const options of [f.options ?? {}, { ...(f.options ?? {}), detail: 'verdict' as const }, { ...(f.options ?? {}), rules, detail: 'verdict' as const }]) {
+        const full = analyzeMessage(f.message, options);
+        const lean = analyzeForSummary(f.message, options);
+        expect(readBySummary(lean)).toEqual(readBySummary(full));
+        // Sentences built from the message are skipped; fixed ones (no key, analysis failed) cost nothing and stay.
+        expect([full.keyVerdict.reason, '']).toContain(lean.keyVerdict.reason);
+        expect(lean.reasons).toEqual([]);
+        compared++;
+      }
+    }
+    expect(compared).toBeGreaterThan(30);
+  });
+
+  it('is not what createQueueSummary().add() returns (callers show that analysis)', () => {
+    const acc = createQueueSummary();
+    for (const f of CORPUS) expect(acc.add(f.message)).toEqual(analyzeMessage(f.message, { detail: 'verdict' }));
+  });
+
+  it('leaves the summaries unchanged (duplicate groups, collisions, example reasons)', () => {
+    const all = CORPUS.map((f) => f.message);
+    const viaAnalyses = createQueueSummary();
+    for (const m of [...all, ...all]) viaAnalyses.add(analyzeMessage(m, { detail: 'verdict' }));
+    expect(summarizeQueue([...all, ...all])).toEqual(viaAnalyses.result());
   });
 });

@@ -1,5 +1,5 @@
 import type { QueueMessage } from '../domain';
-import { analyzeMessage } from './analyze';
+import { analyzeForSummary, analyzeMessage } from './analyze';
 import { fmix, hashString, taggedHash, untagHash, type Hash2 } from './hash';
 import type {
   AnalyzeOptions,
@@ -241,6 +241,14 @@ const plural = (n: number, one: string, many = `${one}s`): string => `${n.toLoca
  *   annotations) and the bounds.
  */
 export function createQueueSummary(options: SummaryOptions = {}): QueueSummaryAccumulator {
+  return makeSummary(options, false);
+}
+
+/**
+ * {@link createQueueSummary}; with `lean`, raw messages are analysed by {@link analyzeForSummary}
+ * (no sentences the summary drops), for callers that discard what `add()` returns.
+ */
+function makeSummary(options: SummaryOptions, lean: boolean): QueueSummaryAccumulator {
   const maxTracked = clampInt(options.maxTracked, DEFAULT_MAX_TRACKED, 1, 10_000_000);
   const maxGroups = clampInt(options.maxGroups, DEFAULT_MAX_GROUPS, 1, 10_000);
   const examples = clampInt(options.examplesPerGroup, DEFAULT_EXAMPLES, 1, 100);
@@ -295,7 +303,8 @@ export function createQueueSummary(options: SummaryOptions = {}): QueueSummaryAc
 
   return {
     add(item) {
-      const a = isAnalysis(item) ? item : analyzeMessage(item, analyzeOptions);
+      // `add()` returns the analysis (the app and CLI show it): full sentences unless the caller discards it.
+      const a = isAnalysis(item) ? item : lean ? analyzeForSummary(item, analyzeOptions) : analyzeMessage(item, analyzeOptions);
       total++;
       keyVerdicts[a.keyVerdict.verdict]++;
       verdicts[a.verdict]++;
@@ -466,7 +475,8 @@ function clampInt(v: number | undefined, dflt: number, min: number, max: number)
  * @param messages any iterable: an array, or a generator reading a snapshot line by line.
  */
 export function summarizeQueue(messages: Iterable<QueueMessage | MessageAnalysis>, options: SummaryOptions = {}): RedeliverySummary {
-  const acc = createQueueSummary(options);
+  // The analyses add() returns are discarded here, so they need no sentences.
+  const acc = makeSummary(options, true);
   for (const m of messages) acc.add(m);
   return acc.result();
 }
@@ -494,7 +504,7 @@ export function compareDuplicates(a: CompareSide, b: CompareSide, options: Pick<
   let totalA = 0;
   let withKeyA = 0;
   for (const item of a.messages) {
-    const x = isAnalysis(item) ? item : analyzeMessage(item, optsA);
+    const x = isAnalysis(item) ? item : analyzeForSummary(item, optsA);
     totalA++;
     const key = x.key?.key;
     if (key === undefined || key.length === 0) continue;
@@ -521,7 +531,7 @@ export function compareDuplicates(a: CompareSide, b: CompareSide, options: Pick<
   let withKeyB = 0;
   let bInA = 0;
   for (const item of b.messages) {
-    const x = isAnalysis(item) ? item : analyzeMessage(item, optsB);
+    const x = isAnalysis(item) ? item : analyzeForSummary(item, optsB);
     totalB++;
     const key = x.key?.key;
     if (key === undefined || key.length === 0) continue;
