@@ -190,6 +190,19 @@ describe('idempotency fixture corpus', () => {
     expect(classifyKey('A-1008', m).reason).toContain('body.order.id (A-1008)');
   });
 
+  it('keeps integer keys beyond 2^53 exactly as written (no false duplicates from JSON.parse rounding)', () => {
+    const a = msg({ rawBody: '{"orderId":"A-1","idempotencyKey":12345678901234567890}' });
+    const b = msg({ rawBody: '{"orderId":"A-2","idempotencyKey":12345678901234567891}' });
+    expect(extractIdempotencyKey(a)?.key).toBe('12345678901234567890');
+    expect(extractIdempotencyKey(b)?.key).toBe('12345678901234567891');
+    const rule: KeyRule = { kind: 'template', template: '{body.orderId}:{body.snowflake}' };
+    const c = msg({ rawBody: '{"orderId":"A-3","snowflake":1234567890123456789123}' });
+    expect(extractIdempotencyKey(c, [rule])?.key).toBe('A-3:1234567890123456789123');
+    // the verdict finds the exact literal in the payload, so the key counts as built from it
+    const ex = extractIdempotencyKey(c, [rule]);
+    expect(classifyKey(ex?.key ?? '', c, ex ?? undefined).verdict).toBe('business-derived');
+  });
+
   it('matches ids containing separators only on separator boundaries', () => {
     const m = msg({ body: { qty: 100, orderId: 'A-1001' } });
     expect(classifyKey('9b2f6c1e-2d4a-4f7b-8c3e-1a5d7f9b3100', m).verdict).toBe('opaque-random');

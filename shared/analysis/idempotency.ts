@@ -1,4 +1,5 @@
 import type { HeaderValue, QueueMessage } from '../domain';
+import { exactNumberText, mayBeRounded } from './exact-number';
 import * as fieldNames from './field-names';
 import * as jsonBody from './json-body';
 import * as sort from './sort';
@@ -73,10 +74,32 @@ export interface KeyVerdict {
 // ---------------------------------------------------------------------------------------------
 // Body access
 
-/** A scalar as key text; undefined for objects, arrays, null, empty strings and non-finite numbers. */
-function scalarText(v: unknown): string | undefined {
+/**
+ * The raw text of the body being analysed (set by {@link extractIdempotencyKey} and
+ * {@link classifyKey} for the duration of the call), so a number JSON.parse rounded (an integer
+ * beyond 2^53) becomes key text as written, not its rounded form: `12345678901234567891` and
+ * `…890` must not look like one key.
+ */
+let rawBody: string | undefined;
+
+function withRawBody<T>(message: QueueMessage, fn: () => T): T {
+  const prev = rawBody;
+  const body = message.body as QueueMessage['body'] | undefined;
+  rawBody = body?.encoding === 'utf8' && typeof body.data === 'string' ? body.data : undefined;
+  try {
+    return fn();
+  } finally {
+    rawBody = prev;
+  }
+}
+
+/**
+ * A scalar as key text; undefined for objects, arrays, null, empty strings and non-finite numbers.
+ * `name` is the member the value came from (for a rounded number's exact text, see {@link exactNumberText}).
+ */
+function scalarText(v: unknown, name: string | null = null): string | undefined {
   if (typeof v === 'string') return v.length > 0 ? v : undefined;
-  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : undefined;
+  if (typeof v === 'number') return Number.isFinite(v) ? (mayBeRounded(v) ? exactNumberText(v, rawBody, name) : String(v)) : undefined;
   if (typeof v === 'bigint') return String(v);
   return undefined;
 }
@@ -150,7 +173,7 @@ function fromRule(message: QueueMessage, rule: KeyRule): KeyExtraction | null {
     return h ? { key: h.value, source: `header ${h.name}`, origin: 'user', fields: [`headers.${h.name}`] } : null;
   }
   if (rule.kind === 'jsonPath') {
-    const v = scalarText(readMessagePath(message, rule.path));
+    const v = scalarText(readMessagePath(message, rule.path), lastMember(rule.path));
     return v !== undefined ? { key: v, source: rule.path.trim(), origin: 'user', fields: [rule.path.trim()] } : null;
   }
   const template = rule.template;
@@ -158,7 +181,7 @@ function fromRule(message: QueueMessage, rule: KeyRule): KeyExtraction | null {
   const fields: string[] = [];
   const state = { missing: false };
   const key = template.replace(/\{([^{}]*)\}/g, (_m, p: string) => {
-    const v = scalarText(readMessagePath(message, p));
+    const v = scalarText(readMessagePath(message, p), lastMember(p));
     if (v === undefined) state.missing = true;
     fields.push(p.trim());
     return v ?? '';
@@ -191,14 +214,23 @@ function isBullmq(message: QueueMessage): boolean {
  */
 export function extractIdempotencyKey(message: QueueMessage, rules: readonly KeyRule[] = []): KeyExtraction | null {
   try {
-    for (const rule of rules) {
-      const r = fromRule(message, rule);
-      if (r) return clampKey(r);
-    }
-    return clampKeyOrNull(builtin(message));
+    return withRawBody(message, () => {
+      for (const rule of rules) {
+        const r = fromRule(message, rule);
+        if (r) return clampKey(r);
+      }
+      return clampKeyOrNull(builtin(message));
+    });
   } catch {
     return null;
   }
+}
+
+/** The last member name of a path such as `body.order.id` (`id`); null when it ends in an index or is malformed. */
+function lastMember(path: string): string | null {
+  const segs = parsePath(path);
+  const last = segs?.[segs.length - 1];
+  return typeof last === 'string' ? last : null;
 }
 
 function clampKey(r: KeyExtraction): KeyExtraction {
@@ -237,8 +269,8 @@ function builtin(message: QueueMessage): KeyExtraction | null {
   }
   // 6. CloudEvents source + id.
   if (isRecord(json)) {
-    const source = scalarText(own(json, 'source'));
-    const id = scalarText(own(json, 'id'));
+    const source = scalarText(own(json, 'source'), 'source');
+    const id = scalarText(own(json, 'id'), 'id');
     if (own(json, 'specversion') !== undefined && source !== undefined && id !== undefined) {
       return b(`${source}:${id}`, 'CloudEvents source+id', ['body.source', 'body.id']);
     }
@@ -254,7 +286,7 @@ function builtin(message: QueueMessage): KeyExtraction | null {
 /** Rule 2: an explicit key field at the top level of the body, then one level inside an envelope. */
 function bodyKeyField(json: Record<string, unknown>): KeyExtraction | null {
   for (const f of BODY_KEY_FIELDS) {
-    const v = scalarText(own(json, f));
+    const v = scalarText(own(json, f), f);
     if (v !== undefined) {
       const path = BODY_KEY_PATHS[f] ?? `body.${f}`;
       return b(v, path, [path]);
@@ -266,7 +298,7 @@ function bodyKeyField(json: Record<string, unknown>): KeyExtraction | null {
     if (isArray) inner = (inner as unknown[])[0];
     if (!isRecord(inner)) continue;
     for (const f of BODY_KEY_FIELDS) {
-      const v = scalarText(own(inner, f));
+      const v = scalarText(own(inner, f), f);
       if (v !== undefined) {
         const path = `body.${env}${isArray ? '[0]' : ''}.${f}`;
         return b(v, path, [path]);
@@ -398,7 +430,8 @@ function collect(w: ScalarWalk, v: unknown, depth: number): void {
   }
   if (typeof v === 'number' || typeof v === 'bigint') {
     if (!w.keyHasDigit) return;
-    const t = scalarText(v);
+    const last = w.segs[w.segs.length - 1];
+    const t = scalarText(v, last !== undefined && !last.startsWith('[') ? last : null);
     if (t !== undefined && (t.length >= 2 || (t >= '0' && t <= '9')) && w.key.includes(t)) w.out.push({ path: scalarPath(w.segs), text: t });
     return;
   }
@@ -420,7 +453,7 @@ function collect(w: ScalarWalk, v: unknown, depth: number): void {
     w.segs.push(k);
     if (KEY_HOLDER_NAMES.has(nameInfo(k).norm)) {
       // The key's own copy (or a per-send id): not business evidence.
-      const t = scalarText(val);
+      const t = scalarText(val, k);
       if (t !== undefined && t.length <= MAX_VALUE_LENGTH && w.copies.length < 4 && w.key.includes(t)) w.copies.push({ path: scalarPath(w.segs), text: t });
     } else collect(w, val, depth + 1);
     w.segs.pop();
@@ -690,7 +723,7 @@ export function classifyKeyVerdictOnly(key: string, message: QueueMessage, extra
 
 function classifyOrFallback(key: string, message: QueueMessage, extraction: Pick<KeyExtraction, 'fields' | 'source' | 'composed'> | undefined, sentences: boolean): KeyVerdict {
   try {
-    return classify(typeof key === 'string' ? key : '', message, extraction, sentences);
+    return withRawBody(message, () => classify(typeof key === 'string' ? key : '', message, extraction, sentences));
   } catch {
     return { verdict: 'opaque-random', reason: 'opaque-random: the key could not be analysed, so it cannot be shown to come from the payload.' };
   }
