@@ -203,6 +203,14 @@ describe('idempotency fixture corpus', () => {
     expect(classifyKey(ex?.key ?? '', c, ex ?? undefined).verdict).toBe('business-derived');
   });
 
+  it('a missing key in a body cut at the read limit says the body was not read whole', () => {
+    const m = msg({ rawBody: '{"orderId":"H-1","idempotencyKey":"H-1:ch' });
+    m.body.truncated = true;
+    m.body.sizeBytes = 2 * 1024 * 1024;
+    expect(extractIdempotencyKey(m)).toBeNull();
+    expect(classifyKey('', m).reason).toMatch(/the body \(2097152 bytes\) was cut at the read limit, so a key in the body could not be read/);
+  });
+
   it('matches ids containing separators only on separator boundaries', () => {
     const m = msg({ body: { qty: 100, orderId: 'A-1001' } });
     expect(classifyKey('9b2f6c1e-2d4a-4f7b-8c3e-1a5d7f9b3100', m).verdict).toBe('opaque-random');

@@ -732,7 +732,12 @@ function classifyOrFallback(key: string, message: QueueMessage, extraction: Pick
 function classify(rawKey: string, message: QueueMessage, extraction: Pick<KeyExtraction, 'fields' | 'source' | 'composed'> | undefined, sentences: boolean): KeyVerdict {
   const key = rawKey.trim().slice(0, MAX_KEY_LENGTH);
   const from = extraction ? ` (from ${extraction.source})` : '';
-  if (key.length === 0) return { verdict: 'missing', reason: 'missing: no idempotency key was found in the headers, properties or body, so redelivered copies cannot be recognised.' };
+  if (key.length === 0) {
+    if (message.body.truncated) {
+      return { verdict: 'missing', reason: `missing: no idempotency key was found in the headers or properties, and the body (${message.body.sizeBytes} bytes) was cut at the read limit, so a key in the body could not be read; raise the read limit to check it.` };
+    }
+    return { verdict: 'missing', reason: 'missing: no idempotency key was found in the headers, properties or body, so redelivered copies cannot be recognised.' };
+  }
   const exclude = extraction?.composed === true ? [] : (extraction?.fields ?? []);
   const walked = collectScalars(bodyJson(message), exclude, key);
   const copy = walked.copies[0];
