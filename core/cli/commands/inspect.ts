@@ -151,7 +151,11 @@ export function formatInspectReport(r: InspectReport, options: { rows: number; w
   const kv = s.keyVerdicts;
   out.push(`Idempotency keys: ${pct(s.businessDerivedShare)} business-derived (${String(kv['business-derived'])}), ${String(kv['opaque-random'])} opaque random, ${String(kv['time-derived'])} time-derived, ${String(kv['period-key'])} period keys, ${String(kv.missing)} missing`);
   out.push(`Payloads: ${String(s.verdicts.flag)} flag, ${String(s.verdicts.review)} review, ${String(s.verdicts.ok)} ok; ${plural(s.largePayloads, 'large payload')}`);
-  for (const reason of s.reasons.slice(0, 6)) out.push(`  ${reason.severity.padEnd(6)} ×${String(reason.count)}  ${cell(reason.example, 160)}  e.g. ${ids(reason.exampleIds.slice(0, 3), reason.count)}`);
+  // The sentence is the first message's (its size, its fields); the others share the rule, not the numbers.
+  for (const reason of s.reasons.slice(0, 6)) {
+    const worded = reason.count > 1 && reason.exampleIds[0] !== undefined ? ` (worded for ${cell(reason.exampleIds[0], 40)})` : '';
+    out.push(`  ${reason.severity.padEnd(6)} ×${String(reason.count)}  ${cell(reason.example, 160)}${worded}  e.g. ${ids(reason.exampleIds.slice(0, 3), reason.count)}`);
+  }
   out.push(`Duplicate keys: ${plural(s.duplicateGroupCount, 'group')}, ${plural(s.duplicateMessages, 'redundant copy', 'redundant copies')}`);
   for (const g of s.duplicateGroups.slice(0, 10)) out.push(`  ${cell(g.key, 60)} ×${String(g.count)}: ${ids(g.exampleIds, g.count)}`);
   if (s.keyCollisionCount > 0) {

@@ -166,7 +166,8 @@ function ReportView({ report, stale, onPick }: { report: InspectReport; stale: b
                     <span className={`inspect-badge tone-${r.severity}`}>{r.severity}</span> ×{count(r.count)}
                   </td>
                   <td>
-                    {r.example} <span className="muted">e.g.</span> <Ids ids={r.exampleIds.slice(0, 5)} total={r.count} onPick={onPick} />
+                    {r.example}
+                    {r.count > 1 && r.exampleIds[0] !== undefined ? <span className="muted"> (worded for {r.exampleIds[0]})</span> : null} <span className="muted">e.g.</span> <Ids ids={r.exampleIds.slice(0, 5)} total={r.count} onPick={onPick} />
                   </td>
                 </tr>
               ))}
