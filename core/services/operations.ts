@@ -5,6 +5,8 @@ import { QueuescopeError, TERMINAL_STATUSES, toErrorInfo, type ErrorInfo, type O
 export const MAX_OPERATION_ERRORS = 20;
 /** Minimum time between two published progress snapshots, ms (≤ 4 per second). */
 export const SNAPSHOT_INTERVAL_MS = 250;
+/** Shortest span of samples a running operation's `rate` (and ETA) is computed over, ms. */
+const MIN_RATE_SPAN_MS = 1000;
 /** Window over which `rate` is measured, ms. */
 const RATE_WINDOW_MS = 5000;
 /** Finished operations kept for `get`/`list` (oldest finished are dropped first). */
@@ -268,7 +270,9 @@ export class OperationManager {
     }
     const first = op.samples[0];
     const last = op.samples[op.samples.length - 1];
-    if (first === undefined || last === undefined || last.t - first.t < 1) return null;
+    // At least 1 s of samples: over the first few hundred ms a rate limiter's initial burst (a full
+    // token bucket) showed 6× the configured rate and an ETA far too short.
+    if (first === undefined || last === undefined || last.t - first.t < MIN_RATE_SPAN_MS) return null;
     return (last.processed - first.processed) / ((last.t - first.t) / 1000);
   }
 
