@@ -89,21 +89,8 @@ class StringIndex {
   }
 
   private grow(): void {
-    const old = this.slots;
-    const capacity = 2 * (this.mask + 1);
-    const slots = new Int32Array(2 * capacity);
-    const mask = capacity - 1;
-    for (let j = 0; j < old.length; j += 2) {
-      const at = old[j + 1] as number;
-      if (at === 0) continue;
-      const hash = old[j] as number;
-      let i = hash & mask;
-      while (slots[2 * i + 1] !== 0) i = (i + 1) & mask;
-      slots[2 * i] = hash;
-      slots[2 * i + 1] = at;
-    }
-    this.slots = slots;
-    this.mask = mask;
+    this.mask = 2 * (this.mask + 1) - 1;
+    this.slots = rehash(this.slots, this.mask);
   }
 }
 
@@ -206,21 +193,8 @@ class HashIndex {
   }
 
   private grow(): void {
-    const old = this.slots;
-    const capacity = 2 * (this.mask + 1);
-    const slots = new Int32Array(2 * capacity);
-    const mask = capacity - 1;
-    for (let j = 0; j < old.length; j += 2) {
-      const at = old[j + 1] as number;
-      if (at === 0) continue;
-      const hash = old[j] as number;
-      let i = hash & mask;
-      while (slots[2 * i + 1] !== 0) i = (i + 1) & mask;
-      slots[2 * i] = hash;
-      slots[2 * i + 1] = at;
-    }
-    this.slots = slots;
-    this.mask = mask;
+    this.mask = 2 * (this.mask + 1) - 1;
+    this.slots = rehash(this.slots, this.mask);
   }
 }
 
@@ -582,4 +556,22 @@ export function compareDuplicates(a: CompareSide, b: CompareSide, options: Pick<
     reasons,
     bounds: { maxTracked, capped, note: capped ? `More than ${maxTracked.toLocaleString('en')} distinct keys or payloads: only the first were compared, so the counts are lower bounds.` : null },
   };
+}
+
+/**
+ * The slots of an open-addressing table (pairs `[hash, index + 1]`, 0 = empty) re-placed into a
+ * table of `mask + 1` pairs by linear probing. Shared by the summary's string indexes.
+ */
+function rehash(old: Int32Array, mask: number): Int32Array<ArrayBuffer> {
+  const slots = new Int32Array(2 * (mask + 1));
+  for (let j = 0; j < old.length; j += 2) {
+    const at = old[j + 1] as number;
+    if (at === 0) continue;
+    const hash = old[j] as number;
+    let i = hash & mask;
+    while (slots[2 * i + 1] !== 0) i = (i + 1) & mask;
+    slots[2 * i] = hash;
+    slots[2 * i + 1] = at;
+  }
+  return slots;
 }
