@@ -115,8 +115,10 @@ async function dump(prefix: string, name: string, since: string): Promise<Record
     prioritized: await native.zrange(`${b}prioritized`, 0, -1, 'WITHSCORES'),
     pc: await native.get(`${b}pc`),
     marker: await native.zrange(`${b}marker`, 0, -1, 'WITHSCORES'),
-    failed: await native.zrange(`${b}failed`, 0, -1),
-    completed: await native.zrange(`${b}completed`, 0, -1),
+    // Members only: these sets are scored by finishedOn from building the two twin queues, so jobs
+    // finished in the same or neighbouring ms may order differently in each (not the retry's doing).
+    failed: (await native.zrange(`${b}failed`, 0, -1)).sort(),
+    completed: (await native.zrange(`${b}completed`, 0, -1)).sort(),
     meta: await native.hgetall(`${b}meta`),
     jobs,
     deps,
