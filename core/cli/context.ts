@@ -143,13 +143,20 @@ export function brokerConnectionOptions(cmd: Command): Command {
 }
 
 /**
- * Refuses a snapshot file as the connection of a command that needs a live broker, whether it
- * came as `--file` or as the connection argument (a `.jsonl` path). `why` completes the sentence.
+ * Refuses a connection that cannot do what the command needs: `--file` before connecting, and
+ * after connecting an adapter without the `capability` (`redrive` for redrive and reinject,
+ * `audit` for audit), which is the case of a snapshot given as the connection argument (a `.jsonl`
+ * path). Decided by the capability, not the broker's name. `why` completes the sentence.
  * @throws QueuescopeError `INVALID_INPUT` (exit 2) with `why`.
  */
-export function refuseSnapshot(command: string, why: string, given: { file?: string } | BrokerAdapter): void {
-  const isSnapshot = 'broker' in given ? given.broker === 'snapshot' : given.file !== undefined;
-  if (isSnapshot) throw new QueuescopeError('INVALID_INPUT', `A snapshot file cannot be used by ${command}: ${why}`);
+export function refuseSnapshot(command: string, why: string, given: { file?: string } | BrokerAdapter, capability: 'redrive' | 'audit'): void {
+  if (!('broker' in given)) {
+    if (given.file !== undefined) throw new QueuescopeError('INVALID_INPUT', `A snapshot file cannot be used by ${command}: ${why}`);
+    return;
+  }
+  if (given[capability] !== undefined) return;
+  if (given.broker === 'snapshot') throw new QueuescopeError('INVALID_INPUT', `A snapshot file cannot be used by ${command}: ${why}`);
+  throw new QueuescopeError('INVALID_INPUT', `This ${given.broker} connection cannot be used by ${command}: it has no ${capability} support.`);
 }
 
 /** The {@link ConnectionFlags} of a command's `[connection]` argument and {@link CommonOpts}. */

@@ -56,7 +56,7 @@ export function register(program: Command, ctx: CliContext): void {
       ctx.out(opts.json === true || opts.format === 'json' ? toJson(AUDIT_RULES.map((r) => r.meta)) : listRules());
       return;
     }
-    refuseSnapshot('audit', SNAPSHOT_WHY, opts);
+    refuseSnapshot('audit', SNAPSHOT_WHY, opts, 'audit');
     const format: AuditFormat = opts.json === true ? 'json' : (opts.format ?? 'text');
     let sample: number | undefined;
     if (opts.sampleMessages !== undefined) {
@@ -75,7 +75,7 @@ export function register(program: Command, ctx: CliContext): void {
           ...(opts.managementUrl !== undefined ? { managementUrl: opts.managementUrl } : {}),
         });
         adapters.push(adapter);
-        refuseSnapshot('audit', SNAPSHOT_WHY, adapter);
+        refuseSnapshot('audit', SNAPSHOT_WHY, adapter, 'audit');
       }
       const report = await runAudit(
         adapters,

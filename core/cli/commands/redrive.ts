@@ -148,7 +148,7 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
   const batch = positiveNumber(opts.batch, '--batch', { integer: true, max: 1000 });
   const limit = positiveNumber(opts.limit, '--limit', { integer: true });
   const filter = parseFilter(opts.filter ?? []);
-  refuseSnapshot('redrive', SNAPSHOT_WHY.redrive, opts);
+  refuseSnapshot('redrive', SNAPSHOT_WHY.redrive, opts, 'redrive');
   const maxBodyBytes = positiveNumber(opts.maxBodyBytes, '--max-body-bytes', { integer: true, max: MAX_REDRIVE_MAX_BODY_BYTES });
   const ids = opts.ids?.split(',').map((s) => s.trim()).filter((s) => s !== '');
   if (ids !== undefined && opts.filter !== undefined) throw new QueuescopeError('INVALID_INPUT', 'Give either --ids or --filter, not both.');
@@ -158,7 +158,7 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
   }
   const { connection, queue } = splitPositionals(a1, a2, opts);
   await ctx.withAdapter(flagsOf(connection, opts), async (adapter, resolved) => {
-    refuseSnapshot('redrive', SNAPSHOT_WHY.redrive, adapter);
+    refuseSnapshot('redrive', SNAPSHOT_WHY.redrive, adapter, 'redrive');
     const dlq = await resolveQueue(adapter, queue, resolved, ctx.signal);
     let target: QueueSummary | null = null;
     if (opts.to !== undefined) target = await resolveQueue(adapter, opts.to, resolved, ctx.signal);
@@ -305,13 +305,13 @@ export function register(program: Command, ctx: CliContext): void {
       .option('--batch <n>', 'messages per batch, 1-1000 (default 100)')
       .option('-y, --yes', 'do not ask for confirmation'),
   ).action(async (a1: string | undefined, a2: string | undefined, opts: CommonOpts & { from: string; rate?: string; batch?: string; yes?: boolean }) => {
-    refuseSnapshot('reinject', SNAPSHOT_WHY.reinject, opts);
+    refuseSnapshot('reinject', SNAPSHOT_WHY.reinject, opts, 'redrive');
     const rate = positiveNumber(opts.rate, '--rate');
     const batch = positiveNumber(opts.batch, '--batch', { integer: true, max: 1000 });
     const path = resolvePath(ctx.cwd, opts.from);
     const { connection, queue } = splitPositionals(a1, a2, opts);
     await ctx.withAdapter(flagsOf(connection, opts), async (adapter, resolved) => {
-      refuseSnapshot('reinject', SNAPSHOT_WHY.reinject, adapter);
+      refuseSnapshot('reinject', SNAPSHOT_WHY.reinject, adapter, 'redrive');
       const q = await resolveQueue(adapter, queue, resolved, ctx.signal);
       let count = 0;
       for await (const item of readSnapshot(path, ctx.signal)) if (item.type === 'message') count++;
