@@ -178,6 +178,16 @@ export interface RedriveMover {
    */
   clientMoveSideEffects?(dlq: QueueSummary, dryRun: boolean): string[];
 
+  /**
+   * Optional: a target named by the user that does not exist now but that the first write
+   * creates — Redis lists and streams, which Redis deletes when they become empty (a drained
+   * source queue is then not found). `name` is what the user typed (`orders`, `list:orders`).
+   * Returns the queue id to move to and a sentence saying it will be created, or null when the
+   * broker needs the queue to exist (RabbitMQ, SQS, BullMQ) or `name` is not of the DLQ's kind.
+   * Pure: no I/O.
+   */
+  absentTarget?(dlq: QueueSummary, name: string): { queueId: string; note: string } | null;
+
   /** Whether a native whole-queue move is possible from `dlq` (to `targetQueueId`, or the original source when null). */
   nativeMove(dlq: QueueSummary, targetQueueId: string | null, signal?: AbortSignal): Promise<NativeMoveSupport>;
 

@@ -32,7 +32,7 @@ export interface DeciderOptions {
   confirmLoop: boolean;
   /** Queues of the connection by id (for names, existence and the loop check); null when unknown. */
   queues: ReadonlyMap<string, QueueSummary> | null;
-  mover: Pick<RedriveMover, 'resolveTarget'>;
+  mover: Pick<RedriveMover, 'resolveTarget' | 'absentTarget'>;
   now: number;
   /** Samples kept per action (default 10). */
   samples?: number;
@@ -85,6 +85,14 @@ export class Decider {
     if (cached !== undefined) return cached;
     const info = describeTarget(queueId, via, this.o.dlq, this.o.queues);
     if (guessed) info.guessed = true;
+    if (!info.exists) {
+      // A Redis list or stream is absent while empty: the move creates it (RedriveMover.absentTarget).
+      const absent = this.o.mover.absentTarget?.(this.o.dlq, queueId);
+      if (absent?.queueId === queueId) {
+        info.exists = true;
+        info.warnings.push(absent.note);
+      }
+    }
     this.targets.set(queueId, info);
     return info;
   }

@@ -170,10 +170,15 @@ async function prepare(env: RedriveEnv, r: RedriveRequest, signal?: AbortSignal)
   let queues = await loadQueues(env, signal);
   const target = r.targetQueueId ?? null;
   if (target !== null && (queues === null || !queues.has(target))) {
-    // A chosen target must exist: refuse before reading anything.
-    const q = await env.adapter.getQueue(target, signal);
-    queues = new Map(queues ?? []);
-    queues.set(q.id, q);
+    // A chosen target must exist — or be one the first write creates (a Redis list or stream that
+    // is empty, hence absent): refuse before reading anything.
+    try {
+      const q = await env.adapter.getQueue(target, signal);
+      queues = new Map(queues ?? []);
+      queues.set(q.id, q);
+    } catch (e) {
+      if (!(e instanceof QueuescopeError && e.code === 'QUEUE_NOT_FOUND' && mover.absentTarget?.(dlq, target)?.queueId === target)) throw e;
+    }
   }
   if (target !== null) {
     const info = describeTarget(target, 'chosen by the user', dlq, queues);

@@ -215,6 +215,27 @@ describe('usage errors a new user hit: guessed targets, --native with a selectio
     expect(await redis.xlen(base)).toBe(3);
   });
 
+  it('--to naming a list that is absent because it is empty (drained by its workers) moves there with a warning; another kind is not found', async () => {
+    const src = uniqueName('rd-drained');
+    const dl = `${src}-dlq`;
+    try {
+      await redis.rpush(dl, '{"orderId":"A-1"}', '{"orderId":"A-2"}');
+      const dry = await cli(['redrive', REDIS_URL, `list:${dl}`, '--to', src, '--dry-run']);
+      expect(dry.code, dry.stderr).toBe(0);
+      expect(dry.stdout).toMatch(new RegExp(`would move 2:\\s+2 → list:${src}`));
+      expect(dry.stdout).toMatch(/does not exist now \(Redis deletes empty lists/);
+      const wrongKind = await cli(['redrive', REDIS_URL, `list:${dl}`, '--to', `stream:${src}`, '--yes']);
+      expect(wrongKind.code, wrongKind.stderr).toBe(EXIT.QUEUE_NOT_FOUND);
+      expect(await redis.llen(dl)).toBe(2);
+      const r = await cli(['redrive', REDIS_URL, `list:${dl}`, '--to', src, '--yes']);
+      expect(r.code, r.stderr).toBe(0);
+      expect(await redis.lrange(src, 0, -1)).toEqual(['{"orderId":"A-1"}', '{"orderId":"A-2"}']);
+      expect(await redis.exists(dl)).toBe(0);
+    } finally {
+      await redis.del(src, dl);
+    }
+  });
+
   it('--native with --filter / --ids / --dedupe-by-key is a usage error before anything is read', async () => {
     for (const extra of [['--filter', 'class:transient'], ['--ids', 'x'], ['--dedupe-by-key']]) {
       const r = await cli(['redrive', REDIS_URL, `stream:${dlqKey}`, '--to', `stream:${base}`, '--native', '--yes', ...extra]);

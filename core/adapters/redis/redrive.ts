@@ -91,6 +91,32 @@ class RedisRedriveMover implements RedriveMover {
   }
 
   /**
+   * See {@link RedriveMover.absentTarget}: for a list or stream DLQ, `name` as a key of the same
+   * kind (`orders`, or the id `list:orders` / `stream:orders`); null for BullMQ (a retry goes to
+   * the job's own queue) and for an id of another kind.
+   */
+  absentTarget(dlq: QueueSummary, name: string): { queueId: string; note: string } | null {
+    let ref;
+    try {
+      ref = parseQueueId(dlq.id);
+    } catch {
+      return null;
+    }
+    if (ref.kind === 'bullmq' || name === '') return null;
+    let key = name;
+    if (/^(?:bullmq|stream|list):/.test(name)) {
+      if (!name.startsWith(`${ref.kind}:`) || name.length === ref.kind.length + 1) return null;
+      key = name.slice(ref.kind.length + 1);
+    }
+    if (key === ref.key) return null;
+    const what = ref.kind === 'stream' ? 'stream' : 'list';
+    return {
+      queueId: formatQueueId({ kind: ref.kind, key }),
+      note: `the ${what} "${key}" does not exist now (Redis deletes empty ${what}s, e.g. a source its workers drained): the first moved message creates it — check the name`,
+    };
+  }
+
+  /**
    * See {@link RedriveMover.moveClientSide} and this module's description.
    * @throws QueuescopeError `QUEUE_NOT_FOUND` (DLQ missing), `INVALID_INPUT` (options), `CANCELLED`,
    * `BROKER_ERROR` (the DLQ list changed under the run), connection codes (`HOST_UNREACHABLE`…).

@@ -143,6 +143,24 @@ export function formatResult(r: RedriveResult, status: string): string {
   return `${lines.join('\n')}\n`;
 }
 
+/**
+ * The `--to` queue: an existing queue ({@link resolveQueue}), or — when none matches and the
+ * broker creates the queue on the first write (Redis lists and streams, see
+ * {@link RedriveMover.absentTarget}) — the queue `name` would be (the plan then warns that it
+ * does not exist now).
+ * @throws QueuescopeError `QUEUE_NOT_FOUND` when the queue does not exist and cannot be created by
+ *   the move; others as {@link resolveQueue}.
+ */
+async function resolveTarget(adapter: BrokerAdapter, dlq: QueueSummary, name: string, resolved: ResolvedConnection, signal: AbortSignal): Promise<{ id: string }> {
+  try {
+    return { id: (await resolveQueue(adapter, name, resolved, signal)).id };
+  } catch (e) {
+    const absent = e instanceof QueuescopeError && e.code === 'QUEUE_NOT_FOUND' ? (adapter.redrive?.absentTarget?.(dlq, name) ?? null) : null;
+    if (absent === null) throw e;
+    return { id: absent.queueId };
+  }
+}
+
 async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: string | undefined, opts: RedriveOpts): Promise<void> {
   const rate = positiveNumber(opts.rate, '--rate');
   const batch = positiveNumber(opts.batch, '--batch', { integer: true, max: 1000 });
@@ -160,8 +178,8 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
   await ctx.withAdapter(flagsOf(connection, opts), async (adapter, resolved) => {
     refuseSnapshot('redrive', SNAPSHOT_WHY.redrive, adapter, 'redrive');
     const dlq = await resolveQueue(adapter, queue, resolved, ctx.signal);
-    let target: QueueSummary | null = null;
-    if (opts.to !== undefined) target = await resolveQueue(adapter, opts.to, resolved, ctx.signal);
+    let target: { id: string } | null = null;
+    if (opts.to !== undefined) target = await resolveTarget(adapter, dlq, opts.to, resolved, ctx.signal);
     const env = envFor(ctx, adapter, resolved);
     const state = opts.state ?? (dlq.capabilities.peekStates.includes('failed') ? 'failed' : undefined);
     const request: RedriveRequest = {
@@ -275,7 +293,7 @@ export function register(program: Command, ctx: CliContext): void {
       .description('move messages from a dead-letter queue back to their source (or --to a queue): filtered, rate-limited, backed up, cancellable')
       .argument('[connection]', 'URL or saved connection (default: from the environment)')
       .argument('[dlq]', 'the dead-letter queue (name or id)')
-      .option('--to <queue>', 'target queue (default: each message’s original source; Redis streams and lists record none: the target guessed from the name, orders-dlq → orders, needs --to or a yes at the prompt)')
+      .option('--to <queue>', 'target queue (default: each message’s original source; Redis streams and lists record none: the target guessed from the name, orders-dlq → orders, needs --to or a yes at the prompt; a Redis list or stream that is absent because it is empty is created by the move, with a warning)')
       .option('--filter <expr>', 'select messages (repeatable; see below)', collect)
       .option('--include-non-retryable', 'move non-retryable failures too (default: they stay with their reason)')
       .option('--ids <ids>', 'move only these message ids (comma-separated)')
