@@ -106,11 +106,25 @@ export async function runAudit(adapters: BrokerAdapter[], options: RunAuditOptio
 async function throwNoQueueMatched(adapters: BrokerAdapter[], facts: AuditFacts[], cliPattern: string | undefined, configPatterns: string[] | undefined, configPath: string | null, signal?: AbortSignal): Promise<never> {
   // The collectors already applied --queues: list every queue for the suggestions.
   let names = facts.flatMap((f) => f.queues.map((q) => q.name));
+  /** Queues --queues matches that the collectors have nothing to audit on (Redis lists: no configuration). */
+  const unauditable: string[] = [];
   if (cliPattern !== undefined) {
     names = [];
-    for (const a of adapters) names.push(...(await a.listQueues({}, signal).catch(() => [])).map((q) => q.name));
+    for (const a of adapters) {
+      for (const q of await a.listQueues({}, signal).catch(() => [])) {
+        names.push(q.name);
+        if (matchesQueuePattern(cliPattern, q.name) || matchesQueuePattern(cliPattern, q.id)) unauditable.push(`${q.name} (${q.kind})`);
+      }
+    }
   }
   const labels = facts.map((f) => f.label).join(', ');
+  if (unauditable.length > 0 && !facts.some((f) => f.queues.length > 0)) {
+    throw new QueuescopeError(
+      'QUEUE_NOT_FOUND',
+      `--queues "${cliPattern ?? ''}" matches only queues with no configuration to audit on ${labels}: ${unauditable.slice(0, 5).join(', ')}${unauditable.length > 5 ? ` and ${String(unauditable.length - 5)} more` : ''} (a Redis list has no settings; its dead-lettering is the worker's code). Nothing was audited.`,
+      { pattern: cliPattern, unauditable },
+    );
+  }
   // Blame only what emptied the selection: --queues alone when it matched nothing (the collectors applied it), else the config's patterns too.
   const cliMatchedSome = cliPattern !== undefined && facts.some((f) => f.queues.length > 0);
   const blameConfig = configPatterns !== undefined && configPatterns.length > 0 && (cliPattern === undefined || cliMatchedSome);

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import Ajv from 'ajv-draft-04';
 import { XMLParser } from 'fast-xml-parser';
 import { SyntaxValidator } from 'fast-xml-validator';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main, type CliIo } from '../../core/cli/main';
 import type { AuditReport } from '../../shared/audit';
@@ -178,6 +179,21 @@ describe('queuescope audit on the seeded brokers', () => {
     expect(c.stderr).toMatch(/No queue matches audit\.queues "notifcations" \(.*typo-queues\.json\) on .*; similar: notifications/);
     // A pattern that matches still passes (exit 0 under --fail-on none).
     expect((await run(['audit', AMQP_URL, '--queues', 'shipments.*', '--fail-on', 'none'])).code).toBe(0);
+  });
+
+  it('a --queues pattern that matches only Redis lists says they have no configuration to audit (exit 4)', async () => {
+    const key = `qs-audit-list-${String(process.pid)}-${String(Date.now())}`;
+    const redis = new Redis(REDIS_URL);
+    try {
+      await redis.rpush(key, 'x');
+      const r = await run(['audit', REDIS_URL, '--queues', key]);
+      expect(r.code, r.stderr).toBe(4);
+      expect(r.stderr).toContain(`--queues "${key}" matches only queues with no configuration to audit`);
+      expect(r.stderr).toContain(`${key} (redis-list)`);
+    } finally {
+      await redis.del(key);
+      await redis.quit();
+    }
   });
 
   it('an unused suppression is a warning in every format, not a failure', async () => {
