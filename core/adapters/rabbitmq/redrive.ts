@@ -47,6 +47,15 @@ const CLOCK_SKEW_MS = 30_000;
  */
 const COMMIT_DEPTH = 1;
 
+/**
+ * Batches read ahead of the one being decided: the next read starts as soon as the previous one
+ * completed (reads stay one after the other, so batches keep the DLQ's order) until this many wait
+ * to be decided. With 1 (the read ahead started when a batch was taken) the broker sat idle on a
+ * loaded box while the client decided, backed up, published and waited for confirms. Unacked on
+ * the DLQ at most: (READ_AHEAD + 1 + COMMIT_DEPTH) batches.
+ */
+const READ_AHEAD = 2;
+
 /** How long (ms) to wait after a run for requeued messages to be counted again (quorum requeues apply asynchronously). */
 const SETTLE_MS = 2_000;
 
@@ -333,46 +342,60 @@ class ClientRun {
   private async loop(depth: number): Promise<MoveSummary> {
     const limitByUser = this.o.maxMessages !== null && this.o.maxMessages <= depth;
     const max = Math.min(this.o.maxMessages ?? depth, depth);
-    let read = 0;
     let fatal: unknown = null;
-    let exhausted = false;
-    const startRead = (n: number): Promise<Message[]> => {
+    // Reads started and not yet taken for deciding, in DLQ order (see READ_AHEAD). Reads run one
+    // after the other, each started when the previous one completed (a freed slot starts one too),
+    // so the broker delivers while earlier batches are decided, backed up, published and confirmed.
+    const ahead: Promise<Message[]>[] = [];
+    // Changed by read callbacks: an object, so the compiler does not narrow its fields.
+    const r = { read: 0, reading: false, failed: false, stop: false, exhausted: false, started: 0 };
+    const pump = (): void => {
+      if (r.reading || r.failed || r.exhausted || r.stop || ahead.length >= READ_AHEAD) return;
+      if (this.stopAt !== null || r.read >= max || this.signal?.aborted === true || this.pub?.closed() !== null || !this.reader.isOpen()) return;
+      const n = Math.min(this.cfg.batch, max - r.read);
+      r.reading = true;
+      r.started++;
       const p = (async () => {
         await this.hooks.gate(n);
         throwIfAborted(this.signal);
         return this.reader.read(n);
       })();
-      p.catch(() => undefined);
-      return p;
+      ahead.push(p);
+      p.then(
+        (msgs) => {
+          r.reading = false;
+          r.read += msgs.length;
+          if (msgs.length === 0) r.exhausted = true;
+          pump();
+        },
+        () => {
+          r.reading = false;
+          r.failed = true;
+        },
+      );
     };
-    let next: Promise<Message[]> | null = max > 0 ? startRead(Math.min(this.cfg.batch, max)) : null;
+    if (max > 0) pump();
+    let framesOutAt = 0;
     const commits: Promise<void>[] = [];
     let commitFailure: unknown = null;
-    while (next !== null) {
+    for (let next = ahead.shift(); next !== undefined; next = ahead.shift()) {
       let msgs: Message[];
       try {
         msgs = await next;
       } catch (e) {
         fatal ??= e;
-        next = null;
         break;
       }
-      next = null;
-      if (msgs.length === 0) {
-        exhausted = true;
-        break;
-      }
-      read += msgs.length;
-      // Read ahead: the next batch arrives while this one is decided, backed up and confirmed. It is
-      // started before deciding this one, and the consume is let out to the socket (amqplib writes
-      // frames from a setImmediate) before the synchronous decisions, so the broker delivers while
-      // they run. Should this batch reach the cutoff, what the read-ahead got is not examined and
-      // goes back (see `process`).
-      if (this.stopAt === null && read < max && this.signal?.aborted !== true && this.pub?.closed() === null && this.reader.isOpen()) {
-        next = startRead(Math.min(this.cfg.batch, max - read));
+      if (msgs.length === 0) break;
+      pump();
+      // A read just started: let its consume out to the socket (amqplib writes frames from a
+      // setImmediate) before the synchronous decisions, so the broker delivers while they run.
+      if (r.started !== framesOutAt) {
+        framesOutAt = r.started;
         await letFramesOut();
       }
-      const { items, unexamined } = this.classify(msgs);
+      // After a cancel, batches already read are not examined: they go back (see `process`).
+      const { items, unexamined } = this.classify(msgs, this.signal?.aborted === true);
       let commit: (() => Promise<void>) | null = null;
       try {
         commit = await this.process(items, unexamined);
@@ -393,25 +416,26 @@ class ClientRun {
       if (commitFailure !== null) fatal ??= commitFailure;
       if (fatal !== null) break;
     }
+    r.stop = true;
     while (commits.length > 0) await commits.shift();
     if (commitFailure !== null) fatal ??= commitFailure;
-    if (next !== null) {
-      // A failure while a read-ahead was in progress: what it got stays in the DLQ.
+    // A failure while reads ahead were in progress: what they got stays in the DLQ.
+    for (let next = ahead.shift(); next !== undefined; next = ahead.shift()) {
       const extra = await next.catch(() => [] as Message[]);
       for (const m of extra) this.hold(m);
     }
     if (fatal !== null) throw fatal instanceof QueuescopeError ? fatal : new QueuescopeError('BROKER_ERROR', `The redrive stopped: ${messageOf(fatal)}`);
     throwIfAborted(this.signal);
-    const stoppedBecause: MoveSummary['stoppedBecause'] = this.stopAt ?? (exhausted || max === 0 && depth === 0 ? 'exhausted' : limitByUser ? 'max-messages' : 'cutoff');
+    const stoppedBecause: MoveSummary['stoppedBecause'] = this.stopAt ?? (r.exhausted || max === 0 && depth === 0 ? 'exhausted' : limitByUser ? 'max-messages' : 'cutoff');
     return { ...this.totals, stoppedBecause };
   }
 
-  /** Decides each message of a batch, stopping at the cutoff or at the run's own copies. */
-  private classify(msgs: Message[]): { items: Item[]; unexamined: Message[] } {
+  /** Decides each message of a batch, stopping at the cutoff or at the run's own copies; none when `cancelled`. */
+  private classify(msgs: Message[], cancelled: boolean): { items: Item[]; unexamined: Message[] } {
     const items: Item[] = [];
     const unexamined: Message[] = [];
     for (const m of msgs) {
-      if (this.stopAt !== null) {
+      if (this.stopAt !== null || cancelled) {
         unexamined.push(m);
         continue;
       }
