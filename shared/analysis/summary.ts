@@ -32,14 +32,57 @@ const DEFAULT_EXAMPLES = 5;
 const KEYS_PER_PAYLOAD = 32;
 
 /**
- * Per-key and per-payload state is kept in parallel arrays indexed through one Map each (no
+ * Per-key and per-payload state is kept in parallel columns indexed through one table each (no
  * object per key): with 100k distinct keys, per-key objects and example arrays were the main
- * garbage-collector cost of a summary. Example lists start as the first id alone; an array is made
- * only for the second example (a duplicate), which is rare.
+ * garbage-collector cost of a summary. Example lists start as the first id alone; further examples
+ * (duplicates, which are rare) live in sparse maps.
  */
 interface OpEntry {
   count: number;
   examples: string[];
+}
+
+/** Entries per chunk of a {@link Column}. */
+const CHUNK_BITS = 12;
+const CHUNK = 1 << CHUNK_BITS;
+
+/**
+ * An append-only list stored in fixed chunks of {@link CHUNK} entries, for the summary's
+ * per-key and per-payload columns. Growing it never copies: a plain array of 100k entries grows
+ * by copying its backing store a dozen times, and every copy is a young object the garbage
+ * collector first promotes to the old generation and later has to collect there (bench: ~100
+ * bytes promoted per message for each side, keys and payloads, of the summary).
+ */
+class Column<T> {
+  private readonly chunks: T[][] = [];
+  private n = 0;
+
+  get length(): number {
+    return this.n;
+  }
+
+  /** Appends `x`; returns its index. */
+  push(x: T): number {
+    const i = this.n++;
+    const c = i >>> CHUNK_BITS;
+    let chunk = this.chunks[c];
+    if (chunk === undefined) {
+      chunk = new Array<T>(CHUNK);
+      this.chunks.push(chunk);
+    }
+    chunk[i & (CHUNK - 1)] = x;
+    return i;
+  }
+
+  /** The entry at `i` (0 ≤ i < length). */
+  get(i: number): T {
+    return (this.chunks[i >>> CHUNK_BITS] as T[])[i & (CHUNK - 1)] as T;
+  }
+
+  /** Replaces the entry at `i` (0 ≤ i < length). */
+  set(i: number, x: T): void {
+    (this.chunks[i >>> CHUNK_BITS] as T[])[i & (CHUNK - 1)] = x;
+  }
 }
 
 /**
@@ -51,7 +94,7 @@ interface OpEntry {
  */
 class StringIndex {
   /** The strings, by index. */
-  readonly strings: string[] = [];
+  readonly strings = new Column<string>();
   private slots = new Int32Array(2 * 1024);
   private mask = 1024 - 1;
   /** Slot where the last {@link find} stopped (where {@link add} puts the string it did not find). */
@@ -70,7 +113,7 @@ class StringIndex {
     for (;;) {
       const at = slots[2 * i + 1] as number;
       if (at === 0) break;
-      if (slots[2 * i] === hash && this.strings[at - 1] === s) return at - 1;
+      if (slots[2 * i] === hash && this.strings.get(at - 1) === s) return at - 1;
       i = (i + 1) & this.mask;
     }
     slots[2 * i] = hash;
@@ -80,8 +123,7 @@ class StringIndex {
 
   /** Adds `s`, which the directly preceding {@link find} did not find; returns its index. */
   add(s: string): number {
-    const index = this.strings.length;
-    this.strings.push(s);
+    const index = this.strings.push(s);
     // find() already stored the hash in the slot it stopped at.
     this.slots[2 * this.probe + 1] = index + 1;
     if (2 * this.strings.length > this.mask + 1) this.grow();
@@ -230,37 +272,27 @@ function makeSummary(options: SummaryOptions, lean: boolean): QueueSummaryAccumu
   const keyVerdicts: Record<KeyVerdictKind, number> = { 'business-derived': 0, 'opaque-random': 0, 'time-derived': 0, 'period-key': 0, missing: 0 };
   const verdicts: Record<PayloadVerdictKind, number> = { ok: 0, review: 0, flag: 0 };
   const reasons = new Map<PayloadRuleId, ReasonCount>();
-  // Keys: index in the parallel arrays below, insertion order = first seen.
+  // Keys: index in the columns below, insertion order = first seen.
   const keys = new StringIndex();
-  const kCount: number[] = [];
-  const kFirst: string[] = [];
-  const kMore: (string[] | null)[] = [];
+  const kCount = new Column<number>();
+  const kFirst = new Column<string>();
+  /** Example ids after the first, for keys seen more than once. */
+  const kMore = new Map<number, string[]>();
   /** First operation seen; `kOps` gets an entry when a second one appears. */
-  const kOp: (string | null)[] = [];
+  const kOp = new Column<string | null>();
   const kOps = new Map<number, Map<string, OpEntry>>();
   const opNames = new Interner();
   // Payload hashes: count, example ids, distinct keys (at most KEYS_PER_PAYLOAD).
   const payloads = new HashIndex();
-  const pCount: number[] = [];
-  const pFirstId: string[] = [];
-  const pMoreIds: (string[] | null)[] = [];
-  const pFirstKey: string[] = [];
-  const pMoreKeys: (string[] | null)[] = [];
-  const keyExamples = (i: number): string[] => {
-    const more = kMore[i];
-    const first = kFirst[i] as string;
-    return more === null || more === undefined ? [first] : [first, ...more];
-  };
-  const payloadExamples = (i: number): string[] => {
-    const more = pMoreIds[i];
-    const first = pFirstId[i] as string;
-    return more === null || more === undefined ? [first] : [first, ...more];
-  };
-  const payloadKeys = (i: number): string[] => {
-    const more = pMoreKeys[i];
-    const first = pFirstKey[i] as string;
-    return more === null || more === undefined ? [first] : [first, ...more];
-  };
+  const pCount = new Column<number>();
+  const pFirstId = new Column<string>();
+  const pMoreIds = new Map<number, string[]>();
+  const pFirstKey = new Column<string>();
+  const pMoreKeys = new Map<number, string[]>();
+  const withMore = (first: string, more: string[] | undefined): string[] => (more === undefined ? [first] : [first, ...more]);
+  const keyExamples = (i: number): string[] => withMore(kFirst.get(i), kMore.get(i));
+  const payloadExamples = (i: number): string[] => withMore(pFirstId.get(i), pMoreIds.get(i));
+  const payloadKeys = (i: number): string[] => withMore(pFirstKey.get(i), pMoreKeys.get(i));
   let total = 0;
   let large = 0;
   let cappedKeys = 0;
@@ -298,23 +330,22 @@ function makeSummary(options: SummaryOptions, lean: boolean): QueueSummaryAccumu
             e = keys.add(key);
             kCount.push(1);
             kFirst.push(id);
-            kMore.push(null);
             kOp.push(a.operation === null ? null : opNames.intern(a.operation));
           }
         } else {
-          const n = (kCount[e] ?? 0) + 1;
-          kCount[e] = n;
+          const n = kCount.get(e) + 1;
+          kCount.set(e, n);
           if (n <= examples) {
-            const more = kMore[e];
-            if (more === null || more === undefined) kMore[e] = [id];
+            const more = kMore.get(e);
+            if (more === undefined) kMore.set(e, [id]);
             else more.push(id);
           }
         }
         const op = a.operation;
         if (e !== undefined && op !== null) {
-          const count = kCount[e] as number;
-          let first = kOp[e] ?? null;
-          if (first === null) kOp[e] = first = opNames.intern(op);
+          const count = kCount.get(e);
+          let first = kOp.get(e);
+          if (first === null) kOp.set(e, (first = opNames.intern(op)));
           let ops = kOps.get(e);
           if (ops === undefined && op !== first) {
             ops = new Map([[first, { count: count - 1, examples: keyExamples(e).slice(0, Math.min(examples, count - 1)) }]]);
@@ -340,21 +371,19 @@ function makeSummary(options: SummaryOptions, lean: boolean): QueueSummaryAccumu
               payloads.add(h);
               pCount.push(1);
               pFirstId.push(id);
-              pMoreIds.push(null);
               pFirstKey.push(key);
-              pMoreKeys.push(null);
             }
           } else {
-            const n = (pCount[p] ?? 0) + 1;
-            pCount[p] = n;
+            const n = pCount.get(p) + 1;
+            pCount.set(p, n);
             if (n <= examples) {
-              const more = pMoreIds[p];
-              if (more === null || more === undefined) pMoreIds[p] = [id];
+              const more = pMoreIds.get(p);
+              if (more === undefined) pMoreIds.set(p, [id]);
               else more.push(id);
             }
-            if (pFirstKey[p] !== key) {
-              const mk = pMoreKeys[p];
-              if (mk === null || mk === undefined) pMoreKeys[p] = [key];
+            if (pFirstKey.get(p) !== key) {
+              const mk = pMoreKeys.get(p);
+              if (mk === undefined) pMoreKeys.set(p, [key]);
               else if (mk.length + 1 < KEYS_PER_PAYLOAD && !mk.includes(key)) mk.push(key);
             }
           }
@@ -368,8 +397,8 @@ function makeSummary(options: SummaryOptions, lean: boolean): QueueSummaryAccumu
       const collisions: KeyCollision[] = [];
       let duplicateMessages = 0;
       for (let e = 0; e < keys.strings.length; e++) {
-        const key = keys.strings[e] as string;
-        const count = kCount[e] as number;
+        const key = keys.strings.get(e);
+        const count = kCount.get(e);
         if (count > 1) {
           dup.push({ key, count, exampleIds: keyExamples(e) });
           duplicateMessages += count - 1;
@@ -388,10 +417,10 @@ function makeSummary(options: SummaryOptions, lean: boolean): QueueSummaryAccumu
       }
       const same: SamePayloadGroup[] = [];
       for (let p = 0; p < payloads.size; p++) {
-        if (pMoreKeys[p] === null || pMoreKeys[p] === undefined) continue;
+        if (!pMoreKeys.has(p)) continue;
         const pkeys = payloadKeys(p);
         const distinct = pkeys.length;
-        const count = pCount[p] as number;
+        const count = pCount.get(p);
         same.push({
           hash: payloads.text(p),
           count,
