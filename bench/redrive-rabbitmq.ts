@@ -11,12 +11,13 @@
  * round runs the shovel then the client-side redrive on fresh queues, the ratio is the median of
  * the rounds' ratios, because other work on a shared 2-core machine shifts both rates by ±30%). Each
  * row also gives the CPU each path costs per 1,000 messages (a local broker's beam.smp from /proc,
- * and this process), which that other work shifts much less. QS_BENCH_REDRIVE_RABBITMQ_RSS_N=1000000 adds a
+ * and this process), which that other work shifts much less, and the 1-minute load average at the start of
+ * each round and at the end. QS_BENCH_REDRIVE_RABBITMQ_RSS_N=1000000 adds a
  * peak-RSS row for a 1M-message client-side redrive. Uses the shared broker with unique queue names
  * and deletes them. Run alone: `npx tsx bench/redrive-rabbitmq.ts`.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { connect, type ConfirmChannel } from 'amqplib';
@@ -113,6 +114,8 @@ export async function benchRabbitmqRedrive(): Promise<RabbitmqRedriveRow[]> {
     const shovelRates: number[] = [];
     const clientRates: number[] = [];
     const ratios: number[] = [];
+    /** 1-minute load average at the start of each round and at the end of the last. */
+    const loads: number[] = [];
     const shovelCpu: { broker: number | null; self: number }[] = [];
     const clientCpu: { broker: number | null; self: number }[] = [];
     let peak = process.memoryUsage().rss;
@@ -123,6 +126,7 @@ export async function benchRabbitmqRedrive(): Promise<RabbitmqRedriveRow[]> {
       created.push(a, b, c);
       for (const q of [a, b, c]) await ch.assertQueue(q, { durable: true });
       await fill(ch, a, n, b);
+      loads.push(loadavg()[0] ?? 0);
 
       // 1. The dynamic shovel a → b (the baseline).
       const dlqA = await adapter.getQueue(idOf(a));
@@ -175,11 +179,13 @@ export async function benchRabbitmqRedrive(): Promise<RabbitmqRedriveRow[]> {
       ratios.push(n / clientS / (n / shovelS));
       for (const q of [a, b, c]) await ch.deleteQueue(q).catch(() => undefined);
     }
+    loads.push(loadavg()[0] ?? 0);
     const rows: RabbitmqRedriveRow[] = [];
     const rssN = Number(process.env.QS_BENCH_REDRIVE_RABBITMQ_RSS_N ?? 0);
     if (rssN > 0) rows.push(await peakRssRun(ch, adapter, rssN, `qs-bench-redrive-${tag}-rss`));
     const ratio = median(ratios);
-    const each = ratios.map((r) => `${r.toFixed(2)}×`).join(', ');
+    const each = ratios.map((r, i) => `${r.toFixed(2)}× (${Math.round(shovelRates[i] ?? 0)} vs ${Math.round(clientRates[i] ?? 0)} msg/s)`).join(', ');
+    const load = `load ${loads.map((l) => l.toFixed(1)).join(' → ')}`;
     const shovelRate = median(shovelRates);
     const clientRate = median(clientRates);
     // CPU ms per 1,000 messages, medians over the rounds: broker (all local beam.smp) + this process.
@@ -189,9 +195,9 @@ export async function benchRabbitmqRedrive(): Promise<RabbitmqRedriveRow[]> {
     };
     return [
       ...rows,
-      { name: `RabbitMQ dynamic shovel (Move messages), ${n.toLocaleString('en')} persistent msgs (median of ${rounds}; ${perK(shovelCpu)})`, messages: n, seconds: n / shovelRate, perSecond: shovelRate, peakRssMb: 0, target: 'baseline', met: '' },
+      { name: `RabbitMQ dynamic shovel (Move messages), ${n.toLocaleString('en')} persistent msgs (median of ${rounds}; ${perK(shovelCpu)}; ${load})`, messages: n, seconds: n / shovelRate, perSecond: shovelRate, peakRssMb: 0, target: 'baseline', met: '' },
       {
-        name: `RabbitMQ client-side filtered redrive${backup ? ' + JSONL backup' : ''} (${last.moved.toLocaleString('en')} moved, ${last.skipped.toLocaleString('en')} kept; batch ${batch}; median ${ratio.toFixed(2)}× shovel; rounds ${each}; ${perK(clientCpu)})`,
+        name: `RabbitMQ client-side filtered redrive${backup ? ' + JSONL backup' : ''} (${last.moved.toLocaleString('en')} moved, ${last.skipped.toLocaleString('en')} kept; batch ${batch}; median ${ratio.toFixed(2)}× shovel; rounds ${each}; ${perK(clientCpu)}; ${load})`,
         messages: n,
         seconds: n / clientRate,
         perSecond: clientRate,
