@@ -67,6 +67,12 @@ export interface NameInfo {
   /** Hash lanes of the name (for the business hash; names repeat, so they are hashed once). */
   ha: number;
   hb: number;
+  /**
+   * Memo of the payload walk: the field annotation text of an `id`/`ref` member with this name
+   * ({@link leafWhyOf}), made on first use; null until then.
+   */
+  leafWhy: string | null;
+  leafWhyOf: string | null;
 }
 
 const MARKERS = new Set(['asof', 'asofdate', 'asoftime', 'capturedat', 'capturedon', 'snapshotat', 'snapshottakenat', 'snapshottime', 'snapshotdate', 'occurredat', 'occurredon', 'occurrencetime', 'eventtime', 'eventtimestamp', 'eventdate', 'recordedat', 'effectiveat', 'pointintime']);
@@ -122,7 +128,7 @@ function compute(name: string): NameInfo {
   const simple = /^[A-Za-z_$][\w$-]*$/.test(name);
   const h = hashString(name, 3, { a: 0, b: 0 });
   const singular = norm.endsWith('ies') ? `${norm.slice(0, -3)}y` : norm.endsWith('s') && !norm.endsWith('ss') ? norm.slice(0, -1) : norm;
-  const r = (role: NameRole, entity: string | null = null): NameInfo => ({ role, norm, entity, perSend, simple, singular, ha: h.a, hb: h.b });
+  const r = (role: NameRole, entity: string | null = null): NameInfo => ({ role, norm, entity, perSend, simple, singular, ha: h.a, hb: h.b, leafWhy: null, leafWhyOf: null });
   if (MARKERS.has(norm)) return r('marker');
   if (SNAPSHOT_EXACT.has(norm) || norm.startsWith('snapshot') || (norm.endsWith('snapshot') && norm.length > 8)) return r('snapshot');
   if (NEW_VALUE_EXACT.has(norm) || /^(?:new|desired|target|proposed)[A-Z_-]/.test(name) || /^(?:new|desired|target|proposed)_/.test(name)) {

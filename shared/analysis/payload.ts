@@ -382,6 +382,14 @@ interface Ctx {
   nodes: number;
   jsonParses: number;
   segs: string[];
+  /**
+   * `paths[i]` is the full path (`body.…`) of `segs[0..i]`, valid for `i < pathsValid`: made on
+   * demand by {@link fullPath}, each from its parent's, so annotating the members of an object does
+   * not rebuild the object's path once per member. Every pop of `segs` goes through {@link popSeg},
+   * which lowers `pathsValid`; a push needs nothing (`pathsValid <= segs.length` holds).
+   */
+  paths: string[];
+  pathsValid: number;
   /** Index in `segs` where display paths start (the arguments root). */
   argsStart: number;
   jsonIn: string | undefined;
@@ -427,7 +435,32 @@ function pathOf(segs: readonly string[], from: number, prefix: string): string {
   return p;
 }
 
-const fullPath = (ctx: Ctx): string => pathOf(ctx.segs, 0, 'body');
+/** The path segment `s` appended to path `p` (the step {@link pathOf} makes). */
+function appendSeg(p: string, s: string): string {
+  if (s.startsWith('[')) return p + s;
+  if (nameInfo(s).simple) return p.length === 0 ? s : `${p}.${s}`;
+  return `${p}[${JSON.stringify(s.slice(0, 100))}]`;
+}
+
+/** `pathOf(ctx.segs, 0, 'body')`, from the longest still valid cached prefix (see {@link Ctx.paths}). */
+function fullPath(ctx: Ctx): string {
+  const segs = ctx.segs;
+  const paths = ctx.paths;
+  let i = ctx.pathsValid;
+  let p = i === 0 ? 'body' : (paths[i - 1] as string);
+  for (; i < segs.length; i++) {
+    p = appendSeg(p, segs[i] as string);
+    paths[i] = p;
+  }
+  ctx.pathsValid = segs.length;
+  return p;
+}
+
+/** Pops the last path segment (keeping {@link Ctx.pathsValid} true). */
+function popSeg(ctx: Ctx): void {
+  ctx.segs.pop();
+  if (ctx.pathsValid > ctx.segs.length) ctx.pathsValid = ctx.segs.length;
+}
 const displayPath = (ctx: Ctx): string => {
   const p = pathOf(ctx.segs, ctx.argsStart, '');
   return p.length > 0 ? p : 'body';
@@ -496,6 +529,40 @@ const ROLE_WORDS: Partial<Record<NameRole, string>> = {
 };
 
 /**
+ * Annotation texts made from a role and a context (a snapshot's reason, an entity's path), cached
+ * per role: the same few texts repeat in every message of a queue, and building each per field
+ * was a large part of the garbage of a full-detail analysis. Bounded; cleared when full.
+ */
+type WhyCache = Map<NameRole, Map<string, string>>;
+const SNAP_WHY: WhyCache = new Map();
+const ENTITY_WHY: WhyCache = new Map();
+const LOOSE_WHY: WhyCache = new Map();
+const ARGUMENT_WHY: WhyCache = new Map();
+const WHY_CACHE_MAX = 2000;
+
+function cachedWhy(cache: WhyCache, role: NameRole, context: string, make: (role: NameRole, context: string) => string): string {
+  let byContext = cache.get(role);
+  if (byContext === undefined) {
+    byContext = new Map();
+    cache.set(role, byContext);
+  }
+  let text = byContext.get(context);
+  if (text === undefined) {
+    text = make(role, context);
+    if (context.length <= 300) {
+      if (byContext.size >= WHY_CACHE_MAX) byContext.clear();
+      byContext.set(context, text);
+    }
+  }
+  return text;
+}
+
+const snapWhy = (role: NameRole, why: string): string => `${ROLE_WORDS[role] ?? 'state'}, but ${why}`;
+const entityWhy = (role: NameRole, display: string): string => `${ROLE_WORDS[role] ?? 'state'} of the embedded entity${display.length > 0 ? ` \`${display}\`` : ''}: can change before a retry`;
+const looseWhy = (role: NameRole): string => `${ROLE_WORDS[role] ?? 'state'} outside any entity: can change before a retry`;
+const argumentWhy = (role: NameRole): string => `${ROLE_WORDS[role] ?? role} outside an entity: an argument of the operation`;
+
+/**
  * A value that would be mutable state here: inside a snapshot it is immutable (and remembered for
  * the snapshot's reason); otherwise it is cited for the entity / loose-state reason.
  */
@@ -506,14 +573,11 @@ function mutable(ctx: Ctx, scope: Scope, role: NameRole, cite: boolean): void {
       s.count++;
       if (s.suppressed.length < 4 && cite) s.suppressed.push(displayPath(ctx));
     }
-    annotate(ctx, 'immutable-snapshot', `${ROLE_WORDS[role] ?? 'state'}, but ${s.why}`);
+    if (ctx.detail) annotate(ctx, 'immutable-snapshot', cachedWhy(SNAP_WHY, role, s.why, snapWhy));
     return;
   }
   const entity = scope.stateful?.entity ?? null;
-  if (ctx.detail) {
-    const where = entity !== null ? `of the embedded entity${entity.display.length > 0 ? ` \`${entity.display}\`` : ''}` : 'outside any entity';
-    annotate(ctx, 'mutable-state', `${ROLE_WORDS[role] ?? 'state'} ${where}: can change before a retry`);
-  }
+  if (ctx.detail) annotate(ctx, 'mutable-state', entity !== null ? cachedWhy(ENTITY_WHY, role, entity.display, entityWhy) : cachedWhy(LOOSE_WHY, role, '', looseWhy));
   if (!cite || scope.citeDone) return;
   const c: Cite = { segs: ctx.segs.slice(), argsStart: ctx.argsStart, prio: ROLE_PRIORITY[role] ?? 20, order: ctx.order++ };
   if (entity !== null) {
@@ -524,6 +588,18 @@ function mutable(ctx: Ctx, scope: Scope, role: NameRole, cite: boolean): void {
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const ULID_RE = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
 
+/**
+ * The annotation text of an `id` / `ref` member (`` `orderId` identifies an entity or operation ``),
+ * kept on its {@link NameInfo} (one per name, cached), so it is made once per name, not per field.
+ */
+function identifierWhy(info: NameInfo, name: string): string {
+  if (info.leafWhy !== null && info.leafWhyOf === name) return info.leafWhy;
+  const text = info.role === 'id' ? `\`${clip(name)}\` identifies an entity or operation` : `\`${clip(name)}\` is a reference`;
+  info.leafWhy = text;
+  info.leafWhyOf = name;
+  return text;
+}
+
 /** Classifies a scalar member by its name's role in context (rules F1–F14 of README.md). */
 function classifyLeaf(ctx: Ctx, scope: Scope, info: NameInfo, value: unknown, name: string): void {
   const role = info.role;
@@ -531,7 +607,7 @@ function classifyLeaf(ctx: Ctx, scope: Scope, info: NameInfo, value: unknown, na
   switch (role) {
     case 'id':
     case 'ref':
-      if (ctx.detail) annotate(ctx, 'identifier', role === 'id' ? `\`${clip(name)}\` identifies an entity or operation` : `\`${clip(name)}\` is a reference`);
+      if (ctx.detail) annotate(ctx, 'identifier', identifierWhy(info, name));
       if (ctx.ids.length < 2 && !inState) ctx.ids.push(displayPath(ctx));
       return;
     case 'marker':
@@ -577,7 +653,7 @@ function classifyLeaf(ctx: Ctx, scope: Scope, info: NameInfo, value: unknown, na
     return;
   }
   if (role !== 'other') {
-    annotate(ctx, 'unknown', `${ROLE_WORDS[role] ?? role} outside an entity: an argument of the operation`);
+    annotate(ctx, 'unknown', cachedWhy(ARGUMENT_WHY, role, '', argumentWhy));
     return;
   }
   annotate(ctx, 'unknown', 'no rule applies');
@@ -689,7 +765,7 @@ function walkArray(ctx: Ctx, arr: unknown[], scope: Scope, depth: number, info: 
     const x = walk(ctx, el, elScope, depth + 1, scalars ? null : info, name);
     h = mixOrdered(h, x);
     h2 = mixOrdered(h2, ctx.h2);
-    ctx.segs.pop();
+    popSeg(ctx);
     if (ctx.nodes > MAX_WALK_NODES) break;
   }
   ctx.detail = detail;
@@ -773,7 +849,7 @@ function walkObject(ctx: Ctx, o: Record<string, unknown>, scope: Scope, depth: n
   if (childScope.snap === null && marker !== null) {
     ctx.segs.push(marker);
     const d = displayPath(ctx);
-    ctx.segs.pop();
+    popSeg(ctx);
     const s: Snap = { kind: 'marker', label: d, why: `a point-in-time record (marked by \`${d}\`)`, suppressed: [], count: 0 };
     ctx.snaps.push(s);
     childScope = mkScope(s, childScope.stateful, childScope.citeDone, childScope.parentNorm);
@@ -795,7 +871,7 @@ function walkObject(ctx: Ctx, o: Record<string, unknown>, scope: Scope, depth: n
       if (ctx.entities.length < 16) ctx.entities.push(entity);
     }
     entity.count++;
-    if (!argsHere) annotate(ctx, childScope.snap ? 'immutable-snapshot' : 'mutable-state', childScope.snap ? `embedded entity, but ${childScope.snap.why}` : 'embedded entity: an object with an id plus fields that can change');
+    if (!argsHere && ctx.detail) annotate(ctx, childScope.snap ? 'immutable-snapshot' : 'mutable-state', childScope.snap ? `embedded entity, but ${childScope.snap.why}` : 'embedded entity: an object with an id plus fields that can change');
     childScope = mkScope(childScope.snap, { entity }, childScope.citeDone, childScope.parentNorm);
   } else if (info !== null && (role === 'address' || role === 'contact' || (role === 'new-value' && scope.snap !== null))) {
     mutable(ctx, childScope, role, true);
@@ -833,7 +909,7 @@ function walkObject(ctx: Ctx, o: Record<string, unknown>, scope: Scope, depth: n
     }
     if (excluded) ctx.noHash--;
     const x2 = ctx.h2;
-    ctx.segs.pop();
+    popSeg(ctx);
     if (!excluded) {
       ha = (ha + mixOrdered(ki.ha, x)) >>> 0;
       hb = (hb + mixOrdered(ki.hb, x2)) >>> 0;
@@ -1163,6 +1239,8 @@ function newCtx(): Ctx {
     nodes: 0,
     jsonParses: 0,
     segs: [],
+    paths: [],
+    pathsValid: 0,
     argsStart: 0,
     jsonIn: undefined,
     patterns: [],
@@ -1201,6 +1279,7 @@ function resetCtx(ctx: Ctx, message: QueueMessage, detail: boolean, patterns: Sn
   ctx.nodes = 0;
   ctx.jsonParses = 0;
   if (ctx.segs.length !== 0) ctx.segs.length = 0;
+  ctx.pathsValid = 0;
   ctx.argsStart = 0;
   ctx.jsonIn = undefined;
   ctx.patterns = patterns;
