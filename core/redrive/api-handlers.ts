@@ -6,7 +6,7 @@ import { AuditLog, findAuditEntry } from '../services/audit-log';
 import { pathExists } from './backup';
 import type { OperationManager } from '../services/operations';
 import { resolveInspectSettings } from '../inspect/settings';
-import { planRedrive, startRedrive, startReinject, type RedriveEnv, type RedriveRequest } from './engine';
+import { planRedrive, resolveReinjectTarget, startRedrive, startReinject, type RedriveEnv, type RedriveRequest } from './engine';
 
 /** What the redrive handlers need (a subset of `ApiDeps`). */
 export interface RedriveHandlerDeps {
@@ -102,7 +102,7 @@ export function createRedriveHandlers(deps: RedriveHandlerDeps): Pick<ApiHandler
       if (entry.backupPath === null) throw new QueuescopeError('INVALID_INPUT', `The ${entry.action} of ${entry.source ?? 'that queue'} has no backup to re-inject.`);
       if (!(await pathExists(entry.backupPath))) throw new QueuescopeError('INVALID_INPUT', `The backup ${entry.backupPath} no longer exists.`, { path: entry.backupPath });
       const env = envFor(input.connectionId);
-      await env.adapter.getQueue(input.queueId); // QUEUE_NOT_FOUND before starting
+      await resolveReinjectTarget(env, entry.backupPath, input.queueId); // QUEUE_NOT_FOUND before starting
       return startReinject(operations, env, { path: entry.backupPath, targetQueueId: input.queueId, ratePerSecond: input.ratePerSecond ?? null });
     },
     'operations.pause': (input) => Promise.resolve(operations.pause(input.operationId)),

@@ -670,13 +670,47 @@ export function startRedrive(ops: OperationManager, env: RedriveEnv, r: RedriveR
  * @throws QueuescopeError `INVALID_INPUT` / `SNAPSHOT_INVALID` for a bad file, `QUEUE_NOT_FOUND`,
  *   `UNSUPPORTED`, connection codes, `CANCELLED`.
  */
+/**
+ * The queue a re-inject publishes to: the existing queue `target` names (an id, or with `byName` a
+ * name as the user typed it), or — when it does not exist and the broker creates it on the first
+ * write (Redis lists and streams, absent while empty, e.g. the list DLQ a redrive just emptied;
+ * {@link RedriveMover.absentTarget}) — the queue of that name of the snapshot's queue kind (the
+ * first section header of the snapshot at `path`), with a note saying it does not exist now.
+ * `lookup` finds the existing queue (default: `adapter.getQueue`).
+ * @throws QueuescopeError `QUEUE_NOT_FOUND` when it does not exist and cannot be created by
+ *   publishing; `SNAPSHOT_INVALID` / `INVALID_INPUT` from reading the snapshot's header.
+ */
+export async function resolveReinjectTarget(
+  env: RedriveEnv,
+  path: string,
+  target: string,
+  signal?: AbortSignal,
+  lookup: (name: string) => Promise<QueueSummary> = (id) => env.adapter.getQueue(id, signal),
+): Promise<{ id: string; name: string; absentNote: string | null }> {
+  try {
+    const q = await lookup(target);
+    return { id: q.id, name: q.name, absentNote: null };
+  } catch (e) {
+    if (!(e instanceof QueuescopeError && e.code === 'QUEUE_NOT_FOUND')) throw e;
+    let like: QueueSummary | null = null;
+    for await (const item of readSnapshot(path, signal)) {
+      if (item.type === 'header') like = item.header.source.queue;
+      break;
+    }
+    // absentTarget reads the id of its own broker only: a snapshot of another broker gives null.
+    const absent = like !== null ? (env.adapter.redrive?.absentTarget?.(like, target) ?? null) : null;
+    if (absent === null) throw e;
+    return { id: absent.queueId, name: target, absentNote: absent.note };
+  }
+}
+
 export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: OperationContext, operationId: string | null = null): Promise<ReinjectResult> {
   const mover = moverOf(env);
   const batch = r.batchSize ?? DEFAULT_BATCH_SIZE;
   if (!Number.isInteger(batch) || batch < 1 || batch > 1000) throw new QueuescopeError('INVALID_INPUT', `Batch size must be a whole number from 1 to 1000, got ${String(batch)}.`);
   const rate = r.ratePerSecond ?? null;
   if (rate !== null && (!Number.isFinite(rate) || rate <= 0)) throw new QueuescopeError('INVALID_INPUT', `Rate must be above 0 messages per second, got ${String(rate)}.`);
-  const target = await env.adapter.getQueue(r.targetQueueId, ctx.signal);
+  const target = await resolveReinjectTarget(env, r.path, r.targetQueueId, ctx.signal);
   let total = 0;
   for await (const item of readSnapshot(r.path, ctx.signal)) if (item.type === 'message') total++;
   ctx.setTotal(total);

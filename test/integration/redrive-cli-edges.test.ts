@@ -231,6 +231,13 @@ describe('usage errors a new user hit: guessed targets, --native with a selectio
       expect(r.code, r.stderr).toBe(0);
       expect(await redis.lrange(src, 0, -1)).toEqual(['{"orderId":"A-1"}', '{"orderId":"A-2"}']);
       expect(await redis.exists(dl)).toBe(0);
+      // The undo the result prints ("put back with: queuescope reinject …") works on the DLQ the redrive emptied.
+      const backup = /Backup: (\S+\.jsonl)/.exec(r.stdout)?.[1];
+      expect(backup, r.stdout).toBeDefined();
+      const back = await cli(['reinject', REDIS_URL, dl, '--from', backup ?? '', '--yes']);
+      expect(back.code, back.stderr).toBe(0);
+      expect(back.stderr).toMatch(/does not exist now/);
+      expect(await redis.lrange(dl, 0, -1)).toEqual(['{"orderId":"A-1"}', '{"orderId":"A-2"}']);
     } finally {
       await redis.del(src, dl);
     }

@@ -108,11 +108,10 @@ class RedisRedriveMover implements RedriveMover {
       if (!name.startsWith(`${ref.kind}:`) || name.length === ref.kind.length + 1) return null;
       key = name.slice(ref.kind.length + 1);
     }
-    if (key === ref.key) return null;
     const what = ref.kind === 'stream' ? 'stream' : 'list';
     return {
       queueId: formatQueueId({ kind: ref.kind, key }),
-      note: `the ${what} "${key}" does not exist now (Redis deletes empty ${what}s, e.g. a source its workers drained): the first moved message creates it — check the name`,
+      note: `the ${what} "${key}" does not exist now (Redis deletes empty ${what}s, e.g. a source its workers drained): the first message written to it creates it — check the name`,
     };
   }
 

@@ -3,7 +3,7 @@ import { resolve as resolvePath } from 'node:path';
 import type { Command } from 'commander';
 import { QueuescopeError, type OperationSnapshot, type QueueSummary } from '../../../shared/domain';
 import { parseFilter } from '../../../shared/redrive/filter';
-import { planRedrive, startRedrive, startReinject, type RedriveEnv, type RedrivePlan, type RedriveRequest, type RedriveResult, type ReinjectResult } from '../../redrive/engine';
+import { planRedrive, resolveReinjectTarget, startRedrive, startReinject, type RedriveEnv, type RedrivePlan, type RedriveRequest, type RedriveResult, type ReinjectResult } from '../../redrive/engine';
 import { readSnapshot } from '../../snapshot/reader';
 import { AuditLog, type AuditEntry } from '../../services/audit-log';
 import { OperationManager } from '../../services/operations';
@@ -330,7 +330,13 @@ export function register(program: Command, ctx: CliContext): void {
     const { connection, queue } = splitPositionals(a1, a2, opts);
     await ctx.withAdapter(flagsOf(connection, opts), async (adapter, resolved) => {
       refuseSnapshot('reinject', SNAPSHOT_WHY.reinject, adapter, 'redrive');
-      const q = await resolveQueue(adapter, queue, resolved, ctx.signal);
+      const env = envFor(ctx, adapter, resolved);
+      // An empty Redis list/stream does not exist (e.g. the DLQ the redrive emptied): publishing creates it.
+      const q =
+        queue === undefined
+          ? await resolveQueue(adapter, queue, resolved, ctx.signal)
+          : await resolveReinjectTarget(env, path, queue, ctx.signal, (name) => resolveQueue(adapter, name, resolved, ctx.signal));
+      if ('absentNote' in q && q.absentNote !== null) ctx.err(`warning: ${q.absentNote}.\n`);
       let count = 0;
       for await (const item of readSnapshot(path, ctx.signal)) if (item.type === 'message') count++;
       if (opts.yes !== true) {
@@ -342,7 +348,6 @@ export function register(program: Command, ctx: CliContext): void {
         }
       }
       const ops = new OperationManager();
-      const env = envFor(ctx, adapter, resolved);
       const op = startReinject(ops, env, { path, targetQueueId: q.id, ratePerSecond: rate, ...(batch !== null ? { batchSize: batch } : {}) });
       const final = await waitWithProgress(ctx, ops, op.id, { label: 'reinject', ...(opts.json === true ? { json: true } : {}) });
       finish(ctx, final, opts.json === true, (r) => {
