@@ -43,16 +43,22 @@ const CLOCK_SKEW_MS = 30_000;
  * Batches whose publishes may await their confirms while the next batch is backed up and published
  * (measured on an idle box: 1 moved ~6k msg/s, 2 and 3 only ~3.4–4.8k; re-measured at 100k filtered
  * persistent messages on a loaded 2-core box, load 9–13: 2 ran at 0.78–1.34× the shovel, 1 at
- * 0.98–1.15× — within the noise, so 1 stays: fewer messages in doubt when a run dies).
+ * 0.98–1.15× — within the noise, so 1 stays: fewer messages in doubt when a run dies. With
+ * READ_AHEAD 2, the loop waits mostly for the previous batch's confirms (median ~300 of ~500 ms
+ * per 1,000 at load 7), but depth 2 with READ_AHEAD 3 ran 1557–1893 vs 1389–1721 msg/s over 30k
+ * messages at load 7–9.6, three runs each: within the noise again).
  */
 const COMMIT_DEPTH = 1;
 
 /**
  * Batches read ahead of the one being decided: the next read starts as soon as the previous one
  * completed (reads stay one after the other, so batches keep the DLQ's order) until this many wait
- * to be decided. With 1 (the read ahead started when a batch was taken) the broker sat idle on a
- * loaded box while the client decided, backed up, published and waited for confirms. Unacked on
- * the DLQ at most: (READ_AHEAD + 1 + COMMIT_DEPTH) batches.
+ * to be decided. With 1 (the read ahead started when a batch was taken) reads waited for the
+ * previous batch's commit, and the broker sat idle on a loaded box while the client decided, backed
+ * up, published and waited for confirms: 100k filtered persistent messages ran at 0.71–1.03× the
+ * shovel, with 2 at 1.13–1.80× (load 6–7.7, alternating runs). Unacked on the DLQ at most:
+ * (READ_AHEAD + 1 + COMMIT_DEPTH) batches. The `gate` hook runs when a read starts, so a pause or
+ * rate limit takes effect up to READ_AHEAD batches later (the rate over the run is unchanged).
  */
 const READ_AHEAD = 2;
 
@@ -90,8 +96,10 @@ function validateMoveOptions(o: ClientMoveOptions): { batch: number; maxBodyByte
  * reading the DLQ with manual acks (per batch: `basic.qos(batchSize)` and a fresh consumer, see
  * {@link DlqReader}), and a confirm channel publishing through the default exchange with
  * `mandatory` (see {@link ConfirmPublisher}). A message is acked on the DLQ only after the broker
- * confirmed its copy. The next batch's consumer is started before the current batch is decided, so
- * the broker delivers it while the current one is decided, backed up, published and confirmed.
+ * confirmed its copy. Reads run up to two batches ahead of the decisions (see READ_AHEAD), so the
+ * broker delivers while earlier batches are decided, backed up, published and confirmed; batches
+ * read but not yet decided when the run stops (cutoff, own copies, cancel, failure) are not
+ * examined and go back to the DLQ.
  *
  * Messages that stay in the DLQ (skipped by the engine, failed, or refused) are copied to the DLQ's
  * tail (same body, properties and headers, confirmed) and then acked at the head — not requeued,
@@ -165,7 +173,8 @@ export class RabbitmqRedriveMover implements RedriveMover {
    * See {@link RedriveMover.moveClientSide} and the class comment. Reads at most
    * `min(maxMessages, ready messages at the start)`; also stops at a message whose most recent
    * `x-death` time is more than 30 s after `cutoffMs` (broker clock, 1 s resolution) or at one of the run's
-   * own copies. In a dry run, `onBatch` reports the moves that WOULD happen in `moved`.
+   * own copies. In a dry run, `onBatch` reports the moves that WOULD happen in `moved`. After a
+   * cancel, batches already read are not examined (they go back to the DLQ).
    * @throws QueuescopeError `INVALID_INPUT` (options, queue id), `QUEUE_NOT_FOUND`, `UNSUPPORTED`
    *   (stream DLQ), `CANCELLED`, connection codes; a failure after messages were examined is thrown
    *   after `onBatch` reported that batch's exact outcome.
