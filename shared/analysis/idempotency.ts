@@ -82,10 +82,15 @@ export interface KeyVerdict {
  */
 let rawBody: string | undefined;
 
+/** The text {@link rawBody} is set to for `message`: its body data when UTF-8 text. */
+function rawBodyOf(message: QueueMessage): string | undefined {
+  const body = message.body as QueueMessage['body'] | undefined;
+  return body?.encoding === 'utf8' && typeof body.data === 'string' ? body.data : undefined;
+}
+
 function withRawBody<T>(message: QueueMessage, fn: () => T): T {
   const prev = rawBody;
-  const body = message.body as QueueMessage['body'] | undefined;
-  rawBody = body?.encoding === 'utf8' && typeof body.data === 'string' ? body.data : undefined;
+  rawBody = rawBodyOf(message);
   try {
     return fn();
   } finally {
@@ -465,9 +470,17 @@ function isSepCode(c: number): boolean {
   return c !== c || c === 58 || c === 45 || c === 95 || c === 47 || c === 46 || c === 124 || c === 35 || c === 64 || c === 32 || c === 9 || c === 10;
 }
 
-/** Non-overlapping occurrences of payload values in the key, aligned on separators, longest values first. */
-function matchValues(key: string, scalars: Scalar[]): { matches: (Scalar & { at: number })[]; covered: Uint8Array } {
-  const covered = new Uint8Array(key.length);
+/**
+ * Which characters of the key {@link matchValues} covered (1) — shared: classification is
+ * synchronous, keys are at most {@link MAX_KEY_LENGTH} characters, and a typed array per message
+ * was one of the larger allocations of the key verdict. Valid for the key of the last call only.
+ */
+const COVERED = new Uint8Array(MAX_KEY_LENGTH);
+
+/** Non-overlapping occurrences of payload values in the key, aligned on separators, longest values first; marks them in {@link COVERED}. */
+function matchValues(key: string, scalars: Scalar[]): (Scalar & { at: number })[] {
+  const covered = COVERED;
+  covered.fill(0, 0, key.length);
   const matches: (Scalar & { at: number })[] = [];
   const candidates = sortSmall(scalars, byLengthDesc);
   for (const s of candidates) {
@@ -489,7 +502,7 @@ function matchValues(key: string, scalars: Scalar[]): { matches: (Scalar & { at:
     if (matches.length >= 16) break;
   }
   sortSmall(matches, byPosition);
-  return { matches, covered };
+  return matches;
 }
 
 const byLengthDesc = (a: Scalar, b: Scalar): number => b.text.length - a.text.length;
@@ -667,8 +680,49 @@ const KIND_NAMES: Record<Piece['kind'], string> = {
   word: 'a literal',
 };
 
-const WORD_KINDS: Piece['kind'][] = ['word'];
-const NO_MATCHED_PIECES: { m: Scalar; kinds: Piece['kind'][] }[] = [];
+/** What the pieces of a matched payload value are: all time kinds, all period kinds, or anything else. */
+const MATCH_OTHER = 0;
+const MATCH_TIME = 1;
+const MATCH_PERIOD = 2;
+const NO_MATCH_KINDS: number[] = [];
+
+/**
+ * For each match, {@link MATCH_TIME} when the value is made of time pieces only (at least one),
+ * {@link MATCH_PERIOD} when of period pieces only, else {@link MATCH_OTHER}. Values without a
+ * digit are words (other) without piece analysis.
+ */
+function matchKinds(matches: readonly Scalar[]): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < matches.length; i++) {
+    const text = (matches[i] as Scalar).text;
+    out.push(hasDigit(text) ? piecesClass(pieces(text)) : MATCH_OTHER);
+  }
+  return out;
+}
+
+function piecesClass(ps: readonly Piece[]): number {
+  if (ps.length === 0) return MATCH_OTHER;
+  let allTime = true;
+  let allPeriod = true;
+  for (let i = 0; i < ps.length; i++) {
+    const k = (ps[i] as Piece).kind;
+    if (!TIME_KINDS.has(k)) allTime = false;
+    if (!PERIOD_KINDS.has(k)) allPeriod = false;
+  }
+  return allTime ? MATCH_TIME : allPeriod ? MATCH_PERIOD : MATCH_OTHER;
+}
+
+/** The first match whose class (see {@link matchKinds}) is `cls`, or undefined. */
+function firstMatchOf<T extends Scalar>(matches: readonly T[], classes: readonly number[], cls: number): T | undefined {
+  for (let i = 0; i < matches.length; i++) if (classes[i] === cls) return matches[i];
+  return undefined;
+}
+
+/** The first piece of one of `kinds`, or undefined. */
+function firstOfKinds(ps: readonly Piece[], kinds: ReadonlySet<Piece['kind']>): Piece | undefined {
+  for (let i = 0; i < ps.length; i++) if (kinds.has((ps[i] as Piece).kind)) return ps[i];
+  return undefined;
+}
 
 /** True when `s` has an ASCII digit (`/\d/.test(s)` without the regular expression). */
 function hasDigit(s: string): boolean {
@@ -722,10 +776,15 @@ export function classifyKeyVerdictOnly(key: string, message: QueueMessage, extra
 }
 
 function classifyOrFallback(key: string, message: QueueMessage, extraction: Pick<KeyExtraction, 'fields' | 'source' | 'composed'> | undefined, sentences: boolean): KeyVerdict {
+  // withRawBody() inlined: this runs once per message, and its closure was one more allocation.
+  const prev = rawBody;
   try {
-    return withRawBody(message, () => classify(typeof key === 'string' ? key : '', message, extraction, sentences));
+    rawBody = rawBodyOf(message);
+    return classify(typeof key === 'string' ? key : '', message, extraction, sentences);
   } catch {
     return { verdict: 'opaque-random', reason: 'opaque-random: the key could not be analysed, so it cannot be shown to come from the payload.' };
+  } finally {
+    rawBody = prev;
   }
 }
 
@@ -749,9 +808,8 @@ function classify(rawKey: string, message: QueueMessage, extraction: Pick<KeyExt
     matches = [];
     residual = pieces(key);
   } else {
-    const m = matchValues(key, walked.out);
-    matches = m.matches;
-    const covered = m.covered;
+    matches = matchValues(key, walked.out);
+    const covered = COVERED;
     residual = [];
     // The uncovered runs of the key, in order.
     let start = -1;
@@ -765,16 +823,16 @@ function classify(rawKey: string, message: QueueMessage, extraction: Pick<KeyExt
     }
   }
   // Only values with a digit can be times or periods; plain words need no piece analysis.
-  const matchedPieces = matches.length === 0 ? NO_MATCHED_PIECES : matches.map((m) => ({ m, kinds: hasDigit(m.text) ? pieces(m.text).map((p) => p.kind) : WORD_KINDS }));
+  const matchedKinds = matches.length === 0 ? NO_MATCH_KINDS : matchKinds(matches);
   const q = `'${clip(key, 60)}'`;
-  const time = residual.find((p) => TIME_KINDS.has(p.kind));
-  const timeField = matchedPieces.find((x) => x.kinds.length > 0 && x.kinds.every((k) => TIME_KINDS.has(k)));
+  const time = firstOfKinds(residual, TIME_KINDS);
+  const timeField = firstMatchOf(matches, matchedKinds, MATCH_TIME);
   if (time ?? timeField) {
     if (!sentences) return { verdict: 'time-derived', reason: '' };
-    const what = time ? `contains ${KIND_NAMES[time.kind]} (${clip(time.text)})` : `uses the timestamp ${cite(timeField?.m ?? { path: '', text: '' })}`;
+    const what = time ? `contains ${KIND_NAMES[time.kind]} (${clip(time.text)})` : `uses the timestamp ${cite(timeField ?? { path: '', text: '' })}`;
     return { verdict: 'time-derived', reason: `time-derived: the key ${q}${from} ${what}, so a copy sent at another time gets a different key and is not deduplicated.` };
   }
-  const random = residual.find((p) => RANDOM_KINDS.has(p.kind));
+  const random = firstOfKinds(residual, RANDOM_KINDS);
   if (random) {
     if (!sentences) return { verdict: 'opaque-random', reason: '' };
     const partly = matches.length > 0 ? ` (it also uses ${list(matches.map(cite))})` : '';
@@ -783,7 +841,7 @@ function classify(rawKey: string, message: QueueMessage, extraction: Pick<KeyExt
       reason: `opaque-random: the key ${q}${from} contains ${KIND_NAMES[random.kind]} (${clip(random.text)}) found in no payload value${copied}${partly}; if the sender makes a new one per send, retries are not deduplicated.`,
     };
   }
-  const period = residual.find((p) => PERIOD_KINDS.has(p.kind)) ?? matchedPieces.find((x) => x.kinds.length > 0 && x.kinds.every((k) => PERIOD_KINDS.has(k)))?.m;
+  const period = firstOfKinds(residual, PERIOD_KINDS) ?? firstMatchOf(matches, matchedKinds, MATCH_PERIOD);
   if (period) {
     if (!sentences) return { verdict: 'period-key', reason: '' };
     const what = 'kind' in period ? `${KIND_NAMES[period.kind]} (${period.text})` : `the period ${cite(period)}`;
