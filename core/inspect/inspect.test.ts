@@ -3,8 +3,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { QueuescopeError, type PeekOptions, type QueueMessage, type QueueSummary } from '../../shared/domain';
 import { createAdapter } from '../adapters';
 import type { BrokerAdapter } from '../adapters/types';
-import { compareDuplicates, createQueueSummary } from './analysis';
-import { atLeast, forComparison, inspectQueue, readBrokerVersion, withQueueSizeLimit } from './inspect';
+import { analyzeMessage, compareDuplicates, createQueueSummary } from './analysis';
+import { atLeast, forComparison, inspectQueue, readBrokerVersion, toInspectedMessage, withQueueSizeLimit } from './inspect';
 import { INSPECT_PAGE_BYTES, readQueue } from './read';
 import { resolveInspectSettings } from './settings';
 
@@ -163,6 +163,60 @@ describe('broker version through the adapter capability', () => {
     await expect(readBrokerVersion(empty)).resolves.toBeNull();
     const cancelled = memoryAdapter({ id: 'q', broker: 'rabbitmq' }, [], { brokerVersion: () => Promise.reject(new QueuescopeError('CANCELLED', 'cancelled')) });
     await expect(readBrokerVersion(cancelled)).rejects.toMatchObject({ code: 'CANCELLED' });
+  });
+});
+
+describe('report rows', () => {
+  /** Keys repeat 40 messages later; bodies: JSON, base64, over 16k characters, ill-formed UTF-16 (a lone surrogate), non-ASCII. */
+  const messages: QueueMessage[] = Array.from({ length: 300 }, (_, i) => {
+    const n = i >= 200 ? i - 40 : i;
+    const orderId = `A-${String(1000 + n)}`;
+    let data: string;
+    let encoding: 'utf8' | 'base64' = 'utf8';
+    switch (n % 6) {
+      case 0:
+        data = JSON.stringify({ orderId, operation: 'charge', idempotencyKey: `${orderId}:charge`, note: 'é€😀' });
+        break;
+      case 1:
+        data = Buffer.from(JSON.stringify({ orderId, idempotencyKey: `${orderId}:refund` })).toString('base64');
+        encoding = 'base64';
+        break;
+      case 2:
+        data = JSON.stringify({ orderId, idempotencyKey: `${orderId}:ship`, pad: 'x'.repeat(20_000) });
+        break;
+      case 3:
+        // A lone surrogate (ill-formed UTF-16): kept as the row, not re-encoded.
+        data = `{"orderId":"${orderId}","idempotencyKey":"${orderId}:note","note":"${String.fromCharCode(0xd800)}"}`;
+        break;
+      case 4:
+        data = JSON.stringify({ type: 'order.updated', order: { id: orderId, status: 'paid', customer: { email: 'a@b.c' } } });
+        break;
+      default:
+        data = `plain text ${orderId}`;
+    }
+    return { id: `m${String(i)}`, queueId: 'rabbitmq:%2F/rows', queueName: 'rows', position: i, body: { encoding, data, sizeBytes: data.length, truncated: false }, headers: {}, properties: i % 2 === 0 ? { messageId: `${orderId}:p` } : {}, meta: { state: 'ready' } };
+  });
+
+  it('are the rows of a direct analysis, for the first rows and for examples named later', async () => {
+    const adapter = memoryAdapter({ id: 'rabbitmq:%2F/rows', broker: 'rabbitmq' }, messages);
+    const r = await inspectQueue(adapter, 'rabbitmq:%2F/rows', { rowLimit: 50, pageSize: 37 });
+    const options = { rules: r.rules, detail: 'verdict' as const };
+    const byId = new Map(messages.map((m) => [m.id, m]));
+    const expected = r.messages.map((row) => {
+      const m = byId.get(row.id);
+      if (m === undefined) throw new Error(`no message ${row.id}`);
+      return toInspectedMessage(m, analyzeMessage(m, options));
+    });
+    expect(r.messages).toEqual(expected);
+    expect(r.messages.slice(0, 50).map((x) => x.id)).toEqual(messages.slice(0, 50).map((m) => m.id));
+    // Examples beyond the first 50 rows (re-sent keys) are there too, in position order.
+    const late = r.messages.slice(50);
+    expect(late.length).toBeGreaterThan(0);
+    expect(late.some((x) => byId.get(x.id)?.body.data.includes(String.fromCharCode(0xd800)) === true)).toBe(true);
+    expect(late.some((x) => (byId.get(x.id)?.body.data.length ?? 0) > 16 * 1024)).toBe(true);
+    expect(late.some((x) => byId.get(x.id)?.body.encoding === 'base64')).toBe(true);
+    expect(r.messages.map((x) => x.position)).toEqual([...r.messages.map((x) => x.position ?? 0)].sort((a, b) => a - b));
+    expect(r.messagesTruncated).toBe(true);
   });
 });
 

@@ -1,7 +1,7 @@
 import { QueuescopeError, type QueueMessage, type QueueSummary } from '../../shared/domain';
 import type { BrokerAdapter } from '../adapters/types';
 import type { InspectComparison, InspectReport, InspectedMessage } from '../../shared/api/inspect';
-import { compareDuplicates, createQueueSummary, type AnalyzeOptions, type KeyVerdictKind, type MessageAnalysis, type PayloadVerdictKind, type RedeliverySummary } from './analysis';
+import { analyzeMessage, compareDuplicates, createQueueSummary, type AnalyzeOptions, type KeyVerdictKind, type MessageAnalysis, type PayloadVerdictKind, type RedeliverySummary } from './analysis';
 import { readQueue, type ReadQueueResult } from './read';
 
 export type { InspectComparison, InspectReport, InspectedMessage };
@@ -126,6 +126,96 @@ export function forComparison(a: MessageAnalysis): MessageAnalysis {
   };
 }
 
+/** Most messages beyond `rowLimit` remembered as possible example rows. */
+const MAX_LATE_ROWS = 50_000;
+/** Off-heap bytes a {@link RowStore} may use for bodies (UTF-8), in chunks of {@link ROW_CHUNK_BYTES}; beyond it, it keeps rows. */
+const ROW_BODY_BUDGET_BYTES = 64 * 1024 * 1024;
+const ROW_CHUNK_BYTES = 4 * 1024 * 1024;
+/** Bodies longer than this (UTF-16 code units) are never copied off-heap: their row is smaller. */
+const ROW_MAX_BODY_CHARS = 16 * 1024;
+
+/** A message a {@link RowStore} can analyse again: every field but the body, which sits in `chunk`. */
+interface StoredMessage {
+  message: Omit<QueueMessage, 'body'>;
+  encoding: QueueMessage['body']['encoding'];
+  sizeBytes: number;
+  truncated: boolean;
+  chunk: Buffer;
+  start: number;
+  end: number;
+}
+
+/** What a {@link RowStore} keeps for one row: the row itself, or the message to make it from. */
+type KeptRow = InspectedMessage | StoredMessage;
+
+/** ES2024 `String.prototype.isWellFormed` (Node 20+; the node tsconfig's lib is ES2023). */
+const isWellFormed = (s: string): boolean => (s as unknown as { isWellFormed(): boolean }).isWellFormed();
+
+/**
+ * Keeps what the report's rows are made from until the end of an inspection: the first `rowLimit`
+ * messages, and up to {@link MAX_LATE_ROWS} later ones that may turn out to be examples the
+ * summary names (a message whose key has not repeated yet may still become one).
+ *
+ * Holding those as rows (about 1 KB of on-heap sentences each, 51,000 of them for 100k messages)
+ * cost about a quarter of the app's inspection time in garbage collection, and the analyses of the
+ * first rows outliving the page taught V8 to allocate every later analysis in the old generation.
+ * So a message with a small, well-formed body is kept as its other fields plus its body copied as
+ * UTF-8 into off-heap chunks (which the collector neither copies nor scans), and its row is made
+ * only when the report needs it, by analysing it again with the same options: `analyzeMessage` is
+ * pure, and a well-formed string survives the UTF-8 round trip exactly, so the row is the one the
+ * first analysis gave (inspect.test.ts pins it). Large or ill-formed bodies, and any beyond
+ * {@link ROW_BODY_BUDGET_BYTES}, keep the row itself.
+ */
+class RowStore {
+  private chunk: Buffer | null = null;
+  private used = 0;
+  private budget = ROW_BODY_BUDGET_BYTES;
+
+  constructor(private readonly options: AnalyzeOptions) {}
+
+  /** What to keep for the row of `m` (analysed as `a` with this store's options). */
+  keep(m: QueueMessage, a: MessageAnalysis): KeptRow {
+    return this.store(m) ?? toInspectedMessage(m, a);
+  }
+
+  /** The message id of a kept row. */
+  static id(k: KeptRow): string {
+    return 'chunk' in k ? k.message.id : k.id;
+  }
+
+  /** The row of a kept message. */
+  row(k: KeptRow): InspectedMessage {
+    if (!('chunk' in k)) return k;
+    const m: QueueMessage = { ...k.message, body: { encoding: k.encoding, data: k.chunk.toString('utf8', k.start, k.end), sizeBytes: k.sizeBytes, truncated: k.truncated } };
+    return toInspectedMessage(m, analyzeMessage(m, this.options));
+  }
+
+  private store(m: QueueMessage): StoredMessage | null {
+    const data = m.body.data;
+    if (data.length > ROW_MAX_BODY_CHARS || !isWellFormed(data)) return null;
+    const worst = data.length * 3; // UTF-8 bytes per UTF-16 code unit, at most
+    let chunk = this.chunk;
+    if (chunk === null || this.used + worst > chunk.length) {
+      if (this.budget < ROW_CHUNK_BYTES) return null;
+      this.budget -= ROW_CHUNK_BYTES;
+      chunk = this.chunk = Buffer.allocUnsafe(ROW_CHUNK_BYTES);
+      this.used = 0;
+    }
+    const start = this.used;
+    const end = start + chunk.write(data, start, 'utf8');
+    this.used = end;
+    return {
+      message: { id: m.id, queueId: m.queueId, queueName: m.queueName, position: m.position, headers: m.headers, properties: m.properties, meta: m.meta },
+      encoding: m.body.encoding,
+      sizeBytes: m.body.sizeBytes,
+      truncated: m.body.truncated,
+      chunk,
+      start,
+      end,
+    };
+  }
+}
+
 /** Every message id a summary names as an example (so the drill-down can show those rows). */
 function exampleIds(s: RedeliverySummary): Set<string> {
   const ids = new Set<string>();
@@ -163,9 +253,11 @@ export async function inspectQueue(adapter: BrokerAdapter, queueId: string, opti
   const analyzeOptions: AnalyzeOptions = { rules, detail: 'verdict', ...(brokerVersion !== null ? { brokerVersion } : {}) };
   const acc = createQueueSummary(analyzeOptions);
   const rowLimit = Math.max(0, options.rowLimit ?? DEFAULT_ROW_LIMIT);
-  const rows: InspectedMessage[] = [];
-  // Rows beyond rowLimit are kept only for messages the summary names as examples, decided at the end.
-  const late = new Map<string, InspectedMessage>();
+  const store = new RowStore(analyzeOptions);
+  const first: KeptRow[] = [];
+  // Rows beyond rowLimit are kept only for messages the summary names as examples, decided at the
+  // end: per message id, the last message read with that id.
+  const late = new Map<string, KeptRow>();
   const compared: MessageAnalysis[] = [];
   // Analyses are kept for comparisons only when there is something to compare with: holding 100k
   // of them for a queue without dead-letter partners cost about a third of the app's inspection time.
@@ -191,20 +283,21 @@ export async function inspectQueue(adapter: BrokerAdapter, queueId: string, opti
       for (const m of messages) {
         const a = acc.add(m);
         analysed++;
-        if (rows.length < rowLimit) rows.push(toInspectedMessage(m, a));
-        else if (late.size < 50_000 && (a.key !== null || a.verdict !== 'ok')) late.set(m.id, toInspectedMessage(m, a));
+        if (first.length < rowLimit) first.push(store.keep(m, a));
+        else if (late.size < MAX_LATE_ROWS && (a.key !== null || a.verdict !== 'ok')) late.set(m.id, store.keep(m, a));
         if (wantCompare && compared.length < MAX_COMPARED_MESSAGES) compared.push(forComparison(a));
       }
       ctx.report?.({ processed: analysed });
     },
   );
   const summary = acc.result();
+  const rows = first.map((k) => store.row(k));
   let messagesTruncated = analysed > rows.length;
   if (late.size > 0) {
-    const have = new Set(rows.map((r) => r.id));
+    const have = new Set(first.map((k) => RowStore.id(k)));
     for (const id of exampleIds(summary)) {
-      const row = late.get(id);
-      if (row !== undefined && !have.has(id)) rows.push(row);
+      const k = late.get(id);
+      if (k !== undefined && !have.has(id)) rows.push(store.row(k));
     }
     rows.sort((x, y) => (x.position ?? 0) - (y.position ?? 0));
     messagesTruncated = analysed > rows.length;
