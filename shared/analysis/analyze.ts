@@ -1,6 +1,6 @@
 import type { QueueMessage } from '../domain';
-import { classifyKey, classifyKeyVerdictOnly, extractIdempotencyKey } from './idempotency';
-import { analyzePayload, analyzePayloadForSummary } from './payload';
+import { classifyKeyWithEvidence, extractIdempotencyKey, keyEvidence } from './idempotency';
+import { analyzePayloadWithEvidence } from './payload';
 import { normalizeRules } from './rules';
 import { brokerOf, checkSize } from './size';
 import type { AnalyzeOptions, InspectRules, MessageAnalysis, PayloadVerdictKind } from './types';
@@ -76,8 +76,10 @@ const NO_REASONS: string[] = [];
 
 function analyze(message: QueueMessage, rules: InspectRules, options: AnalyzeOptions, sentences: boolean): MessageAnalysis {
   const key = extractIdempotencyKey(message, rules.keyRules);
-  const keyVerdict = sentences ? classifyKey(key?.key ?? '', message, key ?? undefined) : classifyKeyVerdictOnly(key?.key ?? '', message, key ?? undefined);
-  const p = sentences ? analyzePayload(message, rules, key, options.detail ?? 'full') : analyzePayloadForSummary(message, rules, key, options.detail ?? 'full');
+  // One walk over the body: the payload walk also gathers the values the key verdict matches.
+  const evidence = keyEvidence(key, message);
+  const p = analyzePayloadWithEvidence(message, rules, key, options.detail ?? 'full', sentences, evidence);
+  const keyVerdict = classifyKeyWithEvidence(key?.key ?? '', message, key ?? undefined, sentences, evidence);
   const broker = options.broker ?? brokerOf(message.queueId);
   const size = checkSize(message, broker, rules.maxMessageBytes, options.brokerVersion);
   const sizeVerdict: PayloadVerdictKind = size.verdict === 'over-limit' ? 'flag' : size.verdict === 'large' ? 'review' : 'ok';

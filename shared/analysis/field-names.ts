@@ -73,6 +73,8 @@ export interface NameInfo {
    */
   leafWhy: string | null;
   leafWhyOf: string | null;
+  /** The member holds a message's or send's own key ({@link KEY_HOLDER_NAMES}): never evidence for a key verdict. */
+  keyHolder: boolean;
 }
 
 const MARKERS = new Set(['asof', 'asofdate', 'asoftime', 'capturedat', 'capturedon', 'snapshotat', 'snapshottakenat', 'snapshottime', 'snapshotdate', 'occurredat', 'occurredon', 'occurrencetime', 'eventtime', 'eventtimestamp', 'eventdate', 'recordedat', 'effectiveat', 'pointintime']);
@@ -92,6 +94,35 @@ const OP_EXACT = new Set(['type', 'event', 'eventtype', 'eventname', 'operation'
 const REF_EXACT = new Set(['sku', 'upc', 'ean', 'gtin', 'isbn', 'ref', 'reference', 'arn', 'urn', 'slug', 'key', 'jid', 'jti', 'code', 'handle', 'topicarn', 'subscriptionarn']);
 const VERSION_EXACT = new Set(['version', 'rev', 'v', 'seq', 'sequence']);
 const PER_SEND = new Set(['messageid', 'requestid', 'traceid', 'spanid', 'traceparent', 'tracestate', 'correlationid', 'causationid', 'sentat', 'publishedat', 'enqueuedat', 'senttime', 'deliveryattempt', 'attempt', 'attempts', 'retrycount', 'retries', 'receivecount', 'signature', 'signatureversion', 'signingcerturl', 'unsubscribeurl', 'jid']);
+
+/**
+ * Body members that hold a message's or a send's own key rather than a business value
+ * (normalised names: `idempotencyKey`, `idempotency_key`, `dedupKey`, `requestId`, `messageId`,
+ * `eventId`, `correlationId`…). A copy of the key in one of them is the key itself, not evidence
+ * that it was built from business data: a random UUID copied into `body.idempotencyKey` stays
+ * opaque random. Business identifiers (`orderId`, `paymentId`…) are not in this set.
+ */
+export const KEY_HOLDER_NAMES: ReadonlySet<string> = new Set([
+  'idempotencykey',
+  'idempotencytoken',
+  'idempotencyid',
+  'dedupkey',
+  'dedupid',
+  'deduplicationkey',
+  'deduplicationid',
+  'messagededuplicationid',
+  'requestid',
+  'messageid',
+  'msgid',
+  'eventid',
+  'deliveryid',
+  'correlationid',
+  'causationid',
+  'traceid',
+  'spanid',
+  'jobid',
+  'jid',
+]);
 
 const cache = new Map<string, NameInfo>();
 const CACHE_MAX = 20_000;
@@ -125,10 +156,11 @@ export function nameInfo(name: string): NameInfo {
 function compute(name: string): NameInfo {
   const norm = normalizeName(name);
   const perSend = PER_SEND.has(norm);
+  const keyHolder = KEY_HOLDER_NAMES.has(norm);
   const simple = /^[A-Za-z_$][\w$-]*$/.test(name);
   const h = hashString(name, 3, { a: 0, b: 0 });
   const singular = norm.endsWith('ies') ? `${norm.slice(0, -3)}y` : norm.endsWith('s') && !norm.endsWith('ss') ? norm.slice(0, -1) : norm;
-  const r = (role: NameRole, entity: string | null = null): NameInfo => ({ role, norm, entity, perSend, simple, singular, ha: h.a, hb: h.b, leafWhy: null, leafWhyOf: null });
+  const r = (role: NameRole, entity: string | null = null): NameInfo => ({ role, norm, entity, perSend, simple, singular, ha: h.a, hb: h.b, leafWhy: null, leafWhyOf: null, keyHolder });
   if (MARKERS.has(norm)) return r('marker');
   if (SNAPSHOT_EXACT.has(norm) || norm.startsWith('snapshot') || (norm.endsWith('snapshot') && norm.length > 8)) return r('snapshot');
   if (NEW_VALUE_EXACT.has(norm) || /^(?:new|desired|target|proposed)[A-Z_-]/.test(name) || /^(?:new|desired|target|proposed)_/.test(name)) {

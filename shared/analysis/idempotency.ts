@@ -1,6 +1,7 @@
 import type { HeaderValue, QueueMessage } from '../domain';
 import { exactNumberText, mayBeRounded } from './exact-number';
 import * as fieldNames from './field-names';
+import type { NameInfo } from './field-names';
 import * as jsonBody from './json-body';
 import * as sort from './sort';
 
@@ -321,34 +322,6 @@ interface Scalar {
   text: string;
 }
 
-/**
- * Body members that hold a message's or a send's own key rather than a business value
- * (normalised names: `idempotencyKey`, `idempotency_key`, `dedupKey`, `requestId`, `messageId`,
- * `eventId`, `correlationId`…). A copy of the key in one of them is the key itself, not evidence
- * that it was built from business data: a random UUID copied into `body.idempotencyKey` stays
- * opaque random. Business identifiers (`orderId`, `paymentId`…) are not in this set.
- */
-const KEY_HOLDER_NAMES: ReadonlySet<string> = new Set([
-  'idempotencykey',
-  'idempotencytoken',
-  'idempotencyid',
-  'dedupkey',
-  'dedupid',
-  'deduplicationkey',
-  'deduplicationid',
-  'messagededuplicationid',
-  'requestid',
-  'messageid',
-  'msgid',
-  'eventid',
-  'deliveryid',
-  'correlationid',
-  'causationid',
-  'traceid',
-  'spanid',
-  'jobid',
-  'jid',
-]);
 
 /**
  * Collects the body's scalar values (strings ≤ 256 chars, finite numbers) that occur in `key`,
@@ -389,7 +362,7 @@ function cachedPathSegs(path: string): string[] | null {
 
 interface ScalarWalk {
   out: Scalar[];
-  /** Key-holding members ({@link KEY_HOLDER_NAMES}) whose value occurs in the key: skipped as evidence, named in the reason. */
+  /** Key-holding members ({@link NameInfo.keyHolder}) whose value occurs in the key: skipped as evidence, named in the reason. */
   copies: Scalar[];
   key: string;
   /** Numbers are written with at least one digit: a key without digits cannot contain one. */
@@ -456,13 +429,118 @@ function collect(w: ScalarWalk, v: unknown, depth: number): void {
     const k = keys[i] as string;
     const val = (v as Record<string, unknown>)[k];
     w.segs.push(k);
-    if (KEY_HOLDER_NAMES.has(nameInfo(k).norm)) {
+    if (nameInfo(k).keyHolder) {
       // The key's own copy (or a per-send id): not business evidence.
       const t = scalarText(val, k);
       if (t !== undefined && t.length <= MAX_VALUE_LENGTH && w.copies.length < 4 && w.key.includes(t)) w.copies.push({ path: scalarPath(w.segs), text: t });
     } else collect(w, val, depth + 1);
     w.segs.pop();
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Key evidence gathered by the payload walk (one walk over the body instead of two)
+
+/**
+ * The body values a key verdict needs ({@link collectScalars}'s `out` and `copies`), gathered by
+ * the payload walk of the same message (shared/analysis/payload.ts), which visits every value
+ * {@link collect} would, in the same order, whenever it is not cut short. The walk calls
+ * {@link evidenceAt} at each value and {@link evidenceKeyHolder} at each object member, and says
+ * whether its visit covered everything `collect` would have visited ({@link exact}); when it did
+ * not (a long array or wide object, the walk's node limit), {@link classify} walks the body itself.
+ *
+ * @internal for shared/analysis (analyze.ts and payload.ts).
+ */
+export interface KeyEvidence {
+  /** The key as classified (trimmed, at most {@link MAX_KEY_LENGTH} characters). */
+  key: string;
+  keyHasDigit: boolean;
+  exclude: string[][];
+  out: Scalar[];
+  copies: Scalar[];
+  /** The message's raw body text, for the exact text of rounded numbers. */
+  raw: string | undefined;
+  /** False when the walk may have missed values `collect` would see; then the evidence is not used. */
+  exact: boolean;
+  /** Set by the walk when it has visited the whole document. */
+  done: boolean;
+}
+
+/**
+ * Evidence to gather for `extraction`'s key, or null when the key is empty (its verdict needs
+ * none). See {@link KeyEvidence}.
+ *
+ * @internal for shared/analysis.
+ */
+export function keyEvidence(extraction: KeyExtraction | null, message: QueueMessage): KeyEvidence | null {
+  if (extraction === null || typeof extraction.key !== 'string') return null;
+  const key = extraction.key.trim().slice(0, MAX_KEY_LENGTH);
+  if (key.length === 0) return null;
+  const ex: string[][] = [];
+  if (extraction.composed !== true) {
+    for (const f of extraction.fields) {
+      const segs = cachedPathSegs(f);
+      if (segs !== null) ex.push(segs);
+    }
+  }
+  return { key, keyHasDigit: hasDigit(key), exclude: ex, out: [], copies: [], raw: rawBodyOf(message), exact: true, done: false };
+}
+
+function excludedPath(exclude: readonly string[][], segs: readonly string[]): boolean {
+  for (const ex of exclude) {
+    if (ex.length !== segs.length) continue;
+    let same = true;
+    for (let i = 0; i < ex.length && same; i++) if (ex[i] !== segs[i]) same = false;
+    if (same) return true;
+  }
+  return false;
+}
+
+/**
+ * What {@link collect} does at the value `v` at path `segs` (below the body, no JSON string
+ * crossed): records it when it occurs in the key. Returns true when `collect` would look inside
+ * `v` (an object or array above {@link MAX_BODY_DEPTH}, not excluded); the walk does not gather
+ * evidence below a value for which this returned false.
+ *
+ * @internal for shared/analysis/payload.ts.
+ */
+export function evidenceAt(ev: KeyEvidence, segs: readonly string[], v: unknown): boolean {
+  if (ev.out.length >= MAX_BODY_FIELDS) {
+    ev.exact = false;
+    return false;
+  }
+  if (ev.exclude.length > 0 && excludedPath(ev.exclude, segs)) return false;
+  if (typeof v === 'string') {
+    if (v.length <= MAX_VALUE_LENGTH && v.length > 0 && (v.length >= 2 || (v >= '0' && v <= '9')) && ev.key.includes(v)) ev.out.push({ path: scalarPath(segs), text: v });
+    return false;
+  }
+  if (typeof v === 'number') {
+    if (!ev.keyHasDigit) return false;
+    const last = segs[segs.length - 1];
+    const t = numberText(v, ev.raw, last !== undefined && !last.startsWith('[') ? last : null);
+    if (t !== undefined && (t.length >= 2 || (t >= '0' && t <= '9')) && ev.key.includes(t)) ev.out.push({ path: scalarPath(segs), text: t });
+    return false;
+  }
+  return segs.length < MAX_BODY_DEPTH && v !== null && typeof v === 'object';
+}
+
+/**
+ * What {@link collect} does at object member `name` (its path `segs`, value `v`): for a
+ * key-holding member ({@link NameInfo.keyHolder}), notes a copy of the key and returns true — the
+ * walk then gathers no evidence below it; false for other members.
+ *
+ * @internal for shared/analysis/payload.ts.
+ */
+export function evidenceKeyHolder(ev: KeyEvidence, segs: readonly string[], info: NameInfo, name: string, v: unknown): boolean {
+  if (!info.keyHolder) return false;
+  const t = typeof v === 'number' ? numberText(v, ev.raw, name) : scalarText(v, name);
+  if (t !== undefined && t.length <= MAX_VALUE_LENGTH && ev.copies.length < 4 && ev.key.includes(t)) ev.copies.push({ path: scalarPath(segs), text: t });
+  return true;
+}
+
+/** {@link scalarText} of a number with the raw body given (not the module's {@link rawBody}). */
+function numberText(v: number, raw: string | undefined, name: string | null): string | undefined {
+  return Number.isFinite(v) ? (mayBeRounded(v) ? exactNumberText(v, raw, name) : String(v)) : undefined;
 }
 
 /** `: - _ / . | # @`, space, tab, newline — or outside the key (NaN). */
@@ -761,7 +839,18 @@ const list = (xs: string[]): string => (xs.length <= 1 ? (xs[0] ?? '') : `${xs.s
  *   in the reason and its fields are excluded from the evidence (see {@link KeyExtraction.fields}).
  */
 export function classifyKey(key: string, message: QueueMessage, extraction?: Pick<KeyExtraction, 'fields' | 'source' | 'composed'>): KeyVerdict {
-  return classifyOrFallback(key, message, extraction, true);
+  return classifyOrFallback(key, message, extraction, true, null);
+}
+
+/**
+ * {@link classifyKey} (`sentences`) or {@link classifyKeyVerdictOnly} with the body values gathered
+ * by the payload walk ({@link keyEvidence}); the body is walked here only when that evidence is not
+ * exact. Same result as without evidence. Never throws.
+ *
+ * @internal for shared/analysis/analyze.ts.
+ */
+export function classifyKeyWithEvidence(key: string, message: QueueMessage, extraction: Pick<KeyExtraction, 'fields' | 'source' | 'composed'> | undefined, sentences: boolean, evidence: KeyEvidence | null): KeyVerdict {
+  return classifyOrFallback(key, message, extraction, sentences, evidence);
 }
 
 /**
@@ -772,15 +861,15 @@ export function classifyKey(key: string, message: QueueMessage, extraction?: Pic
  * @internal for shared/analysis (the summary); results must not reach callers of the public API.
  */
 export function classifyKeyVerdictOnly(key: string, message: QueueMessage, extraction?: Pick<KeyExtraction, 'fields' | 'source' | 'composed'>): KeyVerdict {
-  return classifyOrFallback(key, message, extraction, false);
+  return classifyOrFallback(key, message, extraction, false, null);
 }
 
-function classifyOrFallback(key: string, message: QueueMessage, extraction: Pick<KeyExtraction, 'fields' | 'source' | 'composed'> | undefined, sentences: boolean): KeyVerdict {
+function classifyOrFallback(key: string, message: QueueMessage, extraction: Pick<KeyExtraction, 'fields' | 'source' | 'composed'> | undefined, sentences: boolean, evidence: KeyEvidence | null): KeyVerdict {
   // withRawBody() inlined: this runs once per message, and its closure was one more allocation.
   const prev = rawBody;
   try {
     rawBody = rawBodyOf(message);
-    return classify(typeof key === 'string' ? key : '', message, extraction, sentences);
+    return classify(typeof key === 'string' ? key : '', message, extraction, sentences, evidence);
   } catch {
     return { verdict: 'opaque-random', reason: 'opaque-random: the key could not be analysed, so it cannot be shown to come from the payload.' };
   } finally {
@@ -788,7 +877,7 @@ function classifyOrFallback(key: string, message: QueueMessage, extraction: Pick
   }
 }
 
-function classify(rawKey: string, message: QueueMessage, extraction: Pick<KeyExtraction, 'fields' | 'source' | 'composed'> | undefined, sentences: boolean): KeyVerdict {
+function classify(rawKey: string, message: QueueMessage, extraction: Pick<KeyExtraction, 'fields' | 'source' | 'composed'> | undefined, sentences: boolean, evidence: KeyEvidence | null): KeyVerdict {
   const key = rawKey.trim().slice(0, MAX_KEY_LENGTH);
   const from = extraction ? ` (from ${extraction.source})` : '';
   if (key.length === 0) {
@@ -798,7 +887,8 @@ function classify(rawKey: string, message: QueueMessage, extraction: Pick<KeyExt
     return { verdict: 'missing', reason: 'missing: no idempotency key was found in the headers, properties or body, so redelivered copies cannot be recognised.' };
   }
   const exclude = extraction?.composed === true ? [] : (extraction?.fields ?? []);
-  const walked = collectScalars(bodyJson(message), exclude, key);
+  // The payload walk's evidence when it is for this key and complete; else walk the body here.
+  const walked: { out: Scalar[]; copies: Scalar[] } = evidence !== null && evidence.done && evidence.exact && evidence.key === key ? evidence : collectScalars(bodyJson(message), exclude, key);
   const copy = walked.copies[0];
   const copied = copy !== undefined ? ` (its copy in ${copy.path} is the key itself, not a business value)` : '';
   let matches: (Scalar & { at: number })[];

@@ -8,6 +8,8 @@ import * as rulesModule from './rules';
 import type { SnapshotPattern } from './rules';
 import * as sort from './sort';
 import type { FieldAnnotation, FieldClass, Finding, InspectRules, KeyExtraction, PayloadAnalysis, PayloadVerdictKind } from './types';
+import * as idempotency from './idempotency';
+import type { KeyEvidence } from './idempotency';
 
 // Imported functions bound to module-local constants once: TypeScript run as CommonJS (tsx, ts-node,
 // vitest's SSR transform) turns every call of a named import into a getter call on the exporting
@@ -18,6 +20,7 @@ const { ENTITY_STATE_ROLES, LOOSE_STATE_ROLES, MUTABLE_ROLES, ROLE_PRIORITY, SET
 const { fmix, hashString, mixOrdered, taggedHash } = hashModule;
 const { compileSnapshotPattern, matchesPrefix } = rulesModule;
 const { sortSmall } = sort;
+const { evidenceAt, evidenceKeyHolder } = idempotency;
 
 /**
  * Payload field classification and the payload verdict (rules P1–P9 in README.md). Pure; never
@@ -419,6 +422,10 @@ interface Ctx {
   h2: number;
   /** > 0 while walking a member left out of the business hash (its hashes are discarded, so not computed). */
   noHash: number;
+  /** Body values for the key verdict, gathered on the way (see {@link KeyEvidence}); null when not wanted. */
+  ev: KeyEvidence | null;
+  /** > 0 while walking values below which the key verdict gathers no evidence. */
+  evOff: number;
   infoPool: NameInfo[][];
 }
 
@@ -675,14 +682,21 @@ function walk(ctx: Ctx, v: unknown, scope: Scope, depth: number, info: NameInfo 
     ctx.truncated = true;
     ctx.hashExact = false;
     ctx.h2 = 0;
+    if (ctx.ev !== null) ctx.ev.exact = false;
     return 0;
   }
+  const ev = ctx.ev !== null && ctx.evOff === 0 ? ctx.ev : null;
   if (v === null || typeof v !== 'object') {
+    // A scalar has nothing below it for the key verdict's evidence (JSON inside a string is not looked into).
+    if (ev !== null) evidenceAt(ev, ctx.segs, v);
     if (typeof v === 'string' && ctx.jsonParses < MAX_JSON_IN_STRING && looksLikeJson(v)) {
       const parsed = tryParse(ctx, v);
       if (parsed !== undefined) {
         annotate(ctx, 'unknown', 'JSON carried in a string field: its members are classified below');
-        return walkJsonString(ctx, parsed, scope, depth, info, name);
+        ctx.evOff++;
+        const h = walkJsonString(ctx, parsed, scope, depth, info, name);
+        ctx.evOff--;
+        return h;
       }
     }
     if (info !== null) classifyLeaf(ctx, scope, info, v, name);
@@ -698,6 +712,12 @@ function walk(ctx: Ctx, v: unknown, scope: Scope, depth: number, info: NameInfo 
     }
     ctx.h2 = LEAF_H.b;
     return LEAF_H.a;
+  }
+  if (ev !== null && !evidenceAt(ev, ctx.segs, v)) {
+    ctx.evOff++;
+    const h = Array.isArray(v) ? walkArray(ctx, v, scope, depth, info, name) : walkObject(ctx, v as Record<string, unknown>, scope, depth, info);
+    ctx.evOff--;
+    return h;
   }
   if (Array.isArray(v)) return walkArray(ctx, v, scope, depth, info, name);
   return walkObject(ctx, v as Record<string, unknown>, scope, depth, info);
@@ -730,6 +750,8 @@ function walkArray(ctx: Ctx, arr: unknown[], scope: Scope, depth: number, info: 
   if (arr.length > MAX_ARRAY_ITEMS) {
     ctx.truncated = true;
     ctx.hashExact = false;
+    // The key verdict's own walk would see elements this one skips.
+    if (ctx.ev !== null && ctx.evOff === 0) ctx.ev.exact = false;
   }
   let scalars = n > 0;
   for (let i = 0; i < n && scalars; i++) {
@@ -803,6 +825,7 @@ function walkObject(ctx: Ctx, o: Record<string, unknown>, scope: Scope, depth: n
   if (keys.length > MAX_OBJECT_MEMBERS) {
     ctx.truncated = true;
     ctx.hashExact = false;
+    if (ctx.ev !== null && ctx.evOff === 0) ctx.ev.exact = false;
   }
   const argsHere = isArgsRoot(ctx);
   const prevStart = ctx.argsStart;
@@ -888,6 +911,9 @@ function walkObject(ctx: Ctx, o: Record<string, unknown>, scope: Scope, depth: n
     const ki = infos[i] as NameInfo;
     const v = o[k];
     ctx.segs.push(k);
+    // A member holding the key itself: the key verdict notes the copy and looks no further inside.
+    const holder = ctx.ev !== null && ctx.evOff === 0 && evidenceKeyHolder(ctx.ev, ctx.segs, ki, k, v);
+    if (holder) ctx.evOff++;
     let x: number;
     const meta = envMeta !== null && Object.prototype.hasOwnProperty.call(envMeta, k) ? envMeta[k] : undefined;
     const isMeta = meta !== undefined && !isArgsRoot(ctx);
@@ -908,6 +934,7 @@ function walkObject(ctx: Ctx, o: Record<string, unknown>, scope: Scope, depth: n
       x = walk(ctx, v, user !== null ? mkScope(user, memberScope.stateful, memberScope.citeDone, memberScope.parentNorm) : memberScope, depth + 1, ki, k);
     }
     if (excluded) ctx.noHash--;
+    if (holder) ctx.evOff--;
     const x2 = ctx.h2;
     popSeg(ctx);
     if (!excluded) {
@@ -1169,7 +1196,18 @@ const INFO_POOL: NameInfo[][] = [];
  * Never throws.
  */
 export function analyzePayload(message: QueueMessage, rules: InspectRules, key: KeyExtraction | null, detail: 'full' | 'verdict' = 'full'): PayloadResult {
-  return payloadResult(message, rules, key, detail, true);
+  return payloadResult(message, rules, key, detail, true, null);
+}
+
+/**
+ * {@link analyzePayload} (`sentences`) or {@link analyzePayloadForSummary} that also gathers the
+ * body values the key verdict needs into `evidence` (see {@link KeyEvidence}), so the body is
+ * walked once for both. The payload result is the same as without evidence. Never throws.
+ *
+ * @internal for shared/analysis/analyze.ts.
+ */
+export function analyzePayloadWithEvidence(message: QueueMessage, rules: InspectRules, key: KeyExtraction | null, detail: 'full' | 'verdict', sentences: boolean, evidence: KeyEvidence | null): PayloadResult {
+  return payloadResult(message, rules, key, detail, sentences, evidence);
 }
 
 /**
@@ -1182,10 +1220,10 @@ export function analyzePayload(message: QueueMessage, rules: InspectRules, key: 
  * @internal for shared/analysis/summary.ts; results must not reach callers of the public API.
  */
 export function analyzePayloadForSummary(message: QueueMessage, rules: InspectRules, key: KeyExtraction | null, detail: 'full' | 'verdict'): PayloadResult {
-  return payloadResult(message, rules, key, detail, false);
+  return payloadResult(message, rules, key, detail, false, null);
 }
 
-function payloadResult(message: QueueMessage, rules: InspectRules, key: KeyExtraction | null, detail: 'full' | 'verdict', sentences: boolean): PayloadResult {
+function payloadResult(message: QueueMessage, rules: InspectRules, key: KeyExtraction | null, detail: 'full' | 'verdict', sentences: boolean, evidence: KeyEvidence | null): PayloadResult {
   const view = bodyView(message);
   const msgOp = messageOperation(message);
   const body = (message as { body?: QueueMessage['body'] }).body;
@@ -1216,7 +1254,7 @@ function payloadResult(message: QueueMessage, rules: InspectRules, key: KeyExtra
   const ctx = CTX_BUSY ? newCtx() : SHARED_CTX;
   CTX_BUSY = true;
   try {
-    resetCtx(ctx, message, detail === 'full', patterns, hashExclude, setCommand, emailCommand(args.value));
+    resetCtx(ctx, message, detail === 'full', patterns, hashExclude, setCommand, emailCommand(args.value), evidence);
     return finish(ctx, root, env, data, op, sentences);
   } finally {
     if (ctx === SHARED_CTX) {
@@ -1224,6 +1262,7 @@ function payloadResult(message: QueueMessage, rules: InspectRules, key: KeyExtra
       // Do not keep the last message or its result's field list alive through the shared context.
       ctx.message = EMPTY_MESSAGE;
       ctx.fields = NO_FIELDS;
+      ctx.ev = null;
     }
   }
 }
@@ -1262,6 +1301,8 @@ function newCtx(): Ctx {
     envelope: null,
     h2: 0,
     noHash: 0,
+    ev: null,
+    evOff: 0,
     infoPool: INFO_POOL,
   };
 }
@@ -1270,7 +1311,7 @@ function newCtx(): Ctx {
  * One context serves every message (analysis is synchronous): its internal lists are emptied, not
  * reallocated. `fields` is new each time, since the result hands it out.
  */
-function resetCtx(ctx: Ctx, message: QueueMessage, detail: boolean, patterns: SnapshotPattern[], hashExclude: string[][], setCommand: string | null, emailCmd: boolean): void {
+function resetCtx(ctx: Ctx, message: QueueMessage, detail: boolean, patterns: SnapshotPattern[], hashExclude: string[][], setCommand: string | null, emailCmd: boolean, evidence: KeyEvidence | null): void {
   ctx.message = message;
   ctx.detail = detail;
   ctx.fields = [];
@@ -1301,6 +1342,8 @@ function resetCtx(ctx: Ctx, message: QueueMessage, detail: boolean, patterns: Sn
   ctx.envelope = null;
   ctx.h2 = 0;
   ctx.noHash = 0;
+  ctx.ev = evidence;
+  ctx.evOff = 0;
 }
 
 const EMPTY_MESSAGE: QueueMessage = { id: '', queueId: '', queueName: '', position: 0, body: { encoding: 'utf8', data: '', sizeBytes: 0, truncated: false }, headers: {}, properties: {}, meta: {} };
@@ -1316,6 +1359,7 @@ let CTX_BUSY = false;
 /** @param sentences false: `ok` findings get no text and `payload.reasons` is empty (see {@link analyzePayloadForSummary}). */
 function finish(ctx: Ctx, root: unknown, env: Envelope | null, data: string, op: { value: string; source: string } | null, sentences: boolean): PayloadResult {
   const h1 = walkDocument(ctx, root, SCOPE_ROOT, 0, env);
+  if (ctx.ev !== null) ctx.ev.done = true;
   let businessHash: string;
   if (ctx.hashExact) businessHash = taggedHash('j', h1, ctx.h2);
   else {
