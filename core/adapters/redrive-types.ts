@@ -53,6 +53,11 @@ export interface ClientMoveOptions {
   dryRun: boolean;
   /** Body bytes read per message (default 1 MiB + 1 KiB); a body that would be cut is never moved (it is reported as failed). */
   maxBodyBytes?: number;
+  /**
+   * A rate limit applies (the engine's `gate`): publish each batch's moves with that batch — never
+   * hold some back to fill a larger send later (SQS), which would release them as one burst.
+   */
+  rateLimited?: boolean;
 }
 
 /** Callbacks from the mover to the engine during {@link RedriveMover.moveClientSide}. */

@@ -101,6 +101,21 @@ function moverOf(env: RedriveEnv): RedriveMover {
   return m;
 }
 
+/** Lowest rate limit accepted, messages per second (one message every 100 s). */
+export const MIN_RATE_PER_SECOND = 0.01;
+/** Highest rate limit accepted, messages per second (above any broker's rate here: use no limit). */
+export const MAX_RATE_PER_SECOND = 1_000_000;
+
+/**
+ * Checks a rate limit in messages per second (null = none).
+ * @throws QueuescopeError `INVALID_INPUT` naming the accepted range.
+ */
+export function checkRate(rate: number | null, name = 'Rate'): void {
+  if (rate !== null && (!Number.isFinite(rate) || rate < MIN_RATE_PER_SECOND || rate > MAX_RATE_PER_SECOND)) {
+    throw new QueuescopeError('INVALID_INPUT', `${name} must be from ${String(MIN_RATE_PER_SECOND)} to ${MAX_RATE_PER_SECOND.toLocaleString('en')} messages per second (or no limit), got ${String(rate)}.`);
+  }
+}
+
 /**
  * Validates a request.
  * @throws QueuescopeError `INVALID_INPUT` naming the bad option.
@@ -109,7 +124,7 @@ export function validateRequest(r: RedriveRequest): void {
   const batch = r.batchSize ?? DEFAULT_BATCH_SIZE;
   if (!Number.isInteger(batch) || batch < 1 || batch > 1000) throw new QueuescopeError('INVALID_INPUT', `Batch size must be a whole number from 1 to 1000, got ${String(batch)}.`);
   const rate = r.ratePerSecond ?? null;
-  if (rate !== null && (!Number.isFinite(rate) || rate <= 0 || rate > 1_000_000)) throw new QueuescopeError('INVALID_INPUT', `Rate must be a number of messages per second above 0, got ${String(rate)}.`);
+  checkRate(rate);
   const limit = r.limit ?? null;
   if (limit !== null && (!Number.isInteger(limit) || limit < 1)) throw new QueuescopeError('INVALID_INPUT', `Limit must be a whole number ≥ 1, got ${String(limit)}.`);
   if (r.selection.kind === 'ids' && r.selection.ids.length === 0) throw new QueuescopeError('INVALID_INPUT', 'No message ids were picked.');
@@ -326,32 +341,39 @@ function sideEffects(mover: RedriveMover, dlq: QueueSummary): string[] {
 }
 
 /**
- * A token bucket (npm `limiter`) charged with the messages actually moved by the previous batch,
- * so the downstream sees at most `rate` messages/s on average (bursts up to one batch).
+ * The rate limit of a move (npm `limiter` token bucket, `rate` tokens per second, holding at most
+ * one batch — `ceil(rate)` — and starting empty): a message takes a token before it is read
+ * ({@link take}, from the `gate` hook) or, for a re-inject, before it is published, so however the
+ * mover pipelines its reads (RabbitMQ reads batches ahead), no more than `rate` messages per second
+ * leave, with bursts of at most one batch. Messages read that do not move (skipped, failed) give
+ * their token back ({@link refund}) so a filtered run is throttled on what it moves, not on what it
+ * examines.
  */
 class MoveRateLimiter {
   private readonly bucket: TokenBucket | null;
-  private debt = 0;
 
   constructor(rate: number | null, batchSize: number) {
     this.bucket = rate === null ? null : new TokenBucket({ bucketSize: Math.max(batchSize, Math.ceil(rate)), tokensPerInterval: rate, interval: 'second' });
   }
 
-  charge(n: number): void {
-    this.debt += n;
-  }
-
-  /** Waits until the moved messages so far fit the rate; rejects with CANCELLED on abort. */
-  async wait(signal: AbortSignal): Promise<void> {
+  /** Waits until `n` messages fit the rate and takes their tokens; rejects with CANCELLED on abort. */
+  async take(n: number, signal: AbortSignal): Promise<void> {
     const bucket = this.bucket;
     if (bucket === null) return;
-    while (this.debt > 0) {
-      const n = Math.min(this.debt, bucket.bucketSize);
-      this.debt -= n;
-      const wait = bucket.getWaitTime(n);
+    for (let left = n; left > 0; ) {
+      const k = Math.min(left, bucket.bucketSize);
+      const wait = bucket.getWaitTime(k);
       if (wait > 0) await abortableSleep(wait, signal);
-      await bucket.removeTokens(n);
+      await bucket.removeTokens(k);
+      left -= k;
     }
+  }
+
+  /** Gives back the tokens of `n` messages that were read but not moved (never above the bucket's size). */
+  refund(n: number): void {
+    const bucket = this.bucket;
+    if (bucket === null || n <= 0) return;
+    bucket.content = Math.min(bucket.bucketSize, bucket.content + n);
   }
 }
 
@@ -509,11 +531,11 @@ async function clientSide(r: RedriveRequest, p: Prepared, backup: RedriveBackup,
     ctx.report({ processed: totals.examined, moved: totals.moved, skipped: totals.skipped, failed: totals.failed, possibleDuplicates: totals.possibleDuplicates });
   };
   return p.mover.moveClientSide(
-    { sourceQueueId: p.dlq.id, ...(r.state !== undefined ? { state: r.state } : {}), batchSize: p.batchSize, cutoffMs: p.cutoffMs, maxMessages: p.maxMessages, maxBodyBytes: p.maxBodyBytes, dryRun: false },
+    { sourceQueueId: p.dlq.id, ...(r.state !== undefined ? { state: r.state } : {}), batchSize: p.batchSize, cutoffMs: p.cutoffMs, maxMessages: p.maxMessages, maxBodyBytes: p.maxBodyBytes, dryRun: false, rateLimited: r.ratePerSecond != null },
     {
-      gate: async () => {
+      gate: async (n) => {
         await ctx.checkpoint();
-        await limiter.wait(ctx.signal);
+        await limiter.take(n, ctx.signal);
         await ctx.checkpoint();
       },
       decide: (m) => p.decider.decide(m),
@@ -529,7 +551,7 @@ async function clientSide(r: RedriveRequest, p: Prepared, backup: RedriveBackup,
         for (const d of b.possibleDuplicates) {
           ctx.addError(new QueuescopeError('BROKER_ERROR', `Message ${d.id} was published to ${d.targetQueueId} but its removal from the DLQ was not confirmed: it may now be in both.`, { id: d.id }));
         }
-        limiter.charge(b.moved.length + b.possibleDuplicates.length);
+        limiter.refund(b.skipped.length + b.failed.length);
         if (p.expected === null || totals.examined > p.expected) {
           // The depth was unknown or stale: keep the total honest.
           p.expected = totals.examined;
@@ -709,7 +731,7 @@ export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: Oper
   const batch = r.batchSize ?? DEFAULT_BATCH_SIZE;
   if (!Number.isInteger(batch) || batch < 1 || batch > 1000) throw new QueuescopeError('INVALID_INPUT', `Batch size must be a whole number from 1 to 1000, got ${String(batch)}.`);
   const rate = r.ratePerSecond ?? null;
-  if (rate !== null && (!Number.isFinite(rate) || rate <= 0)) throw new QueuescopeError('INVALID_INPUT', `Rate must be above 0 messages per second, got ${String(rate)}.`);
+  checkRate(rate);
   const target = await resolveReinjectTarget(env, r.path, r.targetQueueId, ctx.signal);
   let total = 0;
   for await (const item of readSnapshot(r.path, ctx.signal)) if (item.type === 'message') total++;
@@ -721,12 +743,12 @@ export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: Oper
   let error: unknown = null;
   const send = async (messages: QueueMessage[]): Promise<void> => {
     await ctx.checkpoint();
-    await limiter.wait(ctx.signal);
+    await limiter.take(messages.length, ctx.signal);
     const out = await mover.publish(target.id, messages, ctx.signal);
     res.published += out.published.length;
     res.failed += out.failed.length;
+    limiter.refund(out.failed.length);
     for (const f of out.failed) ctx.addError(new QueuescopeError(f.error.code, `Message ${f.id} was not published: ${f.error.message}`, { id: f.id }));
-    limiter.charge(out.published.length);
     ctx.report({ processed: res.read, moved: res.published, failed: res.failed });
   };
   try {

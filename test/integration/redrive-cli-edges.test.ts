@@ -304,3 +304,72 @@ describe('SQS calls sharing one operation signal (fauxqs)', () => {
     expect(warnings).not.toContain('MaxListenersExceededWarning');
   });
 });
+
+/**
+ * `--rate N` is "at most N messages per second": samples the target's depth every 20 ms during a
+ * run and checks that no 1-second window saw more than N + one batch (the token bucket holds at
+ * most one batch, ceil(N)) — a fresh user saw 15 of a `--rate 5` run arrive within 40 ms on
+ * RabbitMQ (batches read ahead passed the gate before earlier ones were charged).
+ */
+describe('--rate N: no burst beyond one batch', () => {
+  const RATE = 5;
+  const N = 15;
+
+  async function sampleWhile(run: Promise<Run>, depth: () => Promise<number>): Promise<{ run: Run; samples: { t: number; n: number }[] }> {
+    const samples: { t: number; n: number }[] = [];
+    let done = false;
+    const finished = run.finally(() => {
+      done = true;
+    });
+    const t0 = performance.now();
+    while (!done) {
+      samples.push({ t: performance.now() - t0, n: await depth() });
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    samples.push({ t: performance.now() - t0, n: await depth() });
+    return { run: await finished, samples };
+  }
+
+  function maxInOneSecond(samples: { t: number; n: number }[]): number {
+    let max = 0;
+    for (const a of samples) {
+      for (const b of samples) if (b.t > a.t && b.t - a.t <= 1000) max = Math.max(max, b.n - a.n);
+    }
+    return max;
+  }
+
+  it('RabbitMQ and a Redis list: at most N + one batch arrive in any second, and the run takes about N/rate seconds', async () => {
+    const redis = new Redis(REDIS_URL);
+    const conn = await amqp.connect(AMQP_URL);
+    const ch = await conn.createChannel();
+    const [rdlq, rtarget] = [uniqueName('rd-rate-dlq'), uniqueName('rd-rate-work')];
+    const [ldlq, ltarget] = [uniqueName('rd-rate-ldlq'), uniqueName('rd-rate-lwork')];
+    try {
+      await ch.assertQueue(rdlq, { durable: false });
+      await ch.assertQueue(rtarget, { durable: false });
+      for (let i = 0; i < N; i++) ch.sendToQueue(rdlq, Buffer.from(`{"orderId":"A-${i}"}`));
+      await redis.rpush(ldlq, ...Array.from({ length: N }, (_, i) => `{"orderId":"A-${i}"}`));
+      await redis.rpush(ltarget, 'seed');
+      for (let i = 0; i < 50 && (await ch.checkQueue(rdlq)).messageCount < N; i++) await new Promise((r) => setTimeout(r, 20));
+
+      const rabbit = await sampleWhile(
+        cli(['redrive', AMQP_URL, rdlq, '--to', rtarget, '--rate', String(RATE), '--no-native', '--include-non-retryable', '--yes']),
+        async () => (await ch.checkQueue(rtarget)).messageCount,
+      );
+      const list = await sampleWhile(cli(['redrive', REDIS_URL, `list:${ldlq}`, '--to', `list:${ltarget}`, '--rate', String(RATE), '--include-non-retryable', '--yes']), async () => (await redis.llen(ltarget)) - 1);
+      for (const [name, r] of [['RabbitMQ', rabbit], ['Redis list', list]] as const) {
+        expect(r.run.code, `${name}: ${r.run.stderr}`).toBe(0);
+        expect(r.samples[r.samples.length - 1]?.n, name).toBe(N);
+        expect(maxInOneSecond(r.samples), `${name}: ${JSON.stringify(r.samples.filter((s, i, a) => i === 0 || s.n !== a[i - 1]?.n))}`).toBeLessThanOrEqual(2 * RATE);
+        // The bucket starts empty: N messages take at least (N / rate) − a little.
+        expect(r.samples[r.samples.length - 1]?.t ?? 0, name).toBeGreaterThan(((N / RATE) - 0.5) * 1000);
+      }
+    } finally {
+      await ch.deleteQueue(rdlq).catch(() => undefined);
+      await ch.deleteQueue(rtarget).catch(() => undefined);
+      await conn.close().catch(() => undefined);
+      await redis.del(ldlq, ltarget);
+      await redis.quit();
+    }
+  }, 60_000);
+});

@@ -119,8 +119,8 @@ function receiveTimestampAfter(m: Message, cutoffMs: number): boolean {
  *    to keep group order), body and MessageAttributes unchanged plus {@link REDRIVE_COUNT_HEADER};
  * 4. `DeleteMessageBatch` of exactly the entries SendMessageBatch reported `Successful`. Failed entries
  *    stay in the DLQ and are reported; a failed delete is reported as a possible duplicate.
- * On a standard DLQ and target, a batch's last SendMessageBatch that would carry fewer than 10
- * entries waits for the next batch's moves (the messages stay hidden; sent at the latest when the
+ * On a standard DLQ and target without a rate limit ({@link ClientMoveOptions.rateLimited}), a
+ * batch's last SendMessageBatch that would carry fewer than 10 entries waits for the next batch's moves (the messages stay hidden; sent at the latest when the
  * run ends normally, in a batch of its own), and is reported in the batch that sends it. When the run
  * is cancelled or fails, carried moves are not sent and stay in the DLQ, unreported (like messages
  * read but not examined; the notes count them). A crash can leave in both queues what one round of
@@ -737,9 +737,9 @@ class ClientRun {
   /** MessageIds of {@link carry}, so a duplicate receive of one is not examined again. */
   private readonly carriedIds = new Set<string>();
 
-  /** Whether a part-filled send to `target` may wait for the next batch (standard DLQ and target, real run). */
+  /** Whether a part-filled send to `target` may wait for the next batch (standard DLQ and target, real run, no rate limit: carried moves would leave as a burst). */
   private canCarry(target: TargetInfo): boolean {
-    return !this.o.dryRun && !this.fifo && !target.fifo;
+    return !this.o.dryRun && this.o.rateLimited !== true && !this.fifo && !target.fifo;
   }
 
   /**

@@ -3,7 +3,7 @@ import { resolve as resolvePath } from 'node:path';
 import type { Command } from 'commander';
 import { QueuescopeError, type OperationSnapshot, type QueueSummary } from '../../../shared/domain';
 import { parseFilter } from '../../../shared/redrive/filter';
-import { planRedrive, resolveReinjectTarget, startRedrive, startReinject, type RedriveEnv, type RedrivePlan, type RedriveRequest, type RedriveResult, type ReinjectResult } from '../../redrive/engine';
+import { checkRate, planRedrive, resolveReinjectTarget, startRedrive, startReinject, type RedriveEnv, type RedrivePlan, type RedriveRequest, type RedriveResult, type ReinjectResult } from '../../redrive/engine';
 import { readSnapshot } from '../../snapshot/reader';
 import { AuditLog, type AuditEntry } from '../../services/audit-log';
 import { OperationManager } from '../../services/operations';
@@ -163,6 +163,7 @@ async function resolveTarget(adapter: BrokerAdapter, dlq: QueueSummary, name: st
 
 async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: string | undefined, opts: RedriveOpts): Promise<void> {
   const rate = positiveNumber(opts.rate, '--rate');
+  checkRate(rate, '--rate');
   const batch = positiveNumber(opts.batch, '--batch', { integer: true, max: 1000 });
   const limit = positiveNumber(opts.limit, '--limit', { integer: true });
   const filter = parseFilter(opts.filter ?? []);
@@ -298,7 +299,7 @@ export function register(program: Command, ctx: CliContext): void {
       .option('--include-non-retryable', 'move non-retryable failures too (default: they stay with their reason)')
       .option('--ids <ids>', 'move only these message ids (comma-separated)')
       .option('--state <state>', 'message state to redrive (default: failed where the queue has states, e.g. BullMQ)')
-      .option('--rate <n>', 'at most N messages per second')
+      .option('--rate <n>', 'at most N messages per second (0.01-1000000; bursts of at most one batch, which --rate caps at N)')
       .option('--batch <n>', 'messages per batch, 1-1000 (default 100)')
       .option('--limit <n>', 'examine at most N messages')
       .option('--dry-run', 'only show what would move where')
@@ -319,12 +320,13 @@ export function register(program: Command, ctx: CliContext): void {
       .argument('[connection]', 'URL or saved connection (default: from the environment)')
       .argument('[queue]', 'target queue (name or id)')
       .requiredOption('--from <snapshot>', 'snapshot file (.jsonl / .jsonl.gz)')
-      .option('--rate <n>', 'at most N messages per second')
+      .option('--rate <n>', 'at most N messages per second (0.01-1000000; bursts of at most one batch, which --rate caps at N)')
       .option('--batch <n>', 'messages per batch, 1-1000 (default 100)')
       .option('-y, --yes', 'do not ask for confirmation'),
   ).action(async (a1: string | undefined, a2: string | undefined, opts: CommonOpts & { from: string; rate?: string; batch?: string; yes?: boolean }) => {
     refuseSnapshot('reinject', SNAPSHOT_WHY.reinject, opts, 'redrive');
     const rate = positiveNumber(opts.rate, '--rate');
+    checkRate(rate, '--rate');
     const batch = positiveNumber(opts.batch, '--batch', { integer: true, max: 1000 });
     const path = resolvePath(ctx.cwd, opts.from);
     const { connection, queue } = splitPositionals(a1, a2, opts);
