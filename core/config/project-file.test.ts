@@ -1,3 +1,4 @@
+import { QueuescopeError } from '../../shared/domain';
 import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -40,6 +41,19 @@ describe('project config file', () => {
   it('reports syntax errors with the file and line', () => {
     expect(() => parseProjectConfig('{ "audit": ', 'queuescope.config.json')).toThrow(/queuescope\.config\.json is not valid JSON/);
     expect(() => parseProjectConfig('audit:\n  severity: [a\n', 'queuescope.config.yaml')).toThrow(/not valid YAML \(line \d+\)/);
+  });
+
+  it('refuses a YAML alias bomb as invalid input naming the file (not an unexpected error)', () => {
+    const levels = ['a: &a ["x","x","x","x","x","x","x","x","x"]'];
+    for (let i = 1; i < 9; i++) levels.push(`${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array.from({ length: 9 }, () => `*${String.fromCharCode(96 + i)}`).join(',')}]`);
+    let err: unknown;
+    try {
+      parseProjectConfig(`${levels.join('\n')}\n`, 'bomb.yaml');
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(QueuescopeError);
+    expect(err).toMatchObject({ code: 'INVALID_INPUT', message: expect.stringMatching(/^bomb\.yaml cannot be used as YAML: .*alias/) as unknown });
   });
 
   it('refuses a missing explicit file', async () => {

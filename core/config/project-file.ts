@@ -52,7 +52,12 @@ export function parseProjectConfig(text: string, path: string): ProjectConfig {
       const line = first.linePos?.[0].line;
       throw new QueuescopeError('INVALID_INPUT', `${path} is not valid YAML${line !== undefined ? ` (line ${String(line)})` : ''}: ${(first.message.split('\n')[0] ?? first.message).replace(/:$/, '')}.`, { path });
     }
-    value = doc.toJS({ maxAliasCount: 100 }) as unknown;
+    try {
+      value = doc.toJS({ maxAliasCount: 100 }) as unknown;
+    } catch (e) {
+      // e.g. "Excessive alias count indicates a resource exhaustion attack" (nested aliases, a "YAML bomb").
+      throw new QueuescopeError('INVALID_INPUT', `${path} cannot be used as YAML: ${e instanceof Error ? e.message : String(e)} (at most 100 alias expansions).`, { path });
+    }
   }
   if (value === null || value === undefined) value = {};
   const r = validateProjectConfig(value);
