@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { chunkPieces, tokenKind } from './idempotency';
+import { chunkPieces, mayHoldDate, tokenKind } from './idempotency';
 import { hashHex, hashString, taggedHash, untagHash } from './hash';
 import { sortSmall } from './sort';
 import { hasOwnKeys } from './json-body';
@@ -106,6 +106,30 @@ describe('chunkPieces (one scan) = split by regular expressions', () => {
       fc.property(fc.array(fc.oneof(word, sep), { maxLength: 12 }), (parts) => {
         const s = parts.join('');
         expect(scan(s)).toEqual(chunkPiecesByRegex(s));
+      }),
+      { numRuns: 5000 },
+    );
+  });
+});
+
+describe('mayHoldDate: false only when no timestamp, date or month pattern can match', () => {
+  // The key-piece patterns (idempotency.ts ISO_TIMESTAMP, ISO_DATE, ISO_MONTH), copied as the reference.
+  const patterns = [
+    /(?<![0-9])\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?/i,
+    /(?<![0-9])(?:\d{4}-\d{2}-\d{2}|(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01]))(?![0-9])/,
+    /(?<![0-9])\d{4}-(?:0[1-9]|1[0-2])(?![0-9-])/,
+  ];
+  it('known fragments', () => {
+    expect(mayHoldDate('A-100123')).toBe(false);
+    expect(mayHoldDate('f47ac10b-58cc-4372-a567-0e02b2c3d479')).toBe(false);
+    expect(mayHoldDate('2026-11')).toBe(true);
+    expect(mayHoldDate('x20261129y')).toBe(true);
+    expect(mayHoldDate('order:2026-06-01T10:00:00Z')).toBe(true);
+  });
+  it('never false where a pattern matches (digits, dashes, separators, T, Z, W)', () => {
+    fc.assert(
+      fc.property(chars('0123456789--::TZW x.', 0, 40), (s) => {
+        if (!mayHoldDate(s)) for (const re of patterns) expect(re.test(s)).toBe(false);
       }),
       { numRuns: 5000 },
     );

@@ -614,14 +614,43 @@ function pieces(fragment: string): Piece[] {
   // Cheap guards first: every pattern below needs a run of 4 digits (UUIDs: 8 hex digits and '-').
   if (/\d{4}/.test(rest)) {
     const dash = rest.includes('-');
-    if (rest.includes(':')) rest = take(rest, ISO_TIMESTAMP, 'timestamp', out);
+    // Timestamps, dates and months need `dddd-dd` or 8 digits in a row (see mayHoldDate).
+    const dated = mayHoldDate(rest);
+    if (dated && rest.includes(':')) rest = take(rest, ISO_TIMESTAMP, 'timestamp', out);
     if (rest.includes('W')) rest = take(rest, ISO_WEEK, 'week', out);
-    rest = take(rest, ISO_DATE, 'date', out);
-    if (dash) rest = take(rest, ISO_MONTH, 'month', out);
+    if (dated) rest = take(rest, ISO_DATE, 'date', out);
+    if (dated && dash) rest = take(rest, ISO_MONTH, 'month', out);
   }
   if (rest.length >= 36 && rest.includes('-')) rest = take(rest, UUID, 'uuid', out);
   chunkPieces(rest, out);
   return out;
+}
+
+/**
+ * False when no {@link ISO_TIMESTAMP}, {@link ISO_DATE} or {@link ISO_MONTH} match is possible in
+ * `s`: each needs four digits, `-` and two digits (`2026-11`), or eight digits in a row
+ * (`20261129`). One character scan, so keys holding other digits (`A-100123`, most UUIDs) skip
+ * three regular expressions. Replacing matches by a space (what `take` does) never creates such a
+ * run, so a false answer stays false while `pieces` works on the fragment.
+ */
+/** @internal exported for the tests. */
+export function mayHoldDate(s: string): boolean {
+  let run = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 48 && c <= 57) {
+      if (++run >= 8) return true;
+      continue;
+    }
+    if (c === 45 && run >= 4 && isDigitAt(s, i + 1) && isDigitAt(s, i + 2)) return true;
+    run = 0;
+  }
+  return false;
+}
+
+function isDigitAt(s: string, i: number): boolean {
+  const c = s.charCodeAt(i);
+  return c >= 48 && c <= 57;
 }
 
 /**
