@@ -43,6 +43,17 @@ describe('project config file', () => {
     expect(() => parseProjectConfig('audit:\n  severity: [a\n', 'queuescope.config.yaml')).toThrow(/not valid YAML \(line \d+\)/);
   });
 
+  it('refuses key rules whose paths cannot match a message, naming them', () => {
+    const cfg = (rule: string): string => JSON.stringify({ inspect: { queues: [{ match: 'orders*', keyRules: [JSON.parse(rule) as unknown] }] } });
+    expect(() => parseProjectConfig(cfg('{"kind":"jsonPath","path":"$.orderId"}'), 't.json')).toThrow(/"\$\.orderId" is not a message path: a path is id or starts with body/);
+    expect(() => parseProjectConfig(cfg('{"kind":"jsonPath","path":"orderId"}'), 't.json')).toThrow(/"orderId" is not a message path/);
+    expect(() => parseProjectConfig(cfg('{"kind":"template","template":"{body.orderId:{body}"}'), 't.json')).toThrow(/unmatched \{ or \}/);
+    expect(() => parseProjectConfig(cfg('{"kind":"template","template":"{orderId}:{body.op}"}'), 't.json')).toThrow(/placeholder \{orderId\} is not a message path/);
+    for (const ok of ['{"kind":"jsonPath","path":"body.items[0].sku"}', '{"kind":"jsonPath","path":"headers.x-key"}', '{"kind":"jsonPath","path":"id"}', '{"kind":"template","template":"{body.orderId}:{meta.messageGroupId}"}']) {
+      expect(() => parseProjectConfig(cfg(ok), 't.json')).not.toThrow();
+    }
+  });
+
   it('refuses a YAML alias bomb as invalid input naming the file (not an unexpected error)', () => {
     const levels = ['a: &a ["x","x","x","x","x","x","x","x","x"]'];
     for (let i = 1; i < 9; i++) levels.push(`${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array.from({ length: 9 }, () => `*${String.fromCharCode(96 + i)}`).join(',')}]`);
