@@ -407,10 +407,26 @@ describe('runRedrive', () => {
     const { result } = await run(ops, { dlqId: 'dlq', selection: { kind: 'all' } });
     expect(result.mode).toBe('client-side');
     expect(result.moved).toBe(3);
+    // The native path's backup pass decided every message once: the client-side run counts afresh.
+    expect(result.skipReasons.reduce((n, g) => n + g.count, 0)).toBe(result.skipped);
+    expect(result.skipped).toBe(3);
     const backup = await readSnapshotFile(result.backupPath ?? '');
     expect(backup[0]?.messages.map((m) => m.id).sort()).toEqual(['1', '3', '6']);
     const required = await run(ops, { dlqId: 'dlq', selection: { kind: 'filter', filter: { classes: ['transient'] } }, native: 'require' });
     expect(required.status).toBe('failed');
+  });
+
+  it('a native move cancelled while it runs is reported as native (with its mechanism), not client-side', async () => {
+    mover.queues.set('dlq', Array.from({ length: 30 }, (_, i) => dead(String(i), 'ETIMEDOUT')));
+    mover.native = { ...mover.native, available: true };
+    env.nativePollMs = 20;
+    const ops = new OperationManager();
+    const snap = startRedrive(ops, env, { dlqId: 'dlq', selection: { kind: 'all' } });
+    await waitFor(() => ids('work').length >= 3);
+    ops.cancel(snap.id);
+    const final = await ops.wait(snap.id);
+    expect(final.status).toBe('cancelled');
+    expect(final.errors.at(-1)?.details?.result).toMatchObject({ mode: 'native', mechanism: 'memory move' });
   });
 
   it('a native move paused is cancelled on the broker and started again on resume', async () => {

@@ -166,7 +166,10 @@ interface Prepared {
   mover: RedriveMover;
   dlq: QueueSummary;
   queues: Map<string, QueueSummary> | null;
+  /** Decides the run's messages and counts them: replaced by a fresh one ({@link newDecider}) when a pass is read again. */
   decider: Decider;
+  /** A decider with no counts, for a second pass over the DLQ (the client-side run after the native path's backup pass). */
+  newDecider: () => Decider;
   /** The user's limit (passed to the mover). */
   maxMessages: number | null;
   /** Messages expected (the limit, or the DLQ depth as last reported): for progress and ETA only. */
@@ -211,20 +214,21 @@ async function prepare(env: RedriveEnv, r: RedriveRequest, signal?: AbortSignal)
   const expected = limit !== null && depth !== null ? Math.min(limit, depth) : (limit ?? depth);
   const rate = r.ratePerSecond ?? null;
   const batchSize = Math.max(1, Math.min(r.batchSize ?? DEFAULT_BATCH_SIZE, rate === null ? 1000 : Math.ceil(rate)));
-  const decider = new Decider({
-    dlq,
-    selection: r.selection,
-    includeNonRetryable: r.includeNonRetryable === true,
-    dedupeByKey: r.dedupeByKey === true,
-    keyRules: r.keyRules ?? [],
-    targetQueueId: target,
-    confirmLoop: r.confirmLoop === true,
-    queues,
-    mover,
-    now,
-    ...(r.samples !== undefined ? { samples: r.samples } : {}),
-  });
-  return { mover, dlq, queues, decider, maxMessages, expected, batchSize, cutoffMs: now, maxBodyBytes: r.maxBodyBytes ?? DEFAULT_REDRIVE_MAX_BODY_BYTES };
+  const newDecider = (): Decider =>
+    new Decider({
+      dlq,
+      selection: r.selection,
+      includeNonRetryable: r.includeNonRetryable === true,
+      dedupeByKey: r.dedupeByKey === true,
+      keyRules: r.keyRules ?? [],
+      targetQueueId: target,
+      confirmLoop: r.confirmLoop === true,
+      queues,
+      mover,
+      now,
+      ...(r.samples !== undefined ? { samples: r.samples } : {}),
+    });
+  return { mover, dlq, queues, decider: newDecider(), newDecider, maxMessages, expected, batchSize, cutoffMs: now, maxBodyBytes: r.maxBodyBytes ?? DEFAULT_REDRIVE_MAX_BODY_BYTES };
 }
 
 /** Whether the request's options allow the native path at all (before asking the broker). */
@@ -439,7 +443,12 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
     const native = await nativeSupport(p.mover, p.dlq, r, ctx.signal);
     if (!native.ok && r.native === 'require') throw new QueuescopeError('UNSUPPORTED', `A native move is not possible here: ${native.why}.`);
     if (native.ok && native.support !== null) {
-      const outcome = await nativePath(env, r, p, backup, native.support, ctx, totals, notes);
+      const support = native.support;
+      const outcome = await nativePath(env, r, p, backup, support, ctx, totals, notes, () => {
+        // From here on the result describes the native move, also when it fails or is cancelled.
+        mode = 'native';
+        mechanism = support.mechanism;
+      });
       if (outcome !== null) {
         mode = 'native';
         mechanism = native.support.mechanism;
@@ -447,9 +456,11 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
       } else {
         if (r.native === 'require') throw new QueuescopeError('UNSUPPORTED', 'A native move is not possible: some messages would stay in the DLQ (non-retryable, or no target).');
         notes.push(`native move not used: ${native.support.mechanism} moves everything, but some messages stay in the DLQ`);
-        // The pre-pass backup held every message; start a fresh one for the client-side run.
+        // The pre-pass backup held every message; start a fresh one for the client-side run, and
+        // fresh counts (the pre-pass decided every message once already).
         await backup.discard();
         backup = await RedriveBackup.create(backupPath, header);
+        p.decider = p.newDecider();
       }
     }
     if (mode === 'client-side') {
@@ -570,7 +581,7 @@ async function clientSide(r: RedriveRequest, p: Prepared, backup: RedriveBackup,
  * and starting again on resume). Returns null when some message would stay (the caller then moves
  * client-side).
  */
-async function nativePath(env: RedriveEnv, r: RedriveRequest, p: Prepared, backup: RedriveBackup, support: NativeMoveSupport, ctx: OperationContext, totals: Totals, notes: string[]): Promise<true | null> {
+async function nativePath(env: RedriveEnv, r: RedriveRequest, p: Prepared, backup: RedriveBackup, support: NativeMoveSupport, ctx: OperationContext, totals: Totals, notes: string[], onStart: () => void): Promise<true | null> {
   let pending: QueueMessage[] = [];
   let failed = 0;
   const flush = async (): Promise<void> => {
@@ -605,6 +616,7 @@ async function nativePath(env: RedriveEnv, r: RedriveRequest, p: Prepared, backu
   if (support.note !== null) notes.push(support.note);
   const pollMs = env.nativePollMs ?? NATIVE_POLL_MS;
   let movedBefore = 0;
+  onStart();
   for (;;) {
     const handle = await p.mover.startNativeMove(p.dlq, r.targetQueueId ?? null, r.ratePerSecond ?? null, ctx.signal);
     const outcome = await pollNative(p.mover, handle, ctx, pollMs, (moved) => {

@@ -373,3 +373,28 @@ describe('--rate N: no burst beyond one batch', () => {
     }
   }, 60_000);
 });
+
+describe('whole-DLQ redrive where some messages stay (RabbitMQ: the native pre-pass, then client-side)', () => {
+  it('the reasons for staying add up to the messages that stayed (the pre-pass is not counted twice); the result names the mode that ran', async () => {
+    const conn = await amqp.connect(AMQP_URL);
+    const ch = await conn.createConfirmChannel();
+    const [dlq, target] = [uniqueName('rd-twice-dlq'), uniqueName('rd-twice-work')];
+    try {
+      await ch.assertQueue(dlq, { durable: false });
+      await ch.assertQueue(target, { durable: false });
+      for (let i = 0; i < 10; i++) ch.sendToQueue(dlq, Buffer.from(`{"orderId":"A-${i}"}`), { headers: i < 2 ? { 'x-last-error': 'HTTP 422' } : {} });
+      await ch.waitForConfirms();
+      const r = await cli(['redrive', AMQP_URL, dlq, '--to', target, '--yes', '--json']);
+      expect(r.code, r.stderr).toBe(0);
+      const doc = JSON.parse(r.stdout) as { result: { mode: string; moved: number; skipped: number; skipReasons: { reason: string; count: number }[]; notes: string[] } };
+      expect(doc.result).toMatchObject({ mode: 'client-side', moved: 8, skipped: 2 });
+      expect(doc.result.skipReasons).toEqual([expect.objectContaining({ count: 2 })]);
+      expect(doc.result.notes.join(' ')).toMatch(/native move not used/);
+      expect((await ch.checkQueue(target)).messageCount).toBe(8);
+    } finally {
+      await ch.deleteQueue(dlq).catch(() => undefined);
+      await ch.deleteQueue(target).catch(() => undefined);
+      await conn.close().catch(() => undefined);
+    }
+  });
+});
