@@ -7,6 +7,9 @@ export const CONNECT_TIMEOUT_MS = 5_000;
 /** Per-command timeout (ms). Generous: a pipeline of 1,000 job hashes with large bodies must fit. */
 export const COMMAND_TIMEOUT_MS = 30_000;
 
+/** Largest database index Redis can have (`databases` is a C int): larger ones are refused before connecting. */
+export const MAX_DB_INDEX = 2_147_483_647;
+
 /** Where a Redis connection goes, as parsed from the config (never holds the password). */
 export interface RedisEndpoint {
   host: string;
@@ -56,6 +59,9 @@ export function resolveRedisOptions(config: RedisConnectionConfig): ResolvedRedi
     throw new QueuescopeError('INVALID_INPUT', 'The Redis URL path must be a database index such as /0.');
   }
   const db = config.db ?? (dbPath === '' ? 0 : Number(dbPath));
+  if (!Number.isSafeInteger(db) || db < 0 || db > MAX_DB_INDEX) {
+    throw new QueuescopeError('INVALID_INPUT', `The Redis database index must be a whole number from 0 to ${MAX_DB_INDEX}, got ${String(db).slice(0, 40)}.`);
+  }
   const urlUser = url.username === '' ? undefined : safeDecode(url.username);
   const urlPass = url.password === '' ? undefined : safeDecode(url.password);
   const username = config.username !== undefined && config.username !== '' ? config.username : urlUser;
@@ -128,6 +134,7 @@ const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 
  * - `WRONGPASS` / `NOAUTH` / "invalid password" → `AUTH_FAILED`
  * - `NOPERM` → `PERMISSION_DENIED`
  * - certificate and handshake errors (`ERR_SSL_*`, `CERT_*`, `EPROTO`, …) → `TLS_ERROR`
+ * - a SELECT refused because the database does not exist → `INVALID_INPUT` (see {@link ensureDatabase})
  * - "Command timed out" → `TIMEOUT`; everything else the server said → `BROKER_ERROR`.
  *
  * `context` is prepended ("Listing queues on 127.0.0.1:6379: …"). Already-mapped errors pass through.
@@ -160,6 +167,9 @@ export function mapRedisError(e: unknown, endpoint: RedisEndpoint, context: stri
   if (/Connection is closed|Reached the max retries per request|Stream isn't writeable|enableOfflineQueue/i.test(msg)) {
     return make('HOST_UNREACHABLE', `the connection to ${where} was lost.`);
   }
+  if (isSelectError(e) && /out of range|invalid DB index|invalid database/i.test(msg)) {
+    return make('INVALID_INPUT', `Redis at ${where} has no database ${endpoint.db} (SELECT ${endpoint.db}: ${firstLine(msg)}). Use an existing database index in the URL (redis://host:port/N).`);
+  }
   if (/Protocol error/i.test(msg)) return make('HOST_UNREACHABLE', `the server at ${where} does not speak the Redis protocol.`);
   if (err?.name === 'ReplyError' || /^[A-Z]+ /.test(msg)) return make('BROKER_ERROR', `Redis at ${where} answered: ${firstLine(msg)}`);
   return make('INTERNAL', firstLine(msg));
@@ -188,6 +198,76 @@ export function probeTcp(host: string, port: number, timeoutMs: number): Promise
     socket.once('connect', () => done());
     socket.once('error', (e) => done(e));
   });
+}
+
+/** True when `e` is the server's error reply to a SELECT (ioredis puts the command on its reply errors). */
+export function isSelectError(e: unknown): boolean {
+  const command = (e as { command?: { name?: unknown } } | null)?.command;
+  return typeof command?.name === 'string' && command.name.toLowerCase() === 'select';
+}
+
+/**
+ * Makes sure the connected client `r` is on database `endpoint.db`, by sending SELECT and waiting
+ * for its reply. ioredis sends its own SELECT for the `db` option when it connects, but when that
+ * fails it only emits an `error` event and carries on — every later command then runs on
+ * database 0. Nothing to do for database 0 (every connection starts there).
+ * @throws QueuescopeError `INVALID_INPUT` when the server has no such database (the message names the
+ * index and, when `CONFIG GET databases` is permitted, how many there are); otherwise the mapped
+ * SELECT error (`PERMISSION_DENIED` for an ACL refusal, `BROKER_ERROR` e.g. in cluster mode, connection codes).
+ */
+export async function ensureDatabase(r: Redis, endpoint: RedisEndpoint, context: string): Promise<void> {
+  if (endpoint.db === 0) return;
+  try {
+    await r.select(endpoint.db);
+  } catch (e) {
+    throw await explainSelectFailure(r, e, endpoint, context);
+  }
+}
+
+/**
+ * Closes `r` after its reconnect's SELECT failed, so that nothing it holds runs on database 0:
+ * the commands ioredis would re-send after the reconnect (its `prevCommandQueue`, ioredis 5
+ * internals, read defensively) and those waiting in its offline queue are rejected with `error`
+ * now — a plain `disconnect()` leaves the re-send queue waiting until the command timeout — then
+ * the connection is closed without reconnecting. Call it from the client's `error` listener: the
+ * SELECT reply, and so that event, comes before the ready check that would send those commands.
+ */
+export function abandonConnection(r: Redis, error: Error): void {
+  type Queued = { command?: { reject?: (e: Error) => void } };
+  type Deque = { shift(): Queued | undefined; length: number };
+  const internals = r as unknown as { prevCommandQueue?: Deque | null; offlineQueue?: Deque | null };
+  for (const queue of [internals.prevCommandQueue, internals.offlineQueue]) {
+    if (queue === null || queue === undefined || typeof queue.shift !== 'function') continue;
+    for (let item = queue.shift(); item !== undefined; item = queue.shift()) item.command?.reject?.(error);
+  }
+  internals.prevCommandQueue = null;
+  r.disconnect();
+}
+
+/** The error for a failed `SELECT endpoint.db` (see {@link ensureDatabase}); reads the server's database count when permitted. */
+async function explainSelectFailure(r: Redis, e: unknown, endpoint: RedisEndpoint, context: string): Promise<QueuescopeError> {
+  const msg = e instanceof Error ? e.message : String(e);
+  const where = describeEndpoint(endpoint);
+  // Redis/Valkey: "ERR DB index is out of range"; others: "invalid DB index", "value is not an integer or out of range".
+  if (!/out of range|invalid DB index|invalid database/i.test(msg)) return mapRedisError(e, endpoint, `${context}: SELECT ${endpoint.db}`);
+  let count: number | null = null;
+  try {
+    const reply = (await r.config('GET', 'databases')) as unknown[];
+    const n = Number(reply[1] instanceof Buffer ? reply[1].toString() : reply[1]);
+    count = Number.isSafeInteger(n) && n > 0 ? n : null;
+  } catch {
+    // CONFIG is often disabled or not permitted on managed Redis: the SELECT error alone is the signal.
+  }
+  const limit =
+    count !== null
+      ? `it has ${count} database${count === 1 ? '' : 's'} (${count === 1 ? 'only 0' : `0–${count - 1}`})`
+      : `it has fewer databases (how many could not be read: CONFIG GET databases is not permitted; databases are numbered from 0)`;
+  return new QueuescopeError(
+    'INVALID_INPUT',
+    `${context}: Redis at ${where} has no database ${endpoint.db} (SELECT ${endpoint.db}: ${firstLine(msg)}): ${limit}. Use an existing database index in the URL (redis://host:port/N); nothing was read or changed.`,
+    { host: endpoint.host, port: endpoint.port, db: endpoint.db, databases: count },
+    { cause: e },
+  );
 }
 
 /** What a server said to the AUTH that ioredis sends on connect, when ioredis would only have printed it. */

@@ -10,7 +10,7 @@ import {
   type RedisConnectionConfig,
 } from '../../../shared/domain';
 import type { BrokerAdapter, ListQueuesOptions } from '../types';
-import { CONNECT_TIMEOUT_MS, describeEndpoint, interceptAuthNotices, mapRedisError, probeTcp, resolveRedisOptions, type AuthNotice, type RedisEndpoint } from './connection';
+import { abandonConnection, CONNECT_TIMEOUT_MS, describeEndpoint, ensureDatabase, interceptAuthNotices, isSelectError, mapRedisError, probeTcp, resolveRedisOptions, type AuthNotice, type RedisEndpoint } from './connection';
 import { str, throwIfAborted, type RedisContext } from './context';
 import { DEFAULT_SCAN_LIMIT, discoverKeys, globToRegExp } from './discovery';
 import { displayName, formatQueueId, parseQueueId, type RedisQueueRef } from './ids';
@@ -121,12 +121,27 @@ class RedisBrokerAdapter implements RedisAdapter, RedisContext {
     // connect() itself rejects with "Connection is closed".
     r.on('error', (e: unknown) => {
       lastError = e;
+      // A reconnect whose SELECT failed: ioredis would carry on, on database 0. Its SELECT reply
+      // arrives (and this event fires) before the ready check's, so nothing queued has been sent
+      // yet: the waiting commands fail with the reason and the connection closes; the next call
+      // reconnects and fails with the reason too (ensureDatabase).
+      if (isSelectError(e) && this.redis === r) {
+        this.redis = null;
+        this.dropQueues();
+        abandonConnection(r, mapRedisError(e, this.endpoint, `Reconnecting to Redis at ${describeEndpoint(this.endpoint)}`));
+      }
     });
     try {
       await r.connect();
     } catch (e) {
       r.disconnect();
       throw await this.explainConnectFailure(lastError ?? e);
+    }
+    try {
+      await ensureDatabase(r, this.endpoint, `Connecting to Redis at ${describeEndpoint(this.endpoint)}`);
+    } catch (e) {
+      r.disconnect();
+      throw e;
     }
     this.redis = r;
     return r;

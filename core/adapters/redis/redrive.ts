@@ -13,7 +13,7 @@ import {
   type RedriveMover,
 } from '../redrive-types';
 import { DEFAULT_MAX_BODY_BYTES } from './body';
-import { mapRedisError } from './connection';
+import { ensureDatabase, mapRedisError } from './connection';
 import { num, throwIfAborted, type RedisContext } from './context';
 import { formatQueueId, parseQueueId } from './ids';
 import { BullmqSource, jobData, jobOptionsFrom, ListSource, redriveJobId, REDRIVEN_FROM_FIELD, StreamSource, type BatchSource, type PlannedMove } from './redrive-sources';
@@ -328,6 +328,8 @@ class RedisRedriveMover implements RedriveMover {
     conn.on('error', () => undefined);
     try {
       await conn.connect();
+      // ioredis carries on on database 0 when the SELECT it sends on connect fails: check it.
+      await ensureDatabase(conn, this.ctx.endpoint, 'Opening a Redis connection for the redrive');
     } catch (e) {
       conn.disconnect();
       throw mapRedisError(e, this.ctx.endpoint, 'Opening a Redis connection for the redrive');
