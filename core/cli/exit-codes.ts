@@ -67,7 +67,8 @@ Exit codes:
   6    findings: the command ran and found what --fail-on names (e.g. inspect
        --fail-on flag: messages with flagged payloads)
   7    partial: a redrive/reinject finished but some messages failed (they stayed
-       where they were) or may now be in both queues (possible duplicates)
+       where they were) or may now be in both queues (possible duplicates), or
+       nothing moved because the selected messages cannot move or have no target
   8    not confirmed: a redrive/reinject needs --yes without a terminal to ask on,
        or the answer was no; nothing was moved
   130  interrupted (Ctrl+C)`;

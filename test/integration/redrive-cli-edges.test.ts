@@ -398,3 +398,23 @@ describe('whole-DLQ redrive where some messages stay (RabbitMQ: the native pre-p
     }
   });
 });
+
+describe('nothing can move', () => {
+  it('messages with no target: "Nothing moved", the hint to pass --to, exit 7 (not "Nothing to move", exit 0)', async () => {
+    const conn = await amqp.connect(AMQP_URL);
+    const ch = await conn.createConfirmChannel();
+    const dlq = uniqueName('rd-notarget-dlq');
+    try {
+      await ch.assertQueue(dlq, { durable: false });
+      for (let i = 0; i < 2; i++) ch.sendToQueue(dlq, Buffer.from(`{"orderId":"A-${i}"}`)); // no x-death: the source cannot be told
+      await ch.waitForConfirms();
+      const r = await cli(['redrive', AMQP_URL, dlq, '--yes', '--no-native']);
+      expect(r.code, r.stderr).toBe(EXIT.PARTIAL);
+      expect(r.stdout).toMatch(/Nothing moved: 2 have no usable target \(pass --to QUEUE to choose one\)/);
+      expect((await ch.checkQueue(dlq)).messageCount).toBe(2);
+    } finally {
+      await ch.deleteQueue(dlq).catch(() => undefined);
+      await conn.close().catch(() => undefined);
+    }
+  });
+});

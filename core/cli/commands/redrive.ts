@@ -210,8 +210,16 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
     if (plan.notFoundIds.length > 0) ctx.setExitCode(EXIT.PARTIAL);
     if (opts.json !== true) ctx.err(formatPlan(plan));
     if (plan.toMove === 0) {
+      // Selected messages that cannot go anywhere (no target, a missing target, a loop, a body over
+      // the read limit) are not "done": exit 7, like a run in which some of them failed.
+      const unroutable = plan.skipped.filter((g) => g.category === 'no target' || g.category === 'target missing' || g.category === 'loop').reduce((n, g) => n + g.count, 0);
       if (opts.json === true) ctx.out(toJson({ moved: 0, notFoundIds: plan.notFoundIds, plan }));
-      else ctx.out('Nothing to move.\n');
+      else if (plan.failed + unroutable === 0) ctx.out('Nothing to move.\n');
+      else {
+        const parts = [...(plan.failed > 0 ? [`${plan.failed} cannot move`] : []), ...(unroutable > 0 ? [`${unroutable} have no usable target${request.targetQueueId === null ? ' (pass --to QUEUE to choose one)' : ''}`] : [])];
+        ctx.out(`Nothing moved: ${parts.join(', ')} — see above; they stay in the DLQ.\n`);
+      }
+      if (plan.failed + unroutable > 0) ctx.setExitCode(EXIT.PARTIAL);
       return;
     }
     const guessed = request.targetQueueId === null ? plan.targets.filter((t) => t.guessed === true && t.count > 0) : [];
