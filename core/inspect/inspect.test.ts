@@ -168,7 +168,7 @@ describe('broker version through the adapter capability', () => {
 
 describe('report rows', () => {
   /** Keys repeat 40 messages later; bodies: JSON, base64, over 16k characters, ill-formed UTF-16 (a lone surrogate), non-ASCII. */
-  const messages: QueueMessage[] = Array.from({ length: 300 }, (_, i) => {
+  const messages: QueueMessage[] = Array.from({ length: 300 }, (_, i): QueueMessage => {
     const n = i >= 200 ? i - 40 : i;
     const orderId = `A-${String(1000 + n)}`;
     let data: string;
