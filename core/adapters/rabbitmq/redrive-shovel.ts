@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { QueuescopeError, type QueueSummary } from '../../../shared/domain';
 import type { NativeMoveHandle, NativeMoveStatus, NativeMoveSupport } from '../redrive-types';
+import { abortable } from '../../lib/abort';
 import { throwIfAborted } from './errors';
 import type { ManagementClient, ManagementResponse } from './management';
 import { decodeQueueId } from './queue-id';
@@ -18,6 +19,29 @@ export interface ShovelDeps {
 const MECHANISM = 'RabbitMQ dynamic shovel (Move messages)';
 /** The management UI's "Move messages" uses this prefetch; it is also the fastest setting measured here. */
 const SHOVEL_PREFETCH = 1000;
+
+/** Interval between two DLQ ready-count readings while waiting for the shovel's held messages to be requeued, ms. */
+const SETTLE_POLL_MS = 250;
+/** At most this many readings until two in a row agree. */
+const SETTLE_READS = 12;
+/**
+ * How long to wait after a shovel finished with messages left in the DLQ for the management
+ * statistics (collected every `collect_statistics_interval`, 5 s by default) to include its acks, ms.
+ */
+const STATS_SETTLE_MS = 7000;
+const STATS_POLL_MS = 500;
+
+/** The DLQ's counters when a shovel started (management statistics; null = not available). */
+interface Baseline {
+  /** `message_stats.ack` of the DLQ: messages removed by consumer acks since the queue exists. */
+  acks: number | null;
+  /** `consumers` of the DLQ (other readers make the ack counter ambiguous); null = not reported yet (a new queue). */
+  consumers: number | null;
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return abortable(new Promise<void>((res) => setTimeout(res, ms)), signal);
+}
 
 /** The shovel parameter name for a move: `queuescope-redrive-<dlq>-<random>` (parameter names may hold any text). */
 function shovelName(dlq: string): string {
@@ -37,6 +61,10 @@ function shovelName(dlq: string): string {
  */
 export class ShovelMover {
   private readonly cancelled = new Set<string>();
+  /** DLQ counters at the start of each shovel this mover started, by shovel name. */
+  private readonly baselines = new Map<string, Baseline>();
+  /** The final status of each finished shovel, by name (computed once; later polls return it). */
+  private readonly finals = new Map<string, NativeMoveStatus>();
 
   constructor(private readonly d: ShovelDeps) {}
 
@@ -96,6 +124,7 @@ export class ShovelMover {
     if (dest === null) throw new QueuescopeError('INVALID_INPUT', 'No target queue.');
     await this.d.readyCount(dest, signal);
     const total = await this.d.readyCount(src, signal);
+    const baseline = await this.dlqStats(src, signal);
     const name = shovelName(src);
     const uri = `amqp:///${encodeURIComponent(this.d.vhost)}`;
     const value = {
@@ -113,21 +142,34 @@ export class ShovelMover {
     const res = await this.d.mgmt.request('PUT', path, { value }, signal);
     if (res.status === 400) throw new QueuescopeError('BROKER_ERROR', `RabbitMQ refused the shovel definition: ${res.reason ?? 'bad request'}.`, { shovel: name });
     if (res.status < 200 || res.status >= 300) throw this.d.mgmtStatusError(res, path);
+    this.baselines.set(name, baseline);
     return { id: name, sourceQueueId: dlq.id, targetQueueId: targetQueueId ?? (dlq.deadLetterSources[0] ?? null), startedAt: Date.now(), total };
   }
 
   /**
    * Polls a shovel: `running` while its parameter exists and its state (`GET /api/shovels/<vhost>`)
-   * is not `terminated`; `completed` once the parameter is gone (the shovel deleted itself after
-   * `queue-length` messages); `cancelled` after {@link cancel}; `failed` with the broker's reason
-   * when terminated. RabbitMQ 3.10 reports no transferred count, so `moved` is
-   * `total − ready messages left in the DLQ` (an estimate while messages keep arriving), and
-   * `total` when completed.
+   * is not `terminated` (`moved` is then `total − ready messages in the DLQ`, an estimate that
+   * counts messages in flight); `cancelled` after {@link cancel}; `failed` with the broker's reason
+   * when terminated.
+   *
+   * Once the parameter is gone the shovel has deleted itself, which it does after the target
+   * confirmed OR REFUSED as many publishes as the DLQ held when it started (`src-delete-after
+   * queue-length` counts nacks too: a target that rejects publishes — a full queue with
+   * `x-overflow: reject-publish`, a quorum queue without a leader — gets each message nacked and
+   * returned to the DLQ, and the shovel still ends). So the outcome is measured on the DLQ: after
+   * the messages it held are back (two equal readings of its ready count), none left = `completed`
+   * with `moved = total`; some left = either refused messages or messages dead-lettered during the
+   * move, told apart by the DLQ's ack counter (management statistics, waited for up to
+   * {@link STATS_SETTLE_MS}): `moved` = acks since the start (at least `total − left`). When fewer
+   * than `total` moved the status is `failed`, `moved` is exact (what left the DLQ) and the error
+   * says how many of the `total` stayed. RabbitMQ 3.10 reports no transferred count itself.
    */
   async status(handle: NativeMoveHandle, signal?: AbortSignal): Promise<NativeMoveStatus> {
+    const done = this.finals.get(handle.id);
+    if (done !== undefined) return done;
     const src = this.d.queueRef(handle.sourceQueueId);
     const total = handle.total;
-    if (this.cancelled.has(handle.id)) return { status: 'cancelled', moved: await this.estimate(src, total, signal), total, error: null };
+    if (this.cancelled.has(handle.id)) return { status: 'cancelled', moved: await this.estimate(src, total, signal, true), total, error: null };
     const listPath = `/api/shovels/${this.vhostPath()}`;
     const list = await this.d.mgmt.get(listPath, signal);
     if (list.status !== 200) throw this.d.mgmtStatusError(list, listPath);
@@ -138,15 +180,87 @@ export class ShovelMover {
     }
     if (entry === undefined) {
       const param = await this.d.mgmt.get(this.paramPath(handle.id), signal);
-      if (param.status === 404) return { status: 'completed', moved: total ?? 0, total, error: null };
+      if (param.status === 404) {
+        const final = await this.outcome(handle, src, signal);
+        this.finals.set(handle.id, final);
+        this.baselines.delete(handle.id);
+        return final;
+      }
     }
     return { status: 'running', moved: await this.estimate(src, total, signal), total, error: null };
   }
 
-  private async estimate(src: string, total: number | null, signal?: AbortSignal): Promise<number> {
+  /** The outcome of a shovel that deleted itself, measured on the DLQ (see {@link status}). */
+  private async outcome(handle: NativeMoveHandle, src: string, signal?: AbortSignal): Promise<NativeMoveStatus> {
+    const total = handle.total;
+    if (total === null) return { status: 'completed', moved: 0, total, error: null };
+    const left = await this.settledReady(src, signal);
+    if (left === 0) return { status: 'completed', moved: total, total, error: null };
+    // Some messages are in the DLQ: refused by the target and returned, or dead-lettered during the move.
+    const atLeast = Math.max(0, total - left);
+    let moved = atLeast;
+    let counted = false;
+    const base = this.baselines.get(handle.id);
+    if (base !== undefined && base.acks !== null && (base.consumers ?? 0) === 0) {
+      const until = Date.now() + STATS_SETTLE_MS;
+      for (;;) {
+        const now = await this.dlqStats(src, signal);
+        if (now.acks !== null && now.acks >= base.acks) {
+          counted = true;
+          moved = Math.max(atLeast, now.acks - base.acks);
+        }
+        if (moved >= total || Date.now() >= until) break;
+        await sleep(STATS_POLL_MS, signal);
+      }
+    }
+    if (moved >= total) return { status: 'completed', moved, total, error: null };
+    const stayed = total - moved;
+    const why = counted
+      ? 'the target refused them (a full queue with x-overflow reject-publish, a queue without a leader…) and RabbitMQ returned them to the DLQ'
+      : 'the target refused them and RabbitMQ returned them to the DLQ, or they were dead-lettered during the move (the DLQ\'s ack statistics were not available to tell them apart)';
+    return {
+      status: 'failed',
+      moved,
+      total,
+      error: `The shovel finished, but only ${moved} of the ${total} messages left the DLQ: ${stayed} stayed (${left} in the DLQ now); ${why}`,
+    };
+  }
+
+  /**
+   * The DLQ's ready count once the messages a shovel held are back: read every
+   * {@link SETTLE_POLL_MS} until two readings agree (at most {@link SETTLE_READS}).
+   */
+  private async settledReady(src: string, signal?: AbortSignal): Promise<number> {
+    let last = await this.d.readyCount(src, signal);
+    for (let i = 1; i < SETTLE_READS; i++) {
+      await sleep(SETTLE_POLL_MS, signal);
+      const now = await this.d.readyCount(src, signal);
+      if (now === last) return now;
+      last = now;
+    }
+    return last;
+  }
+
+  /** The DLQ's ack counter and consumer count from the management API (`GET /api/queues/<vhost>/<name>`); nulls when not reported. */
+  private async dlqStats(src: string, signal?: AbortSignal): Promise<Baseline> {
+    try {
+      const res = await this.d.mgmt.get(`/api/queues/${this.vhostPath()}/${encodeURIComponent(src)}?columns=message_stats.ack,consumers`, signal);
+      if (res.status !== 200 || res.body === null || typeof res.body !== 'object') return { acks: null, consumers: null };
+      const body = res.body as { message_stats?: { ack?: unknown }; consumers?: unknown };
+      const consumers = typeof body.consumers === 'number' ? body.consumers : null;
+      // No message_stats yet: nothing was ever acked on this queue (or statistics are off; then it stays absent).
+      const acks = body.message_stats === undefined ? 0 : typeof body.message_stats.ack === 'number' ? body.message_stats.ack : 0;
+      return { acks, consumers };
+    } catch {
+      throwIfAborted(signal);
+      return { acks: null, consumers: null };
+    }
+  }
+
+  private async estimate(src: string, total: number | null, signal?: AbortSignal, settle = false): Promise<number> {
     if (total === null) return 0;
     try {
-      return Math.max(0, total - (await this.d.readyCount(src, signal)));
+      return Math.max(0, total - (settle ? await this.settledReady(src, signal) : await this.d.readyCount(src, signal)));
     } catch {
       return 0;
     }

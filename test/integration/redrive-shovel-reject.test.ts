@@ -1,0 +1,131 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ChannelModel } from 'amqplib';
+import { createRabbitmqAdapter } from '../../core/adapters/rabbitmq';
+import type { NativeMoveHandle, NativeMoveStatus, RedriveMover } from '../../core/adapters/redrive-types';
+import type { BrokerAdapter } from '../../core/adapters/types';
+import { main, type CliIo } from '../../core/cli/main';
+import { AMQP_URL, RABBITMQ_MANAGEMENT_URL, uniqueName } from './env';
+import { closeNative, nativeConnection, nativeCount, nativeDeleteQueue } from './rabbitmq-native';
+import { idOf, makeDeadLettered, publishKeys } from './fixtures/redrive-rabbitmq-util';
+
+/**
+ * The dynamic-shovel native move against a target that refuses publishes (RabbitMQ 3.10.8): a
+ * queue with `x-max-length: 3` and `x-overflow: reject-publish` nacks every publish past 3; the
+ * shovel (ack-mode on-confirm) then nacks the DLQ delivery (requeue) and still deletes itself after
+ * as many confirms as the DLQ held. The status must report what left the DLQ, not the start depth.
+ */
+
+const config = { kind: 'rabbitmq' as const, url: AMQP_URL, managementUrl: RABBITMQ_MANAGEMENT_URL };
+let adapter: BrokerAdapter;
+let mover: RedriveMover;
+let conn: ChannelModel;
+let dir: string;
+const queues: string[] = [];
+
+beforeAll(async () => {
+  adapter = createRabbitmqAdapter(config);
+  if (!adapter.redrive) throw new Error('the RabbitMQ adapter has no redrive member');
+  mover = adapter.redrive;
+  conn = await nativeConnection();
+  dir = await mkdtemp(join(tmpdir(), 'qs-shovel-reject-'));
+});
+
+afterAll(async () => {
+  for (const q of queues) await nativeDeleteQueue(q);
+  await adapter.close();
+  await closeNative();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** A DLQ of `n` really dead-lettered messages, and a target holding at most `max` (reject-publish) when `max` is given. */
+async function setup(label: string, n: number, max: number | null): Promise<{ work: string; dlq: string; target: string }> {
+  const work = uniqueName(`${label}-work`);
+  const dlq = uniqueName(`${label}-dlq`);
+  const target = uniqueName(`${label}-target`);
+  queues.push(work, dlq, target);
+  await makeDeadLettered(conn, work, dlq, n);
+  const ch = await conn.createChannel();
+  await ch.assertQueue(target, { durable: true, arguments: max === null ? {} : { 'x-max-length': max, 'x-overflow': 'reject-publish' } });
+  await ch.close();
+  return { work, dlq, target };
+}
+
+async function pollUntilDone(h: NativeMoveHandle): Promise<NativeMoveStatus> {
+  let st = await mover.nativeMoveStatus(h);
+  for (let i = 0; i < 300 && st.status === 'running'; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    st = await mover.nativeMoveStatus(h);
+  }
+  return st;
+}
+
+describe('native move (dynamic shovel) into a target that refuses publishes', () => {
+  it('ends failed, reporting exactly the messages that left the DLQ (3 of 10), not the start depth', async () => {
+    const { dlq, target } = await setup('shovel-reject', 10, 3);
+    const summary = await adapter.getQueue(idOf(dlq));
+    const h = await mover.startNativeMove(summary, idOf(target), null);
+    expect(h.total).toBe(10);
+    const st = await pollUntilDone(h);
+    expect(await nativeCount(target)).toBe(3);
+    expect(await nativeCount(dlq)).toBe(7);
+    expect(st).toMatchObject({ status: 'failed', moved: 3, total: 10 });
+    expect(st.error).toMatch(/only 3 of the 10 messages left the DLQ: 7 stayed/);
+    // Polling again returns the same outcome (it is measured once).
+    expect(await mover.nativeMoveStatus(h)).toEqual(st);
+  }, 60_000);
+
+  it('a large DLQ into a nearly full target: the shovel does not loop on the refused messages; counts are exact', async () => {
+    const { dlq, target } = await setup('shovel-reject-big', 1500, 40);
+    const summary = await adapter.getQueue(idOf(dlq));
+    const h = await mover.startNativeMove(summary, idOf(target), null);
+    const st = await pollUntilDone(h);
+    expect(await nativeCount(target)).toBe(40);
+    expect(await nativeCount(dlq)).toBe(1460);
+    expect(st).toMatchObject({ status: 'failed', moved: 40, total: 1500 });
+  }, 60_000);
+
+  it('messages dead-lettered after the shovel finished are not counted as refused: completed, every one of the start depth moved', async () => {
+    const { dlq, target } = await setup('shovel-late', 200, null);
+    const summary = await adapter.getQueue(idOf(dlq));
+    const h = await mover.startNativeMove(summary, idOf(target), null);
+    // Wait (outside the mover) until the shovel deleted itself, then add messages to the DLQ before the mover looks.
+    const mgmt = `${RABBITMQ_MANAGEMENT_URL}/api/parameters/shovel/%2F/${encodeURIComponent(h.id)}`;
+    const auth = `Basic ${Buffer.from('guest:guest').toString('base64')}`;
+    for (let i = 0; i < 300; i++) {
+      const res = await fetch(mgmt, { headers: { authorization: auth } });
+      if (res.status === 404) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const ch = await conn.createConfirmChannel();
+    await publishKeys(ch, dlq, 0, 25, 'late');
+    await ch.close();
+    const st = await pollUntilDone(h);
+    expect(await nativeCount(target)).toBe(200);
+    expect(await nativeCount(dlq)).toBe(25);
+    expect(st).toMatchObject({ status: 'completed', moved: 200, total: 200, error: null });
+  }, 60_000);
+
+  it('the CLI (native path chosen automatically) does not report the refused messages as moved', async () => {
+    const { dlq, target } = await setup('shovel-reject-cli', 10, 3);
+    let stdout = '';
+    let stderr = '';
+    const io: CliIo = {
+      stdout: { write: (s: string) => (stdout += s) },
+      stderr: { write: (s: string) => (stderr += s) },
+      env: { QUEUESCOPE_HOME: join(dir, 'home') },
+      cwd: dir,
+    };
+    const code = await main(['redrive', AMQP_URL, dlq, '--to', target, '--yes'], io);
+    const out = stdout + stderr;
+    expect(out).toMatch(/native: RabbitMQ dynamic shovel/);
+    expect(code, out).not.toBe(0);
+    expect(out).not.toMatch(/\b10 moved\b/);
+    expect(out).toMatch(/\b3 moved\b/);
+    expect(out).toMatch(/7 stayed \(7 in the DLQ now\)/);
+    expect(await nativeCount(target)).toBe(3);
+    expect(await nativeCount(dlq)).toBe(7);
+  }, 60_000);
+});
