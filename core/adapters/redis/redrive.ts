@@ -243,7 +243,8 @@ class RedisRedriveMover implements RedriveMover {
    *   of the JSON map the body then is) plus the headers as fields (`{ base64 }` values as bytes)
    *   and the counter field; each reply (the new id) confirms one message;
    * - BullMQ: `Queue.addBulk` with the job name, data (the JSON body) and options; custom job ids
-   *   are kept (a second re-inject then adds nothing), then the counter hash field is set.
+   *   are kept, then the counter hash field is set. A message whose custom job id already exists in
+   *   the queue is reported failed, not published: BullMQ would ignore the add (see `publishJobs`).
    * Truncated bodies are never published (reported failed).
    * @throws QueuescopeError `QUEUE_NOT_FOUND` for an id that is not a Redis queue id; connection codes.
    */
@@ -293,31 +294,63 @@ class RedisRedriveMover implements RedriveMover {
     return { published, failed };
   }
 
+  /**
+   * The BullMQ part of {@link publish}. BullMQ ignores an add whose custom job id already exists in
+   * the queue and returns the existing job as if it had been added, so — as the redrive into another
+   * queue does (`BullmqSource.moveToOtherQueues`) — each custom id is looked up first (EXISTS) and a
+   * message whose id is taken, or appears twice in `messages`, is reported failed and not added.
+   * After the add, each job hash must carry the timestamp this add gave it: a job another client
+   * added with that id in between is reported failed too. Only jobs this call added get the
+   * redrive counter and origin fields; an existing job is never touched.
+   */
   private async publishJobs(prefix: string, name: string, messages: QueueMessage[], published: string[], failed: { id: string; error: ErrorInfo }[]): Promise<void> {
     const queue = await this.ctx.bullQueue(prefix, name);
+    const queueId = formatQueueId({ kind: 'bullmq', prefix, name });
+    const notAdded = (m: QueueMessage, jobId: string, why: string): void => {
+      failed.push({ id: m.id, error: { code: 'BROKER_ERROR', message: `A job with id "${jobId}" ${why} in ${queueId}: BullMQ ignores the add; message ${m.id} was not re-injected.` } });
+    };
     const jobs: { m: QueueMessage; data: unknown; jobId: string | undefined }[] = [];
+    const ids = new Set<string>();
     for (const m of messages) {
       const d = jobData(m);
+      const jobId = /^\d+$/.test(m.id) || m.id.includes(':') || m.id.startsWith('#') ? undefined : redriveJobId(name, m.id);
       if (!d.ok) failed.push({ id: m.id, error: { code: 'INVALID_INPUT', message: `Message ${m.id} cannot become a BullMQ job: ${d.why}.` } });
-      else jobs.push({ m, data: d.data, jobId: /^\d+$/.test(m.id) || m.id.includes(':') || m.id.startsWith('#') ? undefined : redriveJobId(name, m.id) });
+      else if (jobId !== undefined && ids.has(jobId)) notAdded(m, jobId, 'is re-injected twice (an earlier message of this batch has it)');
+      else {
+        if (jobId !== undefined) ids.add(jobId);
+        jobs.push({ m, data: d.data, jobId });
+      }
     }
+    const client = await this.ctx.client();
     for (let i = 0; i < jobs.length; i += 1000) {
       const chunk = jobs.slice(i, i + 1000);
+      const custom = chunk.filter((j) => j.jobId !== undefined);
+      const exists = custom.length > 0 ? await execAll(custom.reduce((p, j) => p.exists(`${prefix}:${name}:${j.jobId}`), client.pipeline())) : [];
+      const taken = new Set(custom.filter((_, k) => Number(exists[k]) > 0));
+      for (const j of taken) notAdded(j.m, j.jobId as string, 'already exists');
+      const toAdd = chunk.filter((j) => !taken.has(j));
+      if (toAdd.length === 0) continue;
       const added = await queue.addBulk(
-        chunk.map((j) => ({
+        toAdd.map((j) => ({
           name: typeof j.m.meta.jobName === 'string' && j.m.meta.jobName !== '' ? j.m.meta.jobName : 'job',
           data: j.data,
           opts: { ...jobOptionsFrom(j.m), ...(j.jobId !== undefined ? { jobId: j.jobId } : {}) },
         })),
       );
-      const client = await this.ctx.client();
+      const stamps = await execAll(toAdd.reduce((p, _, k) => p.hget(`${prefix}:${name}:${added[k]?.id ?? ''}`, 'timestamp'), client.pipeline()));
       const mark = client.multi();
-      chunk.forEach((j, k) => {
-        const id = added[k]?.id;
-        if (id !== undefined) mark.hset(`${prefix}:${name}:${id}`, REDRIVE_COUNT_HEADER, String(counterOf(j.m) + 1), REDRIVEN_FROM_FIELD, `${j.m.queueId}|${j.m.id}`);
+      const ours: QueueMessage[] = [];
+      toAdd.forEach((j, k) => {
+        const job = added[k];
+        if (job?.id === undefined || stamps[k] !== String(job.timestamp)) {
+          notAdded(j.m, job?.id ?? j.jobId ?? '?', 'was added by another client meanwhile (it already exists)');
+          return;
+        }
+        mark.hset(`${prefix}:${name}:${job.id}`, REDRIVE_COUNT_HEADER, String(counterOf(j.m) + 1), REDRIVEN_FROM_FIELD, `${j.m.queueId}|${j.m.id}`);
+        ours.push(j.m);
       });
-      await mark.exec();
-      published.push(...chunk.map((j) => j.m.id));
+      if (ours.length > 0) await mark.exec();
+      published.push(...ours.map((m) => m.id));
     }
   }
 
@@ -434,6 +467,15 @@ async function drive(source: BatchSource, options: ClientMoveOptions, hooks: Mov
     }
   }
   return { ...totals, stoppedBecause };
+}
+
+/** Runs a pipeline and returns its replies in order. @throws the first command error. */
+async function execAll(p: ReturnType<Redis['pipeline']>): Promise<unknown[]> {
+  const res = (await p.exec()) ?? [];
+  return res.map(([e, v]) => {
+    if (e) throw e;
+    return v;
+  });
 }
 
 function bodyBytes(m: QueueMessage): Buffer {
