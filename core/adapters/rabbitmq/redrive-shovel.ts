@@ -31,12 +31,12 @@ const SETTLE_READS = 12;
 const STATS_SETTLE_MS = 7000;
 const STATS_POLL_MS = 500;
 
-/** The DLQ's counters when a shovel started (management statistics; null = not available). */
+/**
+ * The DLQ's ack counter (`message_stats.ack` of `GET /api/queues/<vhost>/<name>`: messages removed
+ * by consumer acks since the queue exists) when a shovel started; null = statistics not available.
+ */
 interface Baseline {
-  /** `message_stats.ack` of the DLQ: messages removed by consumer acks since the queue exists. */
   acks: number | null;
-  /** `consumers` of the DLQ (other readers make the ack counter ambiguous); null = not reported yet (a new queue). */
-  consumers: number | null;
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -57,7 +57,10 @@ function shovelName(dlq: string): string {
  * is acked on the DLQ only after the target confirmed it) and `src-prefetch-count` 1000. Needs the
  * `rabbitmq_shovel` and `rabbitmq_shovel_management` plugins and a user with the `policymaker`
  * (or `administrator`) tag. Body, properties and headers (x-death included) are kept; no redrive
- * counter is added; shovels have no rate setting.
+ * counter is added; shovels have no rate setting. A publish the target refuses (nack: a full queue
+ * with `x-overflow: reject-publish`…) is nacked back to the DLQ and still counts towards the
+ * queue-length the shovel moves before deleting itself, so its end is not a success by itself:
+ * {@link ShovelMover.status} measures what left the DLQ.
  */
 export class ShovelMover {
   private readonly cancelled = new Set<string>();
@@ -201,11 +204,16 @@ export class ShovelMover {
     let moved = atLeast;
     let counted = false;
     const base = this.baselines.get(handle.id);
-    if (base !== undefined && base.acks !== null && (base.consumers ?? 0) === 0) {
+    if (base !== undefined && base.acks !== null) {
+      // Acks since the start = messages that left the DLQ through the shovel (ack-mode on-confirm
+      // acks only what the target confirmed). They can be at most `total + left`: the shovel moves
+      // the DLQ's depth when it initialised (`total` plus what arrived in the few ms before), and
+      // messages arriving later are still there. More = someone else acked on the DLQ, or acks made
+      // just before the start were not in the statistics yet: the counter is then not used.
       const until = Date.now() + STATS_SETTLE_MS;
       for (;;) {
         const now = await this.dlqStats(src, signal);
-        if (now.acks !== null && now.acks >= base.acks) {
+        if (now.acks !== null && now.acks >= base.acks && now.acks - base.acks <= total + left) {
           counted = true;
           moved = Math.max(atLeast, now.acks - base.acks);
         }
@@ -241,19 +249,18 @@ export class ShovelMover {
     return last;
   }
 
-  /** The DLQ's ack counter and consumer count from the management API (`GET /api/queues/<vhost>/<name>`); nulls when not reported. */
+  /** The DLQ's ack counter from the management API (`GET /api/queues/<vhost>/<name>`); null when it cannot be read. */
   private async dlqStats(src: string, signal?: AbortSignal): Promise<Baseline> {
     try {
-      const res = await this.d.mgmt.get(`/api/queues/${this.vhostPath()}/${encodeURIComponent(src)}?columns=message_stats.ack,consumers`, signal);
-      if (res.status !== 200 || res.body === null || typeof res.body !== 'object') return { acks: null, consumers: null };
-      const body = res.body as { message_stats?: { ack?: unknown }; consumers?: unknown };
-      const consumers = typeof body.consumers === 'number' ? body.consumers : null;
+      const res = await this.d.mgmt.get(`/api/queues/${this.vhostPath()}/${encodeURIComponent(src)}?columns=message_stats.ack`, signal);
+      if (res.status !== 200 || res.body === null || typeof res.body !== 'object') return { acks: null };
+      const body = res.body as { message_stats?: { ack?: unknown } };
       // No message_stats yet: nothing was ever acked on this queue (or statistics are off; then it stays absent).
       const acks = body.message_stats === undefined ? 0 : typeof body.message_stats.ack === 'number' ? body.message_stats.ack : 0;
-      return { acks, consumers };
+      return { acks };
     } catch {
       throwIfAborted(signal);
-      return { acks: null, consumers: null };
+      return { acks: null };
     }
   }
 
