@@ -213,6 +213,7 @@ export async function resolveQueue(adapter: BrokerAdapter, arg: string | undefin
     }
     throw new QueuescopeError('INVALID_INPUT', 'No queue given: pass a queue name or id after the connection.');
   }
+  if (arg.trim() === '') throw new QueuescopeError('INVALID_INPUT', 'An empty queue name was given: pass a queue name or id.');
   try {
     return await adapter.getQueue(arg, signal);
   } catch (e) {

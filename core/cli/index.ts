@@ -3,7 +3,7 @@
  * (electron.vite.config.ts). `bin/queuescope.cjs` requires it and calls {@link runFromProcess};
  * `node out/main/cli.js …` runs it directly. Plain Node: nothing here imports electron.
  */
-import { main } from './main';
+import { main, type CliStream } from './main';
 
 export { main, splitPositionals, resolveQueue, type CliIo, type CliStream } from './main';
 export { resolveConfig, looksLikeConnection, findProfile, type ConnectionFlags, type ResolvedConnection, type CliEnv } from './resolve-config';
@@ -27,11 +27,34 @@ export function runFromProcess(argv: readonly string[] = process.argv.slice(2)):
     controller.abort();
   };
   process.on('SIGINT', onSigint);
-  void main(argv, { stdout: process.stdout, stderr: process.stderr, env: process.env, signal: controller.signal }).then((code) => {
+  void main(argv, { stdout: pipeSafe(process.stdout), stderr: pipeSafe(process.stderr), env: process.env, signal: controller.signal }).then((code) => {
     process.off('SIGINT', onSigint);
     process.exitCode = code;
     setTimeout(() => process.exit(code), 2000).unref();
   });
+}
+
+/**
+ * `stream` for the CLI, quiet once its reader has gone (`queuescope --help | head -1`): an EPIPE
+ * stops further writes instead of crashing with an unhandled 'error' event; the command itself
+ * goes on (a redrive piped into `head` is not cut off halfway). Other write errors are printed once
+ * on stderr.
+ */
+function pipeSafe(stream: NodeJS.WriteStream): CliStream {
+  let closed = false;
+  stream.on('error', (e: NodeJS.ErrnoException) => {
+    if (!closed && e.code !== 'EPIPE' && stream !== process.stderr) process.stderr.write(`queuescope: cannot write output: ${e.message}\n`);
+    closed = true;
+  });
+  return {
+    write: (chunk: string) => (closed ? false : stream.write(chunk)),
+    get isTTY() {
+      return stream.isTTY;
+    },
+    get columns() {
+      return stream.columns;
+    },
+  };
 }
 
 // `node out/main/cli.js …` (not taken when bin/queuescope.cjs requires it, nor in tests).

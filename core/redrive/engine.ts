@@ -320,6 +320,7 @@ export async function planRedrive(env: RedriveEnv, r: RedriveRequest, signal?: A
     cannotMove,
     maxBodyBytes: p.maxBodyBytes,
     notFoundIds: d.notFoundIds().slice(0, MAX_CANNOT_MOVE_LISTED),
+    notFoundCount: d.notFoundIds().length,
     targets,
     loops,
     warnings: [...new Set(d.allTargets().flatMap((t) => t.warnings))],
@@ -492,6 +493,7 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
     filter: describeSelection(r),
     notes,
     notFoundIds: p.decider.notFoundIds().slice(0, MAX_CANNOT_MOVE_LISTED),
+    notFoundCount: p.decider.notFoundIds().length,
   };
   try {
     const entry = await env.auditLog.append({

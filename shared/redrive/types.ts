@@ -93,6 +93,8 @@ export interface RedrivePlan {
   maxBodyBytes: number;
   /** Picked ids (`ids` selection) that were not found in the DLQ (at most {@link MAX_CANNOT_MOVE_LISTED}). */
   notFoundIds: string[];
+  /** How many picked ids were not found in all ({@link notFoundIds} lists the first ones). */
+  notFoundCount: number;
   /** Per target, with its loop check. */
   targets: (TargetInfo & { count: number })[];
   /** Targets that need confirmation (the DLQ itself, or a DLQ that dead-letters back): messages for them are counted under `loop` skips until confirmed. */
@@ -133,4 +135,6 @@ export interface RedriveResult extends Record<string, unknown> {
   notes: string[];
   /** Picked ids (`ids` selection) that were not found in the DLQ (at most {@link MAX_CANNOT_MOVE_LISTED}); empty otherwise. */
   notFoundIds: string[];
+  /** How many picked ids were not found in all ({@link notFoundIds} lists the first ones). */
+  notFoundCount: number;
 }

@@ -399,6 +399,28 @@ describe('whole-DLQ redrive where some messages stay (RabbitMQ: the native pre-p
   });
 });
 
+describe('picked ids and empty names', () => {
+  it('counts every picked id that was not found (the list shows the first ones); --to "" is a usage error', async () => {
+    const redis = new Redis(REDIS_URL);
+    const key = uniqueName('rd-ids-dlq');
+    try {
+      await redis.rpush(key, '{"orderId":"A-1"}');
+      const ids = Array.from({ length: 1500 }, (_, i) => `missing-${String(i)}`).join(',');
+      const r = await cli(['redrive', REDIS_URL, `list:${key}`, '--to', `list:${key}-work`, '--ids', ids, '--dry-run']);
+      expect(r.stdout).toMatch(/warning: 1500 picked ids were not found in the DLQ: missing-0, .* \(first 50 listed\)/);
+      const j = JSON.parse((await cli(['redrive', REDIS_URL, `list:${key}`, '--to', `list:${key}-work`, '--ids', ids, '--dry-run', '--json'])).stdout) as { notFoundCount: number; notFoundIds: string[] };
+      expect(j.notFoundCount).toBe(1500);
+      expect(j.notFoundIds.length).toBeLessThan(1500);
+      const empty = await cli(['redrive', REDIS_URL, `list:${key}`, '--to', '', '--dry-run']);
+      expect(empty.code).toBe(EXIT.USAGE);
+      expect(empty.stderr).toContain('An empty queue name was given');
+    } finally {
+      await redis.del(key);
+      await redis.quit();
+    }
+  });
+});
+
 describe('nothing can move', () => {
   it('messages with no target: "Nothing moved", the hint to pass --to, exit 7 (not "Nothing to move", exit 0)', async () => {
     const conn = await amqp.connect(AMQP_URL);

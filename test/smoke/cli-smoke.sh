@@ -18,6 +18,13 @@ check() { # check FILE JS-EXPRESSION(d) DESCRIPTION
 }
 
 $QS --help >/dev/null
+# A reader that goes away (head) must not crash the CLI with an EPIPE stack trace.
+for args in "--help" "redrive --help" "audit --list-rules"; do
+  # shellcheck disable=SC2086
+  $QS $args 2>"$tmp/epipe.err" | head -c 1 >/dev/null
+  if [ -s "$tmp/epipe.err" ]; then echo "FAILED: queuescope $args | head wrote to stderr:"; cat "$tmp/epipe.err"; exit 1; fi
+done
+echo "ok: output piped into head: no EPIPE crash"
 $QS queues "$REDIS" --json >"$tmp/rq.json"
 check "$tmp/rq.json" 'd.some(q => q.name === "payments" && q.kind === "bullmq" && q.counts.failed > 0)' "redis: BullMQ queue payments with failed jobs"
 check "$tmp/rq.json" 'd.some(q => q.name === "orders-stream" && q.kind === "redis-stream" && q.inFlight > 0)' "redis: stream orders-stream with pending entries"

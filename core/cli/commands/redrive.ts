@@ -112,7 +112,7 @@ export function formatPlan(plan: RedrivePlan): string {
       lines.push(`    bodies over the ${plan.maxBodyBytes}-byte read limit move with --max-body-bytes N (up to ${MAX_REDRIVE_MAX_BODY_BYTES}, 128 MiB; memory grows with it)`);
     }
   }
-  if (plan.notFoundIds.length > 0) lines.push(`  warning: ${plan.notFoundIds.length} picked id${plan.notFoundIds.length === 1 ? ' was' : 's were'} not found in the DLQ: ${cell(plan.notFoundIds.slice(0, 50).join(', '), 2000)}`);
+  if (plan.notFoundCount > 0) lines.push(`  warning: ${notFoundLine(plan.notFoundCount, plan.notFoundIds)}`);
   if (plan.groups.length > 0) {
     lines.push('  failure groups (class, label, count, first reason):');
     for (const g of plan.groups.slice(0, 15)) {
@@ -128,6 +128,12 @@ export function formatPlan(plan: RedrivePlan): string {
   return `${lines.join('\n')}\n`;
 }
 
+/** "N picked ids were not found in the DLQ: a, b, … (first 50 listed)". */
+function notFoundLine(count: number, ids: readonly string[]): string {
+  const shown = ids.slice(0, 50);
+  return `${count} picked id${count === 1 ? ' was' : 's were'} not found in the DLQ: ${cell(shown.join(', '), 2000)}${count > shown.length ? ` (first ${shown.length} listed)` : ''}`;
+}
+
 /** The final summary in words. */
 export function formatResult(r: RedriveResult, status: string): string {
   const lines: string[] = [];
@@ -135,8 +141,7 @@ export function formatResult(r: RedriveResult, status: string): string {
   lines.push(`${head} (${r.mode}${r.mechanism !== null ? `: ${cell(r.mechanism, 80)}` : ''}): ${r.moved} moved, ${r.skipped} stayed, ${r.failed} failed, ${r.possibleDuplicates} possible duplicates of ${r.examined} examined in ${cell(r.dlqName, 120)}.`);
   for (const t of r.targets) lines.push(`  ${String(t.count).padStart(7)} → ${cell(t.queueName, 120)}`);
   for (const s of r.skipReasons.slice(0, 10)) lines.push(`  ${String(s.count).padStart(7)} stayed: ${cell(s.reason, 160)}`);
-  const notFound = r.notFoundIds;
-  if (notFound.length > 0) lines.push(`warning: ${notFound.length} picked id${notFound.length === 1 ? ' was' : 's were'} not found in the DLQ: ${cell(notFound.slice(0, 50).join(', '), 2000)}`);
+  if (r.notFoundCount > 0) lines.push(`warning: ${notFoundLine(r.notFoundCount, r.notFoundIds)}`);
   if (r.backupPath !== null) lines.push(`Backup: ${cell(r.backupPath, 400)} (put back with: queuescope reinject <connection> <queue> --from <backup>)`);
   if (r.auditId !== null) lines.push(`Audit log: entry ${r.auditId} (queuescope history)`);
   for (const n of r.notes) lines.push(`note: ${cell(n, 200)}`);

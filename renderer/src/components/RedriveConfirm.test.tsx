@@ -17,6 +17,7 @@ function planWith(over: Partial<RedrivePlan>): RedrivePlan {
     cannotMove: [],
     maxBodyBytes: 1049600,
     notFoundIds: [],
+    notFoundCount: 0,
     targets: [{ queueId: 'rabbitmq:%2F/orders', queueName: 'orders', via: "x-death queue 'orders'", exists: true, loop: null, warnings: [], count: 17 }],
     loops: [],
     warnings: [],
