@@ -108,6 +108,24 @@ describe('native move (dynamic shovel) into a target that refuses publishes', ()
     expect(st).toMatchObject({ status: 'completed', moved: 200, total: 200, error: null });
   }, 60_000);
 
+  it('messages dead-lettered while the shovel runs: completed; moved counts what reached the target, arrivals left behind are not failures', async () => {
+    const { dlq, target } = await setup('shovel-busy', 3000, null);
+    const summary = await adapter.getQueue(idOf(dlq));
+    const h = await mover.startNativeMove(summary, idOf(target), null);
+    const ch = await conn.createConfirmChannel();
+    for (let i = 0; i < 20; i++) {
+      await publishKeys(ch, dlq, i * 5, i * 5 + 5, 'busy');
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    await ch.close();
+    const st = await pollUntilDone(h);
+    const inTarget = await nativeCount(target);
+    expect(inTarget + (await nativeCount(dlq))).toBe(3100);
+    expect(st.status).toBe('completed');
+    expect(st.moved).toBeGreaterThanOrEqual(3000);
+    expect(st.moved).toBeLessThanOrEqual(inTarget);
+  }, 60_000);
+
   it('the CLI (native path chosen automatically) does not report the refused messages as moved', async () => {
     const { dlq, target } = await setup('shovel-reject-cli', 10, 3);
     let stdout = '';
