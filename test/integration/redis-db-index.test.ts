@@ -88,6 +88,25 @@ describe('a database index the server does not have', () => {
     }
   });
 
+  it('CONFIG GET databases refused (managed Redis): the SELECT error alone is the signal', async () => {
+    const user = uniqueName('dbidx-noconfig');
+    await db0.call('ACL', 'SETUSER', user, 'on', '>pw', '~*', '&*', '+@all', '-config');
+    try {
+      const u = new URL(urlWithDb(99));
+      u.username = user;
+      u.password = 'pw';
+      const a = createRedisAdapter({ kind: 'redis', url: u.toString() });
+      adapters.push(a);
+      const e = await rejection(a.listQueues({}));
+      expect(e.code).toBe('INVALID_INPUT');
+      expect(e.message).toContain('has no database 99');
+      expect(e.message).toContain('CONFIG GET databases is not permitted');
+      expect(e.details).toMatchObject({ db: 99, databases: null });
+    } finally {
+      await db0.call('ACL', 'DELUSER', user);
+    }
+  });
+
   it('testConnection reports the SELECT as a failed check', async () => {
     const r = await adapter(99).testConnection();
     expect(r.ok).toBe(false);
