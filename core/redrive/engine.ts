@@ -441,6 +441,11 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
   let error: unknown = null;
   try {
     backup = await RedriveBackup.create(backupPath, header);
+    // A "started" entry first: a process killed mid-run (a second Ctrl+C, SIGKILL, a crash) writes
+    // no final entry, and the operator still needs to find this run and its backup in the history.
+    await env.auditLog
+      .append({ actor: env.actor, action: 'redrive', connection: env.connectionLabel, source: p.dlq.name, target: r.targetQueueId != null ? (p.queues?.get(r.targetQueueId)?.name ?? r.targetQueueId) : 'original source', filter: describeSelection(r), status: 'started', counts: {}, operationId, backupPath, details: { dlqId: p.dlq.id, rate: r.ratePerSecond ?? null, batchSize: p.batchSize } })
+      .catch((e: unknown) => ctx.addError(e));
     const native = await nativeSupport(p.mover, p.dlq, r, ctx.signal);
     if (!native.ok && r.native === 'require') throw new QueuescopeError('UNSUPPORTED', `A native move is not possible here: ${native.why}.`);
     if (native.ok && native.support !== null) {

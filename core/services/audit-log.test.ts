@@ -40,6 +40,20 @@ describe('AuditLog', () => {
     expect(page).toMatchObject({ total: 2, skippedLines: 0, nextBefore: null });
   });
 
+  it('a run\'s "started" entry is left out once the run ended; one without an end (process killed) stays', async () => {
+    const log = new AuditLog({ configDir: join(dir, 'cfg') });
+    await log.append({ actor: 'cli', action: 'redrive', source: 'a.dlq', status: 'started', operationId: 'op-a', backupPath: '/tmp/a.jsonl' });
+    await log.append({ actor: 'cli', action: 'redrive', source: 'b.dlq', status: 'started', operationId: 'op-b', backupPath: '/tmp/b.jsonl' });
+    await log.append({ actor: 'cli', action: 'redrive', source: 'a.dlq', status: 'completed', operationId: 'op-a', counts: { moved: 3 } });
+    const page = await log.read();
+    expect(page.entries.map((e) => [e.source, e.status])).toEqual([
+      ['a.dlq', 'completed'],
+      ['b.dlq', 'started'],
+    ]);
+    expect(page.entries[1]?.backupPath).toBe('/tmp/b.jsonl');
+    expect(page.nextBefore).toBeNull();
+  });
+
   it('never stores secrets: URL passwords and secret-looking keys are redacted', async () => {
     const log = new AuditLog({ path: join(dir, 'a.jsonl') });
     await log.append({

@@ -180,7 +180,9 @@ export class AuditLog {
 
   /**
    * Reads one page, newest first, streaming the file (memory bounded by the page size). A missing
-   * file is an empty log.
+   * file is an empty log. An operation's `status: 'started'` entry is left out once a later entry of
+   * the same `operationId` ended it; one without an end (the process was killed) is kept — it is
+   * then the only record of that run and of its backup.
    * @throws QueuescopeError `INVALID_INPUT` for a bad `limit`/`before`; `PERMISSION_DENIED` when unreadable.
    */
   async read(options: AuditReadOptions = {}, signal?: AbortSignal): Promise<AuditLogPage> {
@@ -205,6 +207,14 @@ export class AuditLog {
         const index = total++;
         if (index >= before) continue;
         if (options.action !== undefined && entry.action !== options.action) continue;
+        if (entry.status !== 'started' && entry.operationId !== null) {
+          // The run ended: its "started" entry (written first, for a process killed mid-run) is not shown.
+          const at = window.findIndex((w) => w.entry.status === 'started' && w.entry.operationId === entry.operationId);
+          if (at >= 0) {
+            window.splice(at, 1);
+            matchedBefore--;
+          }
+        }
         matchedBefore++;
         window.push({ index, entry });
         if (window.length > limit) window.shift();
