@@ -247,7 +247,6 @@ export function abandonConnection(r: Redis, error: Error): void {
 /** The error for a failed `SELECT endpoint.db` (see {@link ensureDatabase}); reads the server's database count when permitted. */
 async function explainSelectFailure(r: Redis, e: unknown, endpoint: RedisEndpoint, context: string): Promise<QueuescopeError> {
   const msg = e instanceof Error ? e.message : String(e);
-  const where = describeEndpoint(endpoint);
   // Redis/Valkey: "ERR DB index is out of range"; others: "invalid DB index", "value is not an integer or out of range".
   if (!/out of range|invalid DB index|invalid database/i.test(msg)) return mapRedisError(e, endpoint, `${context}: SELECT ${endpoint.db}`);
   let count: number | null = null;
@@ -264,7 +263,7 @@ async function explainSelectFailure(r: Redis, e: unknown, endpoint: RedisEndpoin
       : `it has fewer databases (how many could not be read: CONFIG GET databases is not permitted; databases are numbered from 0)`;
   return new QueuescopeError(
     'INVALID_INPUT',
-    `${context}: Redis at ${where} has no database ${endpoint.db} (SELECT ${endpoint.db}: ${firstLine(msg)}): ${limit}. Use an existing database index in the URL (redis://host:port/N); nothing was read or changed.`,
+    `${context}: the server has no database ${endpoint.db} (SELECT ${endpoint.db}: ${firstLine(msg)}): ${limit}. Use an existing database index in the URL (redis://host:port/N); nothing was read or changed.`,
     { host: endpoint.host, port: endpoint.port, db: endpoint.db, databases: count },
     { cause: e },
   );
