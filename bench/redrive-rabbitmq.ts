@@ -6,8 +6,8 @@
  * the same number of persistent ~300-byte messages, measured in the same run.
  * Target: client-side ≥ 0.9× the shovel's rate.
  *
- * Size: QS_BENCH_REDRIVE_RABBITMQ_N (default 20,000; the issue's figure is 100,000). Batch size:
- * QS_BENCH_REDRIVE_RABBITMQ_BATCH (default 1,000). Rounds: QS_BENCH_REDRIVE_RABBITMQ_ROUNDS (default 3; each
+ * Size: QS_BENCH_REDRIVE_RABBITMQ_N (default 100,000, the issue's figure; ~1.5 min per round). Batch size:
+ * QS_BENCH_REDRIVE_RABBITMQ_BATCH (default 1,000). Rounds: QS_BENCH_REDRIVE_RABBITMQ_ROUNDS (default 2; each
  * round runs the shovel then the client-side redrive on fresh queues, the ratio is the median of
  * the rounds' ratios, because other work on a shared 2-core machine shifts both rates by ±30%). Each
  * row also gives the CPU each path costs per 1,000 messages (a local broker's beam.smp from /proc,
@@ -98,9 +98,9 @@ async function fill(ch: ConfirmChannel, queue: string, n: number, sourceName: st
 }
 
 export async function benchRabbitmqRedrive(): Promise<RabbitmqRedriveRow[]> {
-  const n = Number(process.env.QS_BENCH_REDRIVE_RABBITMQ_N ?? 20_000);
+  const n = Number(process.env.QS_BENCH_REDRIVE_RABBITMQ_N ?? 100_000);
   const batch = Number(process.env.QS_BENCH_REDRIVE_RABBITMQ_BATCH ?? 1000);
-  const rounds = Math.max(1, Number(process.env.QS_BENCH_REDRIVE_RABBITMQ_ROUNDS ?? 3));
+  const rounds = Math.max(1, Number(process.env.QS_BENCH_REDRIVE_RABBITMQ_ROUNDS ?? 2));
   const backup = process.env.QS_BENCH_REDRIVE_RABBITMQ_BACKUP !== '0';
   const tag = randomBytes(4).toString('hex');
   const conn = await connect(AMQP_URL, { noDelay: true });

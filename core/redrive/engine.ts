@@ -632,6 +632,17 @@ async function nativePath(env: RedriveEnv, r: RedriveRequest, p: Prepared, backu
       if (totals.moved > total) ctx.setTotal(totals.moved);
       ctx.report({ processed: totals.examined, moved: totals.moved });
     });
+    if (outcome.kind === 'partial') {
+      totals.moved = movedBefore + outcome.moved;
+      totals.examined = Math.max(total, totals.moved);
+      totals.failed = Math.max(0, total - totals.moved);
+      const only = p.decider.perTarget.size === 1 ? [...p.decider.perTarget.keys()][0] : undefined;
+      if (only !== undefined) totals.perTarget.set(only, totals.moved);
+      notes.push(`the native move ended with ${totals.failed} of ${total} still in the DLQ: ${outcome.error}`);
+      ctx.addError(new QueuescopeError('BROKER_ERROR', `${support.mechanism}: ${outcome.error}`, { moved: totals.moved, stayed: totals.failed }));
+      ctx.report({ processed: totals.examined, moved: totals.moved, failed: totals.failed });
+      return true;
+    }
     if (outcome.kind === 'done') {
       totals.moved = movedBefore + outcome.moved;
       totals.examined = Math.max(total, totals.moved);
@@ -660,7 +671,7 @@ async function pollNative(
   ctx: OperationContext,
   pollMs: number,
   progress: (moved: number) => void,
-): Promise<{ kind: 'done'; moved: number } | { kind: 'paused'; moved: number }> {
+): Promise<{ kind: 'done'; moved: number } | { kind: 'paused'; moved: number } | { kind: 'partial'; moved: number; error: string }> {
   for (;;) {
     try {
       await abortableSleep(pollMs, ctx.signal);
@@ -671,6 +682,9 @@ async function pollNative(
     const s = await mover.nativeMoveStatus(handle, ctx.signal);
     progress(s.moved);
     if (s.status === 'completed') return { kind: 'done', moved: s.moved };
+    // Ended with some moved and the rest still in the DLQ (e.g. a target that refused publishes):
+    // exact counts, the rest reported as failed — not an error that hides what moved.
+    if (s.status === 'failed' && s.moved > 0) return { kind: 'partial', moved: s.moved, error: s.error ?? 'the native move ended before every message left the DLQ' };
     if (s.status === 'failed') throw new QueuescopeError('BROKER_ERROR', `The native move failed: ${s.error ?? 'no reason given'} (${s.moved} moved before).`);
     if (s.status === 'cancelled') throw new QueuescopeError('CANCELLED', `The native move was cancelled on the broker (${s.moved} moved).`);
     if (await isPaused(ctx)) {
