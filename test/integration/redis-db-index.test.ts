@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisAdapter, type RedisAdapter } from '../../core/adapters/redis';
-import { main, type CliIo } from '../../core/cli/main';
+import { runCli, type CliRun } from './fixtures/run-cli';
 import { EXIT } from '../../core/cli/exit-codes';
 import { QueuescopeError } from '../../shared/domain';
 import { REDIS_URL, uniqueName } from './env';
@@ -36,17 +36,9 @@ function adapter(db: number): RedisAdapter {
   return a;
 }
 
-async function cli(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const io: CliIo = {
-    stdout: { write: (s: string) => (stdout += s) },
-    stderr: { write: (s: string) => (stderr += s) },
-    env: { QUEUESCOPE_HOME: join(dir, 'home') },
-    cwd: dir,
-  };
-  const code = await main(argv, io);
-  return { code, stdout, stderr };
+/** The CLI in this process (see {@link runCli}). */
+function cli(argv: string[]): Promise<CliRun> {
+  return runCli(dir, argv);
 }
 
 async function rejection(p: Promise<unknown>): Promise<QueuescopeError> {

@@ -7,7 +7,7 @@ import { createRabbitmqAdapter } from '../../core/adapters/rabbitmq';
 import type { NativeMoveHandle, NativeMoveStatus, RedriveMover } from '../../core/adapters/redrive-types';
 import type { BrokerAdapter } from '../../core/adapters/types';
 import { EXIT } from '../../core/cli/exit-codes';
-import { main, type CliIo } from '../../core/cli/main';
+import { runCli } from './fixtures/run-cli';
 import { AMQP_URL, RABBITMQ_MANAGEMENT_URL, uniqueName } from './env';
 import { closeNative, nativeConnection, nativeCount, nativeDeleteQueue } from './rabbitmq-native';
 import { idOf, makeDeadLettered, publishKeys } from './fixtures/redrive-rabbitmq-util';
@@ -129,15 +129,7 @@ describe('native move (dynamic shovel) into a target that refuses publishes', ()
 
   it('the CLI (native path chosen automatically) does not report the refused messages as moved', async () => {
     const { dlq, target } = await setup('shovel-reject-cli', 10, 3);
-    let stdout = '';
-    let stderr = '';
-    const io: CliIo = {
-      stdout: { write: (s: string) => (stdout += s) },
-      stderr: { write: (s: string) => (stderr += s) },
-      env: { QUEUESCOPE_HOME: join(dir, 'home') },
-      cwd: dir,
-    };
-    const code = await main(['redrive', AMQP_URL, dlq, '--to', target, '--yes'], io);
+    const { code, stdout, stderr } = await runCli(dir, ['redrive', AMQP_URL, dlq, '--to', target, '--yes']);
     const out = stdout + stderr;
     expect(out).toMatch(/native: RabbitMQ dynamic shovel/);
     // Exact counts and exit 7 (partial), as the client-side run reports the same situation.

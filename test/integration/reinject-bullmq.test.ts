@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisAdapter, type RedisAdapter } from '../../core/adapters/redis';
 import { REDRIVE_COUNT_HEADER } from '../../core/adapters/redrive-types';
-import { main, type CliIo } from '../../core/cli/main';
+import { runCli, type CliRun } from './fixtures/run-cli';
 import { EXIT } from '../../core/cli/exit-codes';
 import type { QueueMessage } from '../../shared/domain';
 import { REDIS_URL, uniqueName } from './env';
@@ -29,17 +29,9 @@ function queue(name: string): Queue {
   return q;
 }
 
-async function cli(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const io: CliIo = {
-    stdout: { write: (s: string) => (stdout += s) },
-    stderr: { write: (s: string) => (stderr += s) },
-    env: { QUEUESCOPE_HOME: join(dir, 'home') },
-    cwd: dir,
-  };
-  const code = await main(argv, io);
-  return { code, stdout, stderr };
+/** The CLI in this process (see {@link runCli}). */
+function cli(argv: string[]): Promise<CliRun> {
+  return runCli(dir, argv);
 }
 
 beforeAll(async () => {
