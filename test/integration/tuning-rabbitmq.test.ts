@@ -42,10 +42,13 @@ describe("RabbitMQ Little's law", () => {
     await wch.prefetch(CONCURRENCY);
     // the worker times itself: under load a 200 ms timer fires late, and that delay is real time in flight
     const selfTimed: { ackedAt: number; ms: number }[] = [];
+    // Set once measured: timers still pending then must not ack on a channel that teardown closed.
+    let stopped = false;
     await wch.consume(name, (msg) => {
       if (!msg) return;
       const t0 = performance.now();
       setTimeout(() => {
+        if (stopped) return;
         wch.ack(msg);
         const now = performance.now();
         selfTimed.push({ ackedAt: now, ms: now - t0 });
@@ -59,6 +62,7 @@ describe("RabbitMQ Little's law", () => {
     const fractions: number[] = [];
     const windowStart = performance.now();
     const report = await tuneQueue(adapter, queueId, { source: 'littles-law', windowMs: 35_000, onProgress: (p) => fractions.push(p.fraction) });
+    stopped = true; // the unacked deliveries go back to the queue when the connection closes
     const inWindow = selfTimed.filter((x) => x.ackedAt >= windowStart);
     const workerMeanMs = inWindow.reduce((sum, x) => sum + x.ms, 0) / inWindow.length;
     const m = report.measurement;
