@@ -231,6 +231,11 @@ async function prepare(env: RedriveEnv, r: RedriveRequest, signal?: AbortSignal)
   return { mover, dlq, queues, decider: newDecider(), newDecider, maxMessages, expected, batchSize, cutoffMs: now, maxBodyBytes: r.maxBodyBytes ?? DEFAULT_REDRIVE_MAX_BODY_BYTES };
 }
 
+/** The name of the target the user chose (its id when the queue is not known, e.g. created by the move), or null for "original source". */
+function chosenTargetName(r: RedriveRequest, p: Prepared): string | null {
+  return r.targetQueueId != null ? (p.queues?.get(r.targetQueueId)?.name ?? r.targetQueueId) : null;
+}
+
 /** Whether the request's options allow the native path at all (before asking the broker). */
 function nativeByOptions(r: RedriveRequest): { ok: boolean; why: string } {
   if ((r.native ?? 'auto') === 'never') return { ok: false, why: 'native moves were turned off' };
@@ -444,7 +449,7 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
     // A "started" entry first: a process killed mid-run (a second Ctrl+C, SIGKILL, a crash) writes
     // no final entry, and the operator still needs to find this run and its backup in the history.
     await env.auditLog
-      .append({ actor: env.actor, action: 'redrive', connection: env.connectionLabel, source: p.dlq.name, target: r.targetQueueId != null ? (p.queues?.get(r.targetQueueId)?.name ?? r.targetQueueId) : 'original source', filter: describeSelection(r), status: 'started', counts: {}, operationId, backupPath, details: { dlqId: p.dlq.id, rate: r.ratePerSecond ?? null, batchSize: p.batchSize } })
+      .append({ actor: env.actor, action: 'redrive', connection: env.connectionLabel, source: p.dlq.name, target: chosenTargetName(r, p) ?? 'original source', filter: describeSelection(r), status: 'started', counts: {}, operationId, backupPath, details: { dlqId: p.dlq.id, rate: r.ratePerSecond ?? null, batchSize: p.batchSize } })
       .catch((e: unknown) => ctx.addError(e));
     const native = await nativeSupport(p.mover, p.dlq, r, ctx.signal);
     if (!native.ok && r.native === 'require') throw new QueuescopeError('UNSUPPORTED', `A native move is not possible here: ${native.why}.`);
@@ -506,7 +511,7 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
       action: 'redrive',
       connection: env.connectionLabel,
       source: p.dlq.name,
-      target: r.targetQueueId != null ? (p.queues?.get(r.targetQueueId)?.name ?? r.targetQueueId) : result.targets.length > 0 ? result.targets.map((t) => t.queueName).join(', ') : 'original source',
+      target: chosenTargetName(r, p) ?? (result.targets.length > 0 ? result.targets.map((t) => t.queueName).join(', ') : 'original source'),
       filter: result.filter,
       status,
       counts: { examined: result.examined, moved: result.moved, skipped: result.skipped, failed: result.failed, possibleDuplicates: result.possibleDuplicates },
@@ -632,23 +637,21 @@ async function nativePath(env: RedriveEnv, r: RedriveRequest, p: Prepared, backu
       if (totals.moved > total) ctx.setTotal(totals.moved);
       ctx.report({ processed: totals.examined, moved: totals.moved });
     });
-    if (outcome.kind === 'partial') {
+    if (outcome.kind !== 'paused') {
       totals.moved = movedBefore + outcome.moved;
       totals.examined = Math.max(total, totals.moved);
-      totals.failed = Math.max(0, total - totals.moved);
       const only = p.decider.perTarget.size === 1 ? [...p.decider.perTarget.keys()][0] : undefined;
       if (only !== undefined) totals.perTarget.set(only, totals.moved);
+      else if (outcome.kind === 'done') for (const [id, t] of p.decider.perTarget) totals.perTarget.set(id, t.count);
+    }
+    if (outcome.kind === 'partial') {
+      totals.failed = Math.max(0, total - totals.moved);
       notes.push(`the native move ended with ${totals.failed} of ${total} still in the DLQ: ${outcome.error}`);
       ctx.addError(new QueuescopeError('BROKER_ERROR', `${support.mechanism}: ${outcome.error}`, { moved: totals.moved, stayed: totals.failed }));
       ctx.report({ processed: totals.examined, moved: totals.moved, failed: totals.failed });
       return true;
     }
     if (outcome.kind === 'done') {
-      totals.moved = movedBefore + outcome.moved;
-      totals.examined = Math.max(total, totals.moved);
-      const only = p.decider.perTarget.size === 1 ? [...p.decider.perTarget.keys()][0] : undefined;
-      if (only !== undefined) totals.perTarget.set(only, totals.moved);
-      else for (const [id, t] of p.decider.perTarget) totals.perTarget.set(id, t.count);
       if (totals.moved < total) notes.push(`the broker reported ${totals.moved} of ${total} moved`);
       if (totals.moved > total) {
         // The broker moved messages the backup pass did not see (they arrived, or were held unacked, during it).
