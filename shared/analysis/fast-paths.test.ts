@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { chunkPieces, mayHoldDate, tokenKind } from './idempotency';
-import { hashHex, hashString, taggedHash, untagHash } from './hash';
+import { BYTE_HASH_MIN_LENGTH, hashHex, hashString, hashUnits, taggedHash, untagHash } from './hash';
 import { sortSmall } from './sort';
 import { hasOwnKeys } from './json-body';
 
@@ -176,17 +176,78 @@ function hashStringReference(s: string, seed: number): { a: number; b: number } 
   return { a: fmix(a ^ n), b: fmix(Math.imul(b ^ n, 0x5bd1e995) ^ a) };
 }
 
-describe('hashString (unrolled) = the original loop', () => {
-  it('same two lanes for any string and seed', () => {
+describe('hashString', () => {
+  it('hashUnits (unrolled) = the original loop, for any string and seed', () => {
     fc.assert(
       fc.property(fc.oneof(fc.string({ maxLength: 40 }), fc.string({ unit: 'binary', maxLength: 40 }), fc.string({ minLength: 200, maxLength: 900 })), fc.integer({ min: 0, max: 20 }), (s, seed) => {
-        const h = hashString(s, seed, { a: 0, b: 0 });
+        const h = hashUnits(s, seed, { a: 0, b: 0 });
         expect({ a: h.a, b: h.b }).toEqual(hashStringReference(s, seed));
       }),
       { numRuns: 3000 },
     );
   });
+
+  it('short or non-ASCII strings: hashUnits; long ASCII strings: their bytes, four per step', () => {
+    const ascii = fc.string({ unit: fc.integer({ min: 0, max: 127 }).map((c) => String.fromCharCode(c)), minLength: BYTE_HASH_MIN_LENGTH, maxLength: 3000 });
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ maxLength: BYTE_HASH_MIN_LENGTH - 1 }), fc.string({ unit: 'binary', minLength: 40, maxLength: 300 }), ascii), fc.integer({ min: 0, max: 20 }), (s, seed) => {
+        const h = hashString(s, seed, { a: 0, b: 0 });
+        const isAscii = /^[\x00-\x7f]*$/.test(s);
+        const expected = s.length >= BYTE_HASH_MIN_LENGTH && isAscii ? hashBytesReference(s, seed) : hashStringReference(s, seed);
+        expect({ a: h.a, b: h.b }).toEqual(expected);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('different strings get different hashes: one changed character, a longer string, lone surrogates', () => {
+    const base = 'x'.repeat(BYTE_HASH_MIN_LENGTH + 5);
+    const seen = new Map<string, string>();
+    const add = (s: string): void => {
+      const h = hashString(s, 1, { a: 0, b: 0 });
+      const k = `${h.a}:${h.b}`;
+      expect(seen.get(k) ?? s).toBe(s);
+      seen.set(k, s);
+    };
+    for (let i = 0; i < base.length; i++) add(`${base.slice(0, i)}y${base.slice(i + 1)}`);
+    for (let n = BYTE_HASH_MIN_LENGTH - 4; n < BYTE_HASH_MIN_LENGTH + 9; n++) add('x'.repeat(n));
+    // The padding of the last word is not content: "…x" + "\0" differs from "…x".
+    add(`${base}\u0000`);
+    // Lone surrogates (which an encoder turns into the same U+FFFD) stay apart.
+    add(`${base}\ud800`);
+    add(`${base}\ud801`);
+    add(`${base}\ufffd`);
+    expect(seen.size).toBe(base.length + 13 + 4);
+    // The same string always hashes the same, whichever strings came between.
+    const h1 = hashString(base, 1, { a: 0, b: 0 });
+    add('z'.repeat(100_000));
+    expect(hashString(base, 1, { a: 0, b: 0 })).toEqual(h1);
+  });
 });
+
+/** {@link hashString} of a long ASCII string as specified: its bytes four per little-endian word, zero-padded. */
+function hashBytesReference(s: string, seed: number): { a: number; b: number } {
+  const n = s.length;
+  let a = (0x811c9dc5 ^ seed) | 0;
+  let b = (0x9747b28c ^ seed) | 0;
+  for (let i = 0; i < n; i += 4) {
+    const byte = (j: number): number => (i + j < n ? s.charCodeAt(i + j) : 0);
+    const w = byte(0) | (byte(1) << 8) | (byte(2) << 16) | (byte(3) << 24);
+    a = Math.imul(a ^ w, 0x01000193);
+    b = ((b << 5) - b + w) | 0;
+  }
+  return { a: fmixRef(a ^ n ^ 0x3c6ef372), b: fmixRef(Math.imul(b ^ n, 0x5bd1e995) ^ a) };
+}
+
+function fmixRef(h0: number): number {
+  let h = h0;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
 
 describe('hasOwnKeys = Object.keys(o).length > 0', () => {
   it('for JSON objects, objects with inherited members and non-enumerable members', () => {
