@@ -1,9 +1,12 @@
 import { z } from 'zod';
+import { MAX_BODY_DEPTH } from './idempotency';
 import type { InspectRules, KeyRule } from './types';
 
 /**
- * Per-queue inspect rules: defaults, validation (zod, for `queuescope.config.json` and connection
- * profiles), resolution by queue pattern, and the snapshot-field glob matcher. Pure.
+ * Per-queue inspect rules: defaults, validation (zod), resolution by queue pattern, and the
+ * snapshot-field glob matcher. Pure. {@link keyRuleSchema} is the one definition of a valid key
+ * rule: the project file and the connection profiles (`shared/config/project-config.ts`, also used
+ * by `inspect.rules.set` and the app's rule editor) and {@link normalizeRules} all use it.
  */
 
 /** Rules used when none are configured: built-in key rules only, no snapshot fields, broker default size limit. */
@@ -12,14 +15,82 @@ export const DEFAULT_INSPECT_RULES: Readonly<InspectRules> = Object.freeze({ key
 /** Largest allowed size limit in {@link InspectRules.maxMessageBytes}: 2 GiB (anything above is not a real broker limit). */
 const MAX_LIMIT_BYTES = 2 ** 31;
 
-/** zod schema of one {@link KeyRule}. */
+/**
+ * A message path as `readMessagePath` (shared/analysis/idempotency.ts) reads it: `id`, or a root
+ * `body` / `headers` / `properties` / `meta` followed by `.name` and `[index]` steps (a name has no
+ * `.`, `[`, `]`, `{` or `}`; an index has 1–6 digits). `readMessagePath` itself is more lenient
+ * (it skips empty steps such as `body..id`); the schema refuses those so a rule reads as written.
+ */
+const MESSAGE_PATH = /^(?:id|(?:body|headers|properties|meta)(?:\.[^.[\]{}]+|\[\d{1,6}\])*)$/;
+/** One step of a {@link MESSAGE_PATH} after its root. */
+const PATH_STEP = /\.[^.[\]{}]+|\[\d{1,6}\]/g;
+/**
+ * Most steps after the root that `readMessagePath` follows: its path parser refuses a path of more
+ * than `MAX_BODY_DEPTH + 2` parts (root included), and then reads nothing.
+ */
+const MAX_PATH_STEPS = MAX_BODY_DEPTH + 1;
+const PATH_HINT = 'a path is id or starts with body, headers, properties or meta (e.g. body.order.id, body.items[0].sku, headers.x-key); JSONPath such as $.orderId is not supported';
+
+/** Why `path` (already trimmed) is not a path `readMessagePath` reads; null when it is one. */
+function messagePathProblem(path: string): string | null {
+  if (!MESSAGE_PATH.test(path)) return `is not a message path: ${PATH_HINT}`;
+  const steps = path.match(PATH_STEP)?.length ?? 0;
+  if (steps > MAX_PATH_STEPS) return `is too deep: a message path has at most ${String(MAX_PATH_STEPS)} steps after its root (it has ${String(steps)})`;
+  return null;
+}
+
+/**
+ * zod schema of one {@link KeyRule}, as written in `queuescope.config.json`, saved with a
+ * connection profile or entered in the app's rule editor. Strings are trimmed; unknown members are
+ * refused (a typo must not silently disable a rule); a `jsonPath` and every `{…}` placeholder of a
+ * `template` must be a message path that `readMessagePath` reads (not JSONPath: `$.orderId` is
+ * refused with a hint); a template needs a placeholder and matched braces. Messages name the
+ * offending path so the CLI and the editor can show them as they are.
+ */
 export const keyRuleSchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('header'), name: z.string().min(1).max(256) }),
-  z.object({ kind: z.literal('jsonPath'), path: z.string().min(1).max(512) }),
-  z.object({ kind: z.literal('template'), template: z.string().min(1).max(512).regex(/\{[^{}]+\}/, 'a template needs at least one {path} placeholder') }),
+  z.object({ kind: z.literal('header'), name: z.string().trim().min(1).max(256) }).strict(),
+  z
+    .object({
+      kind: z.literal('jsonPath'),
+      path: z
+        .string()
+        .trim()
+        .min(1)
+        .max(512)
+        .superRefine((p, ctx) => {
+          const problem = messagePathProblem(p);
+          if (problem !== null) ctx.addIssue({ code: 'custom', message: `"${p.slice(0, 80)}" ${problem}` });
+        }),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal('template'),
+      template: z
+        .string()
+        .trim()
+        .min(1)
+        .max(512)
+        .refine((t) => /\{[^{}]+\}/.test(t), 'a template needs at least one {path} placeholder')
+        .refine((t) => !/[{}]/.test(t.replace(/\{[^{}]+\}/g, '')), 'a template has an unmatched { or }')
+        .superRefine((t, ctx) => {
+          for (const m of t.matchAll(/\{([^{}]+)\}/g)) {
+            const problem = messagePathProblem((m[1] ?? '').trim());
+            if (problem === null) continue;
+            ctx.addIssue({ code: 'custom', message: `placeholder ${m[0].slice(0, 80)} ${problem}` });
+            return;
+          }
+        }),
+    })
+    .strict(),
 ]);
 
-/** zod schema of (partial) {@link InspectRules} as stored in `queuescope.config.json` / a connection profile. */
+/**
+ * zod schema of (partial) {@link InspectRules}, the per-queue entries {@link resolveInspectRules}
+ * reads. The project file and connection profiles store the same rules in another shape
+ * (`inspectQueueConfigSchema` in shared/config/project-config.ts: `match`, `note`…) with the same
+ * {@link keyRuleSchema}.
+ */
 export const inspectRulesSchema = z.object({
   keyRules: z.array(keyRuleSchema).max(50).optional(),
   snapshotFields: z.array(z.string().min(1).max(256)).max(100).optional(),
@@ -33,8 +104,9 @@ export const queueRulesEntrySchema = z.object({ queue: z.string().min(1).max(512
 export type QueueRulesEntry = z.infer<typeof queueRulesEntrySchema>;
 
 /**
- * Fills in and sanitises rules that may come from untrusted JSON: unknown members are dropped,
- * invalid key rules and patterns are skipped (never thrown), defaults fill the rest.
+ * Fills in and sanitises rules that may come from untrusted JSON: unknown members of the rules are
+ * dropped, key rules that {@link keyRuleSchema} refuses (including ones with unknown members) and
+ * invalid patterns are skipped (never thrown), defaults fill the rest. Key rules come back trimmed.
  */
 export function normalizeRules(rules: Partial<InspectRules> | null | undefined): InspectRules {
   if (rules === null || typeof rules !== 'object') return { ...DEFAULT_INSPECT_RULES, keyRules: [], snapshotFields: [] };

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { keyRuleSchema } from '../analysis/rules';
 
 /**
  * The project file a team checks in next to its code: `queuescope.config.json` (or `.yaml` /
@@ -31,54 +32,13 @@ export const PROJECT_CONFIG_FILE_NAMES = ['queuescope.config.json', 'queuescope.
  */
 export const queuePatternSchema = z.string().trim().min(1).max(512);
 
-/**
- * A message path as `readMessagePath` (shared/analysis/idempotency.ts) reads it: `id`, or a root
- * `body` / `headers` / `properties` / `meta` followed by `.name` and `[index]` steps.
- */
-const MESSAGE_PATH = /^(?:id|(?:body|headers|properties|meta)(?:\.[^.[\]{}]+|\[\d{1,6}\])*)$/;
-const PATH_HINT = 'a path is id or starts with body, headers, properties or meta (e.g. body.order.id, body.items[0].sku, headers.x-key); JSONPath such as $.orderId is not supported';
-
-/** An idempotency-key extraction rule (see `shared/analysis/idempotency.ts` `KeyRule`). */
-export const keyRuleSchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('header'), name: z.string().trim().min(1).max(256) }).strict(),
-  z
-    .object({
-      kind: z.literal('jsonPath'),
-      path: z
-        .string()
-        .trim()
-        .min(1)
-        .max(512)
-        .superRefine((p, ctx) => {
-          if (!MESSAGE_PATH.test(p)) ctx.addIssue({ code: 'custom', message: `"${p.slice(0, 80)}" is not a message path: ${PATH_HINT}` });
-        }),
-    })
-    .strict(),
-  z
-    .object({
-      kind: z.literal('template'),
-      template: z
-        .string()
-        .trim()
-        .min(1)
-        .max(512)
-        .refine((t) => /\{[^{}]+\}/.test(t), 'a template needs at least one {path} placeholder')
-        .refine((t) => !/[{}]/.test(t.replace(/\{[^{}]+\}/g, '')), 'a template has an unmatched { or }')
-        .superRefine((t, ctx) => {
-          const bad = [...t.matchAll(/\{([^{}]+)\}/g)].find((m) => !MESSAGE_PATH.test((m[1] ?? '').trim()));
-          if (bad !== undefined) ctx.addIssue({ code: 'custom', message: `placeholder ${bad[0].slice(0, 80)} is not a message path: ${PATH_HINT}` });
-        }),
-    })
-    .strict(),
-]);
-
 /** Inspect settings for the queues whose name matches `match` (the first matching entry wins). */
 export const inspectQueueConfigSchema = z
   .object({
     match: queuePatternSchema,
     /** Only for this connection (a saved connection's name, or a URL without credentials); absent = any. */
     connection: z.string().trim().min(1).max(512).optional(),
-    /** Tried before the built-in key rules, in order. */
+    /** Tried before the built-in key rules, in order; validated by `keyRuleSchema` (shared/analysis/rules.ts), the one definition of a valid key rule. */
     keyRules: z.array(keyRuleSchema).max(50).default([]),
     /** Body paths (`order.*`, `items[*].price`) that are intentional point-in-time snapshots. */
     snapshotFields: z.array(z.string().trim().min(1).max(512)).max(200).default([]),
