@@ -22,7 +22,11 @@ export const BYTE_HASH_MIN_LENGTH = 48;
 /** Longest string hashed from bytes (the scratch buffer never grows beyond this); longer ones are read a character at a time. */
 const BYTE_HASH_MAX_LENGTH = 1 << 22;
 
-const encoder: TextEncoder | null = typeof TextEncoder === 'function' ? new TextEncoder() : null;
+/** What this module uses of a `TextEncoder` (typed here: the DOM and Node type libraries declare it differently). */
+interface Utf8Encoder {
+  encodeInto(source: string, destination: Uint8Array): { read: number; written: number };
+}
+const encoder: Utf8Encoder | null = typeof TextEncoder === 'function' ? new TextEncoder() : null;
 let scratch = new Uint8Array(16 * 1024);
 let scratchWords = new Int32Array(scratch.buffer);
 
@@ -56,7 +60,7 @@ function hashAsciiBytes(s: string, seed: number, out: Hash2): boolean {
     scratchWords = new Int32Array(scratch.buffer);
   }
   // A non-ASCII string encodes to more than n bytes (at most 3 per code unit, and never beyond its end).
-  const r = (encoder as TextEncoder).encodeInto(s, scratch);
+  const r = (encoder as Utf8Encoder).encodeInto(s, scratch);
   if (r.read !== n || r.written !== n) return false;
   scratch[n] = 0;
   scratch[n + 1] = 0;
