@@ -201,6 +201,11 @@ describe('idempotency fixture corpus', () => {
     // the verdict finds the exact literal in the payload, so the key counts as built from it
     const ex = extractIdempotencyKey(c, [rule]);
     expect(classifyKey(ex?.key ?? '', c, ex ?? undefined).verdict).toBe('business-derived');
+    // Two literals that round to the same double: the member name decides which one, also when the
+    // placeholder or path has spaces around it (the path is read trimmed, so is the member name).
+    const d = msg({ rawBody: '{"a":12345678901234567890,"b":12345678901234567891}' });
+    expect(extractIdempotencyKey(d, [{ kind: 'template', template: '{ body.b }:x' }])?.key).toBe('12345678901234567891:x');
+    expect(extractIdempotencyKey(d, [{ kind: 'jsonPath', path: ' body.b ' }])?.key).toBe('12345678901234567891');
   });
 
   it('a missing key in a body cut at the read limit says the body was not read whole', () => {

@@ -232,9 +232,9 @@ export function extractIdempotencyKey(message: QueueMessage, rules: readonly Key
   }
 }
 
-/** The last member name of a path such as `body.order.id` (`id`); null when it ends in an index or is malformed. */
+/** The last member name of a path such as `body.order.id` (`id`; surrounding spaces ignored, as {@link readMessagePath} does); null when it ends in an index or is malformed. */
 function lastMember(path: string): string | null {
-  const segs = parsePath(path);
+  const segs = parsePath(path.trim());
   const last = segs?.[segs.length - 1];
   return typeof last === 'string' ? last : null;
 }
