@@ -178,3 +178,188 @@ describe('analyzeForSummary (the summary path without sentences)', () => {
     expect(summarizeQueue([...all, ...all])).toEqual(viaAnalyses.result());
   });
 });
+
+describe('key collisions: spellings of one operation are one operation', () => {
+  /** A RabbitMQ message with key `key` (AMQP message_id), an optional AMQP `type`, and a body. */
+  const amqp = (id: string, key: string, body: unknown, type?: string) => msg({ id, properties: type === undefined ? { messageId: key } : { messageId: key, type }, body });
+  const charge = { orderId: 'C-1', operation: 'charge' };
+
+  it('does not report `order.charge` (AMQP type) and `charge` (body) under one key as different operations', () => {
+    const s = summarizeQueue([amqp('a', 'C-1:charge', charge, 'order.charge'), amqp('b', 'C-1:charge', charge)]);
+    expect(analyzeMessage(amqp('a', 'C-1:charge', charge, 'order.charge')).operation).toBe('order.charge');
+    expect(s.keyCollisionCount).toBe(0);
+    expect(s.keyCollisions).toEqual([]);
+    // Still one duplicate group: the same operation twice under one key.
+    expect(s.duplicateGroups).toEqual([{ key: 'C-1:charge', count: 2, exampleIds: ['a', 'b'] }]);
+  });
+
+  it('treats names equal but for case, separators or camelCase as one operation', () => {
+    for (const [x, y] of [
+      ['Charge', 'charge'],
+      ['OrderCharge', 'order_charge'],
+      ['order/charge', 'order-charge'],
+      ['order:charge', 'order charge'],
+      ['charge', 'payments.order.Charge'],
+    ] as const) {
+      const s = summarizeQueue([amqp('a', 'K-1', { orderId: 'K' }, x), amqp('b', 'K-1', { orderId: 'K' }, y)]);
+      expect({ x, y, collisions: s.keyCollisionCount }).toEqual({ x, y, collisions: 0 });
+    }
+  });
+
+  it('still reports different operations, named by the first spelling seen', () => {
+    const s = summarizeQueue([amqp('a', 'C-1', charge, 'order.charge'), amqp('b', 'C-1', charge, 'charge'), amqp('c', 'C-1', charge, 'order.refund'), amqp('d', 'C-1', charge, 'Order.Refund')]);
+    expect(s.keyCollisionCount).toBe(1);
+    expect(s.keyCollisions[0]?.operations).toEqual([
+      { operation: 'order.charge', count: 2, exampleIds: ['a', 'b'] },
+      { operation: 'order.refund', count: 2, exampleIds: ['c', 'd'] },
+    ]);
+    expect(s.keyCollisions[0]?.reason).toContain('key `C-1` is used for `order.charge` (2) and `order.refund` (2)');
+  });
+
+  it('a name joins a group only when it is the same operation as every spelling in it', () => {
+    // `refund.charge` contains `charge` but not `order.charge`'s words: a different operation from that group.
+    const s = summarizeQueue([amqp('a', 'C-1', charge, 'charge'), amqp('b', 'C-1', charge, 'order.charge'), amqp('c', 'C-1', charge, 'refund.charge')]);
+    expect(s.keyCollisions[0]?.operations.map((o) => [o.operation, o.count])).toEqual([
+      ['charge', 2],
+      ['refund.charge', 1],
+    ]);
+  });
+
+  it('gives the same result for analyses made earlier', () => {
+    const ms = [amqp('a', 'C-1', charge, 'order.charge'), amqp('b', 'C-1', charge), amqp('c', 'C-2', charge, 'Charge'), amqp('d', 'C-2', charge, 'refund')];
+    const acc = createQueueSummary();
+    for (const m of ms) acc.add(analyzeMessage(m, { detail: 'verdict' }));
+    const s = acc.result();
+    expect(s).toEqual(summarizeQueue(ms));
+    expect(s.keyCollisions.map((c) => c.key)).toEqual(['C-2']);
+  });
+});
+
+describe('identical payloads without an idempotency key', () => {
+  const order = { orderId: 'N-1', amountCents: 500, currency: 'EUR' };
+
+  it('reports two messages with the same payload and no key', () => {
+    const ms = [msg({ id: 'n1', body: order }), msg({ id: 'n2', body: { currency: 'EUR', amountCents: 500, orderId: 'N-1' } }), msg({ id: 'n3', body: { ...order, amountCents: 600 } })];
+    expect(ms.map((m) => analyzeMessage(m).key)).toEqual([null, null, null]);
+    const s = summarizeQueue(ms);
+    expect(s.samePayloadDifferentKeysCount).toBe(1);
+    expect(s.samePayloadDifferentKeys[0]).toMatchObject({ count: 2, keys: [], distinctKeys: 0, withoutKey: 2, exampleIds: ['n1', 'n2'] });
+    expect(s.samePayloadDifferentKeys[0]?.reason).toMatch(/^2 messages carry the same payload without an idempotency key: /);
+  });
+
+  it('reports a copy without a key of a message with one', () => {
+    const s = summarizeQueue([msg({ id: 'k1', properties: { messageId: 'N-1:charge' }, body: order }), msg({ id: 'n1', body: order }), msg({ id: 'n2', body: order })]);
+    expect(s.samePayloadDifferentKeys).toHaveLength(1);
+    expect(s.samePayloadDifferentKeys[0]).toMatchObject({ count: 3, keys: ['N-1:charge'], distinctKeys: 1, withoutKey: 2, exampleIds: ['k1', 'n1', 'n2'] });
+    expect(s.samePayloadDifferentKeys[0]?.reason).toContain('3 messages carry the same payload, 2 without an idempotency key and 1 under one key');
+  });
+
+  it('leaves out single messages without a key and copies under one key (those are duplicate groups)', () => {
+    const s = summarizeQueue([msg({ id: 'n1', body: order }), msg({ id: 'k1', properties: { messageId: 'K' }, body: { orderId: 'X' } }), msg({ id: 'k2', properties: { messageId: 'K' }, body: { orderId: 'X' } })]);
+    expect(s.samePayloadDifferentKeysCount).toBe(0);
+    expect(s.duplicateGroupCount).toBe(1);
+  });
+
+  it('keeps the payloads without a key within maxTracked', () => {
+    const ms = Array.from({ length: 12 }, (_, i) => msg({ id: `n${i}`, body: { orderId: `N-${i % 8}` } }));
+    const s = summarizeQueue(ms, { maxTracked: 5 });
+    expect(s.bounds).toMatchObject({ trackedKeys: 0, trackedPayloads: 5, capped: true });
+    // N-0…N-3 repeat (n8…n11), N-4 is tracked once; N-5…N-7 are beyond the cap.
+    expect(s.samePayloadDifferentKeysCount).toBe(4);
+    expect(s.bounds.note).toContain('3 messages with new payloads');
+    expect(s.bounds.note).not.toContain('0 messages');
+  });
+});
+
+describe('summary sentences', () => {
+  it('agree in number', () => {
+    const c = compareDuplicates(
+      { label: 'orders', messages: [msg({ id: 's1', properties: { messageId: 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee' }, body: { orderId: 'A-2' } })] },
+      { label: 'orders.dlq', messages: [msg({ id: 'd1', properties: { messageId: 'ffffffff-bbbb-4ccc-8ddd-eeeeeeeeeeee' }, body: { orderId: 'A-2' } })] },
+    );
+    expect(c.reasons).toEqual([
+      '1 message in `orders.dlq` carries the same payload as a message in `orders` under a different key: the keys are not derived from the business data, so this copy is not recognised as a duplicate.',
+    ]);
+  });
+
+  it('say when a side has no messages', () => {
+    const one = [msg({ id: 's1', body: { orderId: 'A-2' } })];
+    expect(compareDuplicates({ label: 'orders', messages: one }, { label: 'orders.dlq', messages: [] }).reasons).toEqual(['`orders.dlq` has no messages to compare with `orders`.']);
+    expect(compareDuplicates({ label: 'orders', messages: [] }, { label: 'orders.dlq', messages: one }).reasons).toEqual(['`orders` has no messages: nothing in `orders.dlq` can repeat one of its keys or payloads.']);
+  });
+});
+
+describe('createQueueSummary({ sentences: false })', () => {
+  const { analyzeForSummary } = analyzeModule;
+  const stream = (id: string, type: string, body: unknown) => msg({ id, queueId: 'stream:orders', headers: { type }, body });
+  const mixed = [
+    ...CORPUS.map((f) => f.message),
+    stream('1-0', 'order.created', { orderId: 'A-1001', operation: 'charge', idempotencyKey: 'A-1001:charge' }),
+    stream('2-0', 'order.paid', { orderId: 'A-1001', operation: 'charge', idempotencyKey: 'A-1001:charge' }),
+    stream('3-0', 'order.updated', { order: { id: 'A-1004', status: 'pending_payment' } }),
+    stream('4-0', 'order.updated', { order: { id: 'A-1004', status: 'pending_payment' } }),
+    msg({ id: 'big', queueId: 'sqs:orders', rawBody: JSON.stringify({ orderId: 'A-9', blob: 'x'.repeat(300 * 1024) }) }),
+  ];
+
+  it('gives the same summary as with sentences', () => {
+    const withSentences = createQueueSummary();
+    const without = createQueueSummary({ sentences: false });
+    for (const m of [...mixed, ...mixed]) {
+      withSentences.add(m);
+      without.add(m);
+    }
+    const s = without.result();
+    expect(s).toEqual(withSentences.result());
+    expect(s).toEqual(summarizeQueue([...mixed, ...mixed]));
+    expect(s.verdicts.flag).toBeGreaterThan(0);
+    expect(s.largePayloads).toBeGreaterThanOrEqual(2);
+    expect(s.keyCollisionCount).toBeGreaterThanOrEqual(1);
+    expect(s.samePayloadDifferentKeysCount).toBeGreaterThanOrEqual(1);
+  });
+
+  it('returns analyses with the verdicts, keys, hashes and flag/review findings of analyzeMessage, without the other sentences', () => {
+    const rules = { keyRules: [{ kind: 'template' as const, template: '{body.orderId}:{body.operation}' }], snapshotFields: ['order.*'], queueIsSnapshot: false };
+    let jsonSeen = 0;
+    let otherSeen = 0;
+    for (const options of [{}, { detail: 'full' as const }, { rules }]) {
+      const acc = createQueueSummary({ ...options, sentences: false });
+      for (const m of mixed) {
+        const lean = acc.add(m);
+        const full = analyzeMessage(m, { detail: 'verdict', ...options });
+        expect(lean).toEqual(analyzeForSummary(m, { detail: 'verdict', ...options }));
+        expect({ key: lean.key, keyVerdict: lean.keyVerdict.verdict, verdict: lean.verdict, payload: lean.payload.verdict, label: lean.payload.label, size: lean.size, operation: lean.operation, businessHash: lean.businessHash }).toEqual({
+          key: full.key,
+          keyVerdict: full.keyVerdict.verdict,
+          verdict: full.verdict,
+          payload: full.payload.verdict,
+          label: full.payload.label,
+          size: full.size,
+          operation: full.operation,
+          businessHash: full.businessHash,
+        });
+        expect(lean.payload.fields).toEqual(full.payload.fields);
+        expect(lean.payload.findings.filter((f) => f.severity !== 'ok')).toEqual(full.payload.findings.filter((f) => f.severity !== 'ok'));
+        expect(lean.payload.findings.map((f) => [f.rule, f.severity])).toEqual(full.payload.findings.map((f) => [f.rule, f.severity]));
+        // What it lacks (SummaryOptions.sentences): sentences built from the message.
+        expect([full.keyVerdict.reason, '']).toContain(lean.keyVerdict.reason);
+        expect(lean.reasons).toEqual([]);
+        const json = lean.payload.format === 'json';
+        expect(lean.payload.reasons).toEqual(json ? [] : full.payload.reasons);
+        expect(lean.payload.findings.filter((f) => f.severity === 'ok').map((f) => f.text)).toEqual(full.payload.findings.filter((f) => f.severity === 'ok').map((f) => (json ? '' : f.text)));
+        if (json) jsonSeen++;
+        else otherSeen++;
+      }
+    }
+    expect(jsonSeen).toBeGreaterThan(30);
+    expect(otherSeen).toBeGreaterThan(0);
+  });
+
+  it('builds no sentences the summary drops, and uses analyses passed in as they are', () => {
+    const acc = createQueueSummary({ sentences: false });
+    const m = msg({ id: 'k', properties: { messageId: 'A-1:charge' }, body: { orderId: 'A-1', operation: 'charge' } });
+    expect(acc.add(m).keyVerdict).toEqual({ verdict: analyzeMessage(m).keyVerdict.verdict, reason: '' });
+    const made = analyzeMessage(m);
+    expect(acc.add(made)).toBe(made);
+    expect(createQueueSummary().add(m).keyVerdict.reason.length).toBeGreaterThan(0);
+  });
+});

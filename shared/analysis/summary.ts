@@ -31,15 +31,32 @@ const DEFAULT_EXAMPLES = 5;
 /** Distinct keys remembered per payload hash. */
 const KEYS_PER_PAYLOAD = 32;
 
+/** Operations tracked per key (more are not counted). */
+const MAX_OPERATIONS = 16;
+/** Spellings remembered per operation of a key (a new name must match each to join it). */
+const MAX_SPELLINGS = 8;
+
+// Per-key and per-payload state is kept in parallel columns indexed through one table each (no
+// object per key): with 100k distinct keys, per-key objects and example arrays were the main
+// garbage-collector cost of a summary. Example lists start as the first id alone; further examples
+// (duplicates, which are rare) live in sparse maps. A key gets a KeyOps only when a second,
+// different spelling of an operation appears under it.
+
 /**
- * Per-key and per-payload state is kept in parallel columns indexed through one table each (no
- * object per key): with 100k distinct keys, per-key objects and example arrays were the main
- * garbage-collector cost of a summary. Example lists start as the first id alone; further examples
- * (duplicates, which are rare) live in sparse maps.
+ * One operation seen under a key: the spellings that name it (`order.charge`, `charge`,
+ * `Charge`…; the first one is shown), how many messages carried it and example ids.
  */
-interface OpEntry {
+interface OpGroup {
+  operation: string;
+  spellings: string[];
   count: number;
   examples: string[];
+}
+
+/** The operations of one key, and which group each spelling seen so far went to. */
+interface KeyOps {
+  groups: OpGroup[];
+  bySpelling: Map<string, OpGroup>;
 }
 
 /** Entries per chunk of a {@link Column}. */
@@ -240,12 +257,75 @@ class HashIndex {
   }
 }
 
+/** Word sets of operation names (a queue has a handful of names; bounded anyway). */
+const wordSets = new Map<string, ReadonlySet<string>>();
+
+/** Lower-case words of an operation name: split on anything but letters and digits, and on camelCase (`OrderCharge`, `HTTPRetry`). */
+function operationWordSet(op: string): ReadonlySet<string> {
+  const hit = wordSets.get(op);
+  if (hit !== undefined) return hit;
+  const words = op
+    .slice(0, 200)
+    .replace(/([\p{Ll}\p{N}])(\p{Lu})/gu, '$1 $2')
+    .replace(/(\p{Lu})(\p{Lu}\p{Ll})/gu, '$1 $2')
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((w) => w.length > 0);
+  const set: ReadonlySet<string> = new Set(words);
+  if (op.length <= 200) {
+    if (wordSets.size >= 1000) wordSets.clear();
+    wordSets.set(op, set);
+  }
+  return set;
+}
+
+/**
+ * Whether two operation names name the same operation, as the key-collision rule (D2) decides it:
+ * equal ignoring case, or the words of one (split on `.`, `:`, `/`, `_`, `-`, spaces and camelCase)
+ * are all among the other's — `order.charge` and `charge`, `OrderCharge` and `order_charge` are one
+ * operation; `order.charge` and `order.refund` are two. Not transitive: `charge` matches both
+ * `order.charge` and `refund.charge`, which do not match each other. Names without any letter or
+ * digit match only themselves (ignoring case).
+ */
+export function sameOperation(a: string, b: string): boolean {
+  if (a === b || a.toLowerCase() === b.toLowerCase()) return true;
+  const x = operationWordSet(a);
+  const y = operationWordSet(b);
+  const small = x.size <= y.size ? x : y;
+  const large = small === x ? y : x;
+  if (small.size === 0) return false;
+  for (const w of small) if (!large.has(w)) return false;
+  return true;
+}
+
+/**
+ * Counts one message with operation `op` under a key that has seen more than one spelling: into
+ * the first group whose every spelling is {@link sameOperation} as `op`, else a new group (at most
+ * {@link MAX_OPERATIONS}; beyond, the message is not counted for collisions).
+ */
+function addOperation(ops: KeyOps, op: string, id: string, examples: number, names: Interner): void {
+  let g = ops.bySpelling.get(op);
+  if (g === undefined) {
+    const name = names.intern(op);
+    g = ops.groups.find((x) => x.spellings.every((s) => sameOperation(s, op)));
+    if (g === undefined) {
+      if (ops.groups.length < MAX_OPERATIONS) ops.groups.push((g = { operation: name, spellings: [name], count: 0, examples: [] }));
+    } else if (g.spellings.length < MAX_SPELLINGS && !g.spellings.includes(name)) g.spellings.push(name);
+    if (g !== undefined && ops.bySpelling.size < 4 * MAX_OPERATIONS) ops.bySpelling.set(name, g);
+  }
+  if (g === undefined) return;
+  g.count++;
+  if (g.examples.length < examples) g.examples.push(id);
+}
+
 function isAnalysis(x: QueueMessage | MessageAnalysis): x is MessageAnalysis {
   return typeof (x as MessageAnalysis).keyVerdict === 'object' && typeof (x as MessageAnalysis).payload === 'object';
 }
 
 const code = (s: string): string => `\`${s.length > 80 ? `${s.slice(0, 79)}…` : s}\``;
 const plural = (n: number, one: string, many = `${one}s`): string => `${n.toLocaleString('en')} ${n === 1 ? one : many}`;
+/** The verb for a subject of `n` things: `n === 1 ? one : many` (`carries` / `carry`). */
+const verb = (n: number, one: string, many: string): string => (n === 1 ? one : many);
 
 /**
  * A streaming accumulator for one queue's {@link RedeliverySummary}: `add()` each message (or an
@@ -253,16 +333,22 @@ const plural = (n: number, one: string, many = `${one}s`): string => `${n.toLoca
  * and payload hashes (plus `examplesPerGroup` ids each); beyond it, messages are still counted but
  * new keys are not grouped, and `bounds.capped` / `bounds.note` say so.
  *
+ * `add()` returns the analysis it used: an analysis passed in, as it is; for a raw message, what
+ * {@link analyzeMessage} gives, or with `sentences: false` the same without the sentences the
+ * summary does not read (see {@link SummaryOptions.sentences} for exactly what is left out) —
+ * the summary is the same either way.
+ *
  * @param options analysis options for raw messages (default `detail: 'verdict'`, which skips field
- *   annotations) and the bounds.
+ *   annotations), `sentences`, and the bounds.
  */
 export function createQueueSummary(options: SummaryOptions = {}): QueueSummaryAccumulator {
-  return makeSummary(options, false);
+  return makeSummary(options, options.sentences === false);
 }
 
 /**
  * {@link createQueueSummary}; with `lean`, raw messages are analysed by {@link analyzeForSummary}
- * (no sentences the summary drops), for callers that discard what `add()` returns.
+ * (no sentences the summary drops), for callers that discard what `add()` returns or asked for
+ * `sentences: false`.
  */
 function makeSummary(options: SummaryOptions, lean: boolean): QueueSummaryAccumulator {
   const maxTracked = clampInt(options.maxTracked, DEFAULT_MAX_TRACKED, 1, 10_000_000);
@@ -278,17 +364,20 @@ function makeSummary(options: SummaryOptions, lean: boolean): QueueSummaryAccumu
   const kFirst = new Column<string>();
   /** Example ids after the first, for keys seen more than once. */
   const kMore = new Map<number, string[]>();
-  /** First operation seen; `kOps` gets an entry when a second one appears. */
+  /** First operation seen; `kOps` gets an entry when a second, different spelling appears. */
   const kOp = new Column<string | null>();
-  const kOps = new Map<number, Map<string, OpEntry>>();
+  const kOps = new Map<number, KeyOps>();
   const opNames = new Interner();
-  // Payload hashes: count, example ids, distinct keys (at most KEYS_PER_PAYLOAD).
+  // Payload hashes: count, example ids, distinct keys (at most KEYS_PER_PAYLOAD). Messages without
+  // a key are grouped too: `''` (never a key) stands for "no key" in pFirstKey, and later ones are
+  // counted in pNoKeyMore (sparse: only payloads seen twice).
   const payloads = new HashIndex();
   const pCount = new Column<number>();
   const pFirstId = new Column<string>();
   const pMoreIds = new Map<number, string[]>();
   const pFirstKey = new Column<string>();
   const pMoreKeys = new Map<number, string[]>();
+  const pNoKeyMore = new Map<number, number>();
   const withMore = (first: string, more: string[] | undefined): string[] => (more === undefined ? [first] : [first, ...more]);
   const keyExamples = (i: number): string[] => withMore(kFirst.get(i), kMore.get(i));
   const payloadExamples = (i: number): string[] => withMore(pFirstId.get(i), pMoreIds.get(i));
@@ -321,7 +410,8 @@ function makeSummary(options: SummaryOptions, lean: boolean): QueueSummaryAccumu
         addReason(a.size.verdict === 'over-limit' ? 'over-limit' : 'large-payload', a.size.verdict === 'over-limit' ? 'flag' : 'review', a.size.reason ?? 'large payload', id);
       }
       const key = a.key?.key;
-      if (key !== undefined && key.length > 0) {
+      const hasKey = key !== undefined && key.length > 0;
+      if (hasKey) {
         const found = keys.find(key);
         let e: number | undefined = found >= 0 ? found : undefined;
         if (e === undefined) {
@@ -343,49 +433,47 @@ function makeSummary(options: SummaryOptions, lean: boolean): QueueSummaryAccumu
         }
         const op = a.operation;
         if (e !== undefined && op !== null) {
-          const count = kCount.get(e);
           let first = kOp.get(e);
           if (first === null) kOp.set(e, (first = opNames.intern(op)));
           let ops = kOps.get(e);
+          // The hot path: the key's first spelling again (or a first message). A different spelling
+          // (rare: the key repeats) starts grouping this key's operations by sameOperation.
           if (ops === undefined && op !== first) {
-            ops = new Map([[first, { count: count - 1, examples: keyExamples(e).slice(0, Math.min(examples, count - 1)) }]]);
+            const before = kCount.get(e) - 1;
+            const g: OpGroup = { operation: first, spellings: [first], count: before, examples: keyExamples(e).slice(0, Math.min(examples, before)) };
+            ops = { groups: [g], bySpelling: new Map([[first, g]]) };
             kOps.set(e, ops);
           }
-          if (ops !== undefined) {
-            const o = ops.get(op);
-            if (o === undefined) {
-              if (ops.size < 16) ops.set(op, { count: 1, examples: [id] });
-            } else {
-              o.count++;
-              if (o.examples.length < examples) o.examples.push(id);
-            }
-          }
+          if (ops !== undefined) addOperation(ops, op, id, examples, opNames);
         }
-        const h = a.businessHash;
-        if (h !== null) {
-          const found = payloads.find(h);
-          const p: number | undefined = found >= 0 ? found : undefined;
-          if (p === undefined) {
-            if (payloads.size >= maxTracked) cappedPayloads++;
-            else {
-              payloads.add(h);
-              pCount.push(1);
-              pFirstId.push(id);
-              pFirstKey.push(key);
-            }
-          } else {
-            const n = pCount.get(p) + 1;
-            pCount.set(p, n);
-            if (n <= examples) {
-              const more = pMoreIds.get(p);
-              if (more === undefined) pMoreIds.set(p, [id]);
-              else more.push(id);
-            }
-            if (pFirstKey.get(p) !== key) {
-              const mk = pMoreKeys.get(p);
-              if (mk === undefined) pMoreKeys.set(p, [key]);
-              else if (mk.length + 1 < KEYS_PER_PAYLOAD && !mk.includes(key)) mk.push(key);
-            }
+      }
+      const h = a.businessHash;
+      if (h !== null) {
+        const k = hasKey ? key : '';
+        const found = payloads.find(h);
+        const p: number | undefined = found >= 0 ? found : undefined;
+        if (p === undefined) {
+          if (payloads.size >= maxTracked) cappedPayloads++;
+          else {
+            payloads.add(h);
+            pCount.push(1);
+            pFirstId.push(id);
+            pFirstKey.push(k);
+          }
+        } else {
+          const n = pCount.get(p) + 1;
+          pCount.set(p, n);
+          if (n <= examples) {
+            const more = pMoreIds.get(p);
+            if (more === undefined) pMoreIds.set(p, [id]);
+            else more.push(id);
+          }
+          const firstKey = pFirstKey.get(p);
+          if (k === '') pNoKeyMore.set(p, (pNoKeyMore.get(p) ?? 0) + 1);
+          else if (firstKey !== k) {
+            const mk = pMoreKeys.get(p);
+            if (mk === undefined) pMoreKeys.set(p, [k]);
+            else if (mk.length + (firstKey === '' ? 0 : 1) < KEYS_PER_PAYLOAD && !mk.includes(k)) mk.push(k);
           }
         }
       }
@@ -404,8 +492,8 @@ function makeSummary(options: SummaryOptions, lean: boolean): QueueSummaryAccumu
           duplicateMessages += count - 1;
         }
         const ops = kOps.get(e);
-        if (ops !== undefined && ops.size > 1) {
-          const operations = [...ops].map(([operation, o]) => ({ operation, count: o.count, exampleIds: o.examples.slice() })).sort((x, y) => y.count - x.count);
+        if (ops !== undefined && ops.groups.length > 1) {
+          const operations = ops.groups.map((g) => ({ operation: g.operation, count: g.count, exampleIds: g.examples.slice() })).sort((x, y) => y.count - x.count);
           const named = operations.slice(0, 3).map((o) => `${code(o.operation)} (${o.count})`);
           const more = operations.length > 3 ? ` and ${operations.length - 3} more` : '';
           collisions.push({
@@ -417,17 +505,21 @@ function makeSummary(options: SummaryOptions, lean: boolean): QueueSummaryAccumu
       }
       const same: SamePayloadGroup[] = [];
       for (let p = 0; p < payloads.size; p++) {
-        if (!pMoreKeys.has(p)) continue;
-        const pkeys = payloadKeys(p);
-        const distinct = pkeys.length;
         const count = pCount.get(p);
+        if (count < 2) continue;
+        const firstKey = pFirstKey.get(p);
+        const withoutKey = (firstKey === '' ? 1 : 0) + (pNoKeyMore.get(p) ?? 0);
+        // Copies under one key only are a duplicate group (D1), not this.
+        if (withoutKey === 0 && !pMoreKeys.has(p)) continue;
+        const pkeys = firstKey === '' ? (pMoreKeys.get(p)?.slice() ?? []) : payloadKeys(p);
         same.push({
           hash: payloads.text(p),
           count,
           keys: pkeys.slice(0, examples),
-          distinctKeys: distinct,
+          distinctKeys: pkeys.length,
+          withoutKey,
           exampleIds: payloadExamples(p),
-          reason: `${plural(count, 'message')} carry the same payload under ${distinct >= KEYS_PER_PAYLOAD ? `${KEYS_PER_PAYLOAD}+` : distinct} different keys: the key is not derived from the business data, so a re-send of the same operation is not recognised as a duplicate.`,
+          reason: samePayloadReason(count, pkeys.length, withoutKey),
         });
       }
       dup.sort((x, y) => y.count - x.count || (x.key < y.key ? -1 : 1));
@@ -455,13 +547,30 @@ function makeSummary(options: SummaryOptions, lean: boolean): QueueSummaryAccumu
           trackedKeys: keys.size,
           trackedPayloads: payloads.size,
           capped,
-          note: capped
-            ? `Only the first ${maxTracked.toLocaleString('en')} distinct keys and payloads were grouped; ${plural(cappedKeys, 'message')} with new keys and ${plural(cappedPayloads, 'message')} with new payloads after that were counted but not grouped, so duplicate counts are lower bounds.`
-            : null,
+          note: capped ? capNote(maxTracked, cappedKeys, cappedPayloads) : null,
         },
       };
     },
   };
+}
+
+/** The sentence of a {@link SamePayloadGroup} of `count` (≥ 2) messages: `distinct` keys, `withoutKey` messages without one. */
+function samePayloadReason(count: number, distinct: number, withoutKey: number): string {
+  const messages = `${plural(count, 'message')} ${verb(count, 'carries', 'carry')} the same payload`;
+  const keys = distinct >= KEYS_PER_PAYLOAD ? `${String(KEYS_PER_PAYLOAD)}+ different keys` : distinct === 1 ? 'one key' : `${String(distinct)} different keys`;
+  if (withoutKey === 0) return `${messages} under ${keys}: the key is not derived from the business data, so a re-send of the same operation is not recognised as a duplicate.`;
+  if (distinct === 0) return `${messages} without an idempotency key: a consumer cannot tell a redelivered or re-sent copy from a new operation; send a key derived from the business data (e.g. the entity id and the operation).`;
+  const copies = withoutKey === 1 ? 'the copy without a key is' : 'the copies without a key are';
+  return `${messages}, ${withoutKey.toLocaleString('en')} without an idempotency key and ${(count - withoutKey).toLocaleString('en')} under ${keys}: ${copies} not recognised as duplicates${distinct > 1 ? ', nor are those under different keys' : ''}.`;
+}
+
+/** `bounds.note` of a capped summary; names only the kinds of message that were not grouped. */
+function capNote(maxTracked: number, cappedKeys: number, cappedPayloads: number): string {
+  const parts: string[] = [];
+  if (cappedKeys > 0) parts.push(`${plural(cappedKeys, 'message')} with ${cappedKeys === 1 ? 'a new key' : 'new keys'}`);
+  if (cappedPayloads > 0) parts.push(`${plural(cappedPayloads, 'message')} with ${cappedPayloads === 1 ? 'a new payload' : 'new payloads'}`);
+  const one = parts.length === 1 && cappedKeys + cappedPayloads === 1;
+  return `Only the first ${maxTracked.toLocaleString('en')} distinct keys and payloads were grouped; ${parts.join(' and ')} after that ${one ? 'was' : 'were'} counted but not grouped, so duplicate counts are lower bounds.`;
 }
 
 const sevRank = (s: PayloadVerdictKind): number => (s === 'flag' ? 2 : s === 'review' ? 1 : 0);
@@ -564,6 +673,8 @@ export function compareDuplicates(a: CompareSide, b: CompareSide, options: Pick<
   const sharedList = [...shared.values()].sort((x, y) => y.countA + y.countB - (x.countA + x.countB) || (x.key < y.key ? -1 : 1));
   const sameList = [...samePayload.values()].sort((x, y) => y.countB - x.countB || (x.key < y.key ? -1 : 1));
   const reasons: string[] = [];
+  if (totalB === 0) reasons.push(`${code(b.label)} has no messages to compare with ${code(a.label)}.`);
+  else if (totalA === 0) reasons.push(`${code(a.label)} has no messages: nothing in ${code(b.label)} can repeat one of its keys or payloads.`);
   if (bInA > 0) {
     reasons.push(
       `${plural(bInA, 'message')} in ${code(b.label)} share${bInA === 1 ? 's' : ''} a key with ${code(a.label)} (${plural(shared.size, 'key')}): replaying them (redrive, re-send) repeats operations the other side already carries; safe only if the consumer checks the key.`,
@@ -571,7 +682,10 @@ export function compareDuplicates(a: CompareSide, b: CompareSide, options: Pick<
   }
   const sameCount = sameList.reduce((s, g) => s + g.countB, 0);
   if (sameCount > 0) {
-    reasons.push(`${plural(sameCount, 'message')} in ${code(b.label)} carry the same payload as messages in ${code(a.label)} under different keys: the keys are not derived from the business data, so these copies are not recognised as duplicates.`);
+    const sameA = sameList.reduce((s, g) => s + g.countA, 0);
+    reasons.push(
+      `${plural(sameCount, 'message')} in ${code(b.label)} ${verb(sameCount, 'carries', 'carry')} the same payload as ${sameA === 1 ? 'a message' : 'messages'} in ${code(a.label)} under ${verb(sameCount, 'a different key', 'different keys')}: the keys are not derived from the business data, so ${verb(sameCount, 'this copy is', 'these copies are')} not recognised as ${verb(sameCount, 'a duplicate', 'duplicates')}.`,
+    );
   }
   if (reasons.length === 0) reasons.push(`No message in ${code(b.label)} shares a key or a business payload with ${code(a.label)}.`);
   return {

@@ -190,25 +190,41 @@ export interface DuplicateGroup {
   exampleIds: string[];
 }
 
-/** One key used for different operations. */
+/**
+ * One key used for different operations. Names that are spellings of one operation (equal ignoring
+ * case, or one's words all among the other's: `order.charge` and `charge`; see `sameOperation`)
+ * count as one operation, shown by the first spelling seen.
+ */
 export interface KeyCollision {
   key: string;
-  /** The operations seen under the key, each with a count and example ids. */
+  /** The operations seen under the key (at most 16), each with a count and example ids, most messages first. */
   operations: { operation: string; count: number; exampleIds: string[] }[];
   /** One sentence, e.g. "key `A-1001:charge` is used for `order.created` (1) and `order.paid` (1): a handler that deduplicates on it will skip one of them." */
   reason: string;
 }
 
-/** The same business payload sent under different keys. */
+/**
+ * The same business payload in two or more messages that a consumer cannot recognise as copies:
+ * under different keys, or without an idempotency key (at least one message has none). Copies
+ * under one and the same key are a {@link DuplicateGroup} instead.
+ */
 export interface SamePayloadGroup {
   /** {@link MessageAnalysis.businessHash}. */
   hash: string;
+  /** Messages with this payload (with or without a key). */
   count: number;
-  /** Distinct keys seen (at most {@link SummaryOptions.examplesPerGroup}); `distinctKeys` counts all. */
+  /** Distinct keys seen (at most {@link SummaryOptions.examplesPerGroup}); `distinctKeys` counts all. Empty when no message had a key. */
   keys: string[];
+  /** Distinct keys (at most 32 are told apart; the reason says `32+`). 0 when no message had a key. */
   distinctKeys: number;
+  /** Messages with this payload and no idempotency key (`keyVerdict` `missing`); 0 when all had one. */
+  withoutKey: number;
   exampleIds: string[];
-  /** One sentence, e.g. "3 messages carry the same payload under 3 different keys: the key is not derived from the business data, so a re-send is not recognised." */
+  /**
+   * One sentence, e.g. "3 messages carry the same payload under 3 different keys: the key is not
+   * derived from the business data, …", "2 messages carry the same payload without an idempotency
+   * key: …", or "3 messages carry the same payload, 2 without an idempotency key and 1 under one key: …".
+   */
   reason: string;
 }
 
@@ -220,6 +236,22 @@ export interface SummaryOptions extends AnalyzeOptions {
   maxGroups?: number;
   /** Example message ids per group (default 5). */
   examplesPerGroup?: number;
+  /**
+   * Whether {@link createQueueSummary}'s `add()` returns raw messages' analyses with every sentence
+   * (default true: what {@link analyzeMessage} gives). With false it returns the cheaper analysis
+   * `summarizeQueue` uses internally, which has the same verdicts (key, payload, overall), key,
+   * size check (with its sentence), operation, business hash, payload label, field annotations (per
+   * `detail`), findings (rule, severity and order) and texts and fields of `flag`/`review` findings,
+   * lacks the sentences built from the message:
+   * - `keyVerdict.reason` is `''` (the fixed sentences for a missing key or an analysis that failed stay);
+   * - for JSON bodies, `ok` findings have `text` `''` and `fields` `[]`, and `payload.reasons` is
+   *   `[]` (other bodies — empty, text, binary, truncated — keep their one fixed sentence);
+   * - `reasons` is `[]`, one array shared by such analyses: do not modify it (a message that could
+   *   not be analysed at all keeps its one fixed sentence).
+   *
+   * The summary is the same either way. Analyses passed to `add()` are used and returned as they are.
+   */
+  sentences?: boolean;
 }
 
 /** A reason counted over the queue. */
@@ -253,17 +285,26 @@ export interface RedeliverySummary {
   duplicateGroupCount: number;
   /** Messages in duplicate groups beyond the first of each (the redundant copies). */
   duplicateMessages: number;
+  /** Keys used for different operations (rule D2), most messages first (at most `maxGroups`). */
   keyCollisions: KeyCollision[];
   keyCollisionCount: number;
+  /**
+   * Payloads a consumer cannot recognise as copies (rule D3): the same business payload under
+   * different keys, or without a key ({@link SamePayloadGroup.withoutKey} > 0); most messages first
+   * (at most `maxGroups`).
+   */
   samePayloadDifferentKeys: SamePayloadGroup[];
   samePayloadDifferentKeysCount: number;
-  /** Memory bounds: what was tracked and whether the cap was reached. */
+  /** Memory bounds: what was tracked (distinct keys; distinct payload hashes of messages with or without a key) and whether the cap was reached. */
   bounds: { maxTracked: number; trackedKeys: number; trackedPayloads: number; capped: boolean; note: string | null };
 }
 
 /** Streaming accumulator for a {@link RedeliverySummary}. */
 export interface QueueSummaryAccumulator {
-  /** Adds one message (analysed with the accumulator's options) or an existing analysis; returns the analysis. */
+  /**
+   * Adds one message (analysed with the accumulator's options) or an existing analysis; returns the
+   * analysis (an existing one as it is; for a message, with fewer sentences when `sentences: false`).
+   */
   add(item: QueueMessage | MessageAnalysis): MessageAnalysis;
   /** The summary so far (can be called repeatedly; adding more afterwards is allowed). */
   result(): RedeliverySummary;
