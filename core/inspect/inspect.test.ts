@@ -1,11 +1,15 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { QueuescopeError, type PeekOptions, type QueueMessage, type QueueSummary } from '../../shared/domain';
 import { createAdapter } from '../adapters';
+import { truncateBody } from '../adapters/body';
 import type { BrokerAdapter } from '../adapters/types';
 import { analyzeMessage, compareDuplicates, createQueueSummary } from './analysis';
 import { atLeast, forComparison, inspectQueue, readBrokerVersion, toInspectedMessage, withQueueSizeLimit } from './inspect';
-import { INSPECT_PAGE_BYTES, readQueue } from './read';
+import { INSPECT_MAX_BODY_BYTES, INSPECT_PAGE_BYTES, INSPECT_SNAPSHOT_MAX_BODY_BYTES, MAX_INSPECT_BODY_BYTES, readQueue } from './read';
 import { resolveInspectSettings } from './settings';
 
 const fixture = fileURLToPath(new URL('../../test/fixtures/snapshots/two-queues.jsonl', import.meta.url));
@@ -225,7 +229,7 @@ describe('readQueue page sizes', () => {
     const msgs = [...Array.from({ length: 20 }, (_, i) => rabbitMessage(`L${String(i)}`, 1024 * 1024)), ...Array.from({ length: 100 }, (_, i) => rabbitMessage(`S${String(i)}`, 100))];
     const adapter = memoryAdapter({ id: 'q', broker: 'snapshot' }, msgs);
     const seen: string[] = [];
-    const r = await readQueue(adapter, await adapter.getQueue('q'), { pageSize: 20 }, (ms) => seen.push(...ms.map((m) => m.id)));
+    const r = await readQueue(adapter, await adapter.getQueue('q'), { pageSize: 20, maxBodyBytes: INSPECT_MAX_BODY_BYTES }, (ms) => seen.push(...ms.map((m) => m.id)));
     expect(r).toMatchObject({ read: 120, partial: false });
     expect(new Set(seen).size).toBe(120);
     // 20 bodies of 1 MiB, then 16 (16 MiB per page), then 100-byte bodies: back to the asked 20.
@@ -268,5 +272,120 @@ describe('forComparison', () => {
     const slim = full.map(forComparison);
     expect(compareDuplicates({ label: 'orders', messages: slim }, { label: 'orders.dlq', messages: other })).toEqual(expected);
     expect(JSON.stringify(slim).length).toBeLessThan(JSON.stringify(full).length / 2);
+  });
+});
+
+describe('body read limit (maxBodyBytes)', () => {
+  // A 3 MB JSON document: whole, it is an ID-only payload that is merely large.
+  const data = JSON.stringify({ documentId: 'D-1', content: 'x'.repeat(3 * 1000 * 1000) });
+  const doc: QueueMessage = { id: 'D-1:store', queueId: 'q', queueName: 'docs', position: 0, body: { encoding: 'utf8', data, sizeBytes: data.length, truncated: false }, headers: {}, properties: { messageId: 'D-1:store' }, meta: {} };
+  /** A broker-like adapter whose peek cuts bodies at the limit asked for, as the real ones do. */
+  const broker = (messages: QueueMessage[]) => {
+    const asked: (number | undefined)[] = [];
+    const a = memoryAdapter({ id: 'q', broker: 'rabbitmq' }, messages, { broker: 'rabbitmq' });
+    const peek = a.peek.bind(a);
+    a.peek = async (id, o, signal) => {
+      asked.push(o.maxBodyBytes);
+      const page = await peek(id, o, signal);
+      return { ...page, messages: page.messages.map((m) => ({ ...m, body: truncateBody(m.body, o.maxBodyBytes ?? 0) })) };
+    };
+    return { adapter: a, asked };
+  };
+  const cut = /the body was cut at the read limit/;
+
+  it('analyses a 3 MB body as cut by default, and whole with a limit above its size', async () => {
+    const def = broker([doc]);
+    const r = await inspectQueue(def.adapter, 'q', { compareDeadLetter: false });
+    expect(def.asked).toEqual([INSPECT_MAX_BODY_BYTES]);
+    expect(r.messages[0]?.payloadLabel).toBe('review');
+    expect(r.messages[0]?.reasons.join(' | ')).toMatch(cut);
+    const raised = broker([doc]);
+    const whole = await inspectQueue(raised.adapter, 'q', { compareDeadLetter: false, maxBodyBytes: 4_000_000 });
+    expect(raised.asked).toEqual([4_000_000]);
+    expect(whole.messages[0]?.payloadLabel).toBe('ok');
+    expect(whole.messages[0]?.reasons.join(' | ')).not.toMatch(cut);
+    expect(whole.messages[0]?.bytes).toBe(data.length);
+  });
+
+  it('refuses a limit that is not a whole number from 1 to 256 MiB, reading nothing', async () => {
+    for (const bad of [0, -1, 1.5, MAX_INSPECT_BODY_BYTES + 1, Number.NaN]) {
+      const b = broker([doc]);
+      await expect(inspectQueue(b.adapter, 'q', { compareDeadLetter: false, maxBodyBytes: bad })).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+      expect(b.asked).toEqual([]);
+    }
+  });
+
+  it('with a raised limit, starts with a small page and grows it once the bodies turn out small', async () => {
+    const small = Array.from({ length: 600 }, (_, i) => rabbitMessage(`S${String(i)}`, 100));
+    const a = memoryAdapter({ id: 'q', broker: 'redis' }, small);
+    const r = await readQueue(a, await a.getQueue('q'), { maxBodyBytes: 64 * 1024 * 1024 }, () => undefined);
+    expect(r.read).toBe(600);
+    expect(a.limits.slice(0, 2)).toEqual([10, 256]);
+  });
+
+  it('reads a snapshot line whole by default: a 3 MB body exported with truncated:false is not analysed as cut', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'qs-inspect-body-'));
+    try {
+      const lines = (await readFile(fixture, 'utf8')).split('\n').filter((l) => l.trim() !== '');
+      const header = JSON.parse(lines[0] ?? '{}') as { source: { queue: { id: string; name: string } } };
+      const line = { type: 'message', id: 'D-1:store', queueId: header.source.queue.id, queueName: header.source.queue.name, position: 0, body: doc.body, headers: {}, properties: { messageId: 'D-1:store' }, meta: {} };
+      const file = join(dir, 'big.jsonl');
+      await writeFile(file, `${lines[0] ?? ''}\n${JSON.stringify(line)}\n`);
+      const snap = createAdapter({ kind: 'snapshot', path: file });
+      try {
+        const q = await snap.getQueue(header.source.queue.id);
+        const r = await inspectQueue(snap, q.id, { compareDeadLetter: false });
+        expect(INSPECT_SNAPSHOT_MAX_BODY_BYTES).toBeGreaterThan(data.length);
+        expect(r.messages[0]?.bytes).toBe(data.length);
+        expect(r.messages[0]?.reasons.join(' | ')).not.toMatch(cut);
+        expect(r.messages[0]?.payloadLabel).toBe('ok');
+        // A limit the caller gives still applies to a snapshot.
+        const limited = await inspectQueue(snap, q.id, { compareDeadLetter: false, maxBodyBytes: INSPECT_MAX_BODY_BYTES });
+        expect(limited.messages[0]?.reasons.join(' | ')).toMatch(cut);
+      } finally {
+        await snap.close();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('dead-letter partners missing from the source', () => {
+  const demo = createAdapter({ kind: 'snapshot', path: fileURLToPath(new URL('../../resources/demo-snapshot.jsonl', import.meta.url)) });
+  afterAll(() => demo.close());
+
+  it("says the queue's DLQ was not compared when the snapshot does not hold it (invoices.work → invoices.dlq)", async () => {
+    const r = await inspectQueue(demo, 'rabbitmq:%2F/invoices.work');
+    expect(r.comparisons).toHaveLength(1);
+    const c = r.comparisons[0];
+    expect(c).toMatchObject({ relation: 'dead-letter-target', label: 'invoices.dlq', queueId: null, result: null, read: 0 });
+    expect(c?.note).toMatch(/^invoices\.dlq \(the dead-letter queue of invoices\.work\) is not in this snapshot \(.*demo-snapshot\.jsonl\): export it into the same file/);
+    // A DLQ the snapshot holds is still compared, with no extra entry.
+    const orders = await inspectQueue(demo, 'rabbitmq:%2F/orders.work');
+    expect(orders.comparisons.map((x) => [x.label, x.result === null])).toEqual([['orders.dlq', false]]);
+  });
+
+  it('says a DLQ exported without its source queue was not compared with it', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'qs-inspect-dlq-'));
+    try {
+      const lines = (await readFile(fileURLToPath(new URL('../../resources/demo-snapshot.jsonl', import.meta.url)), 'utf8')).split('\n');
+      const start = lines.findIndex((l) => l.includes('"type":"queue"') && l.includes('"name":"orders.dlq"'));
+      const end = lines.findIndex((l, i) => i > start && l.includes('"type":"queue"'));
+      const file = join(dir, 'dlq-only.jsonl');
+      await writeFile(file, `${lines.slice(start, end).join('\n')}\n`);
+      const only = createAdapter({ kind: 'snapshot', path: file });
+      try {
+        const r = await inspectQueue(only, 'rabbitmq:%2F/orders.dlq');
+        expect(r.comparisons).toHaveLength(1);
+        expect(r.comparisons[0]).toMatchObject({ relation: 'dead-letter-source', queueId: null, result: null });
+        expect(r.comparisons[0]?.note).toMatch(/orders\.dlq is a dead-letter queue, but no queue that dead-letters into it is in this snapshot/);
+        expect((await inspectQueue(only, 'rabbitmq:%2F/orders.dlq', { compareDeadLetter: false })).comparisons).toEqual([]);
+      } finally {
+        await only.close();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

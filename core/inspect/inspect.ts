@@ -46,6 +46,12 @@ export interface InspectQueueOptions {
   /** Messages per peek. */
   pageSize?: number;
   /**
+   * Bodies up to this many bytes are read whole and analysed (default `INSPECT_MAX_BODY_BYTES`,
+   * 1 MiB + 1 KiB; at most `MAX_INSPECT_BODY_BYTES`, 256 MiB); longer ones are analysed as cut
+   * (payload `review`). Also used for the compared queues. The CLI's `--max-body-bytes`.
+   */
+  maxBodyBytes?: number;
+  /**
    * Broker version for the size limit (RabbitMQ's default `max_message_size` is 128 MiB on
    * 3.8–3.13, 16 MiB since 4.0). When absent, it is read from the adapter's `brokerVersion`
    * capability where it has one (see {@link readBrokerVersion}); null = unknown.
@@ -262,7 +268,12 @@ export async function inspectQueue(adapter: BrokerAdapter, queueId: string, opti
   // Analyses are kept for comparisons only when there is something to compare with: holding 100k
   // of them for a queue without dead-letter partners cost about a third of the app's inspection time.
   const targets: CompareTarget[] = [];
-  if (options.compareDeadLetter ?? true) targets.push(...deadLetterPartners(adapter, queue));
+  const notCompared: InspectComparison[] = [];
+  if (options.compareDeadLetter ?? true) {
+    const partners = deadLetterPartners(adapter, queue);
+    targets.push(...partners.targets);
+    notCompared.push(...partners.absent);
+  }
   targets.push(...(options.compareWith ?? []));
   const wantCompare = targets.length > 0;
   let analysed = 0;
@@ -275,6 +286,7 @@ export async function inspectQueue(adapter: BrokerAdapter, queueId: string, opti
       ...(options.limit !== undefined ? { limit: options.limit } : {}),
       ...(options.acceptSideEffects !== undefined ? { acceptSideEffects: options.acceptSideEffects } : {}),
       ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
+      ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
       ...(ctx.signal !== undefined ? { signal: ctx.signal } : {}),
       ...(ctx.checkpoint !== undefined ? { checkpoint: ctx.checkpoint } : {}),
       onTotal: (t) => ctx.setTotal?.(t),
@@ -303,7 +315,7 @@ export async function inspectQueue(adapter: BrokerAdapter, queueId: string, opti
     messagesTruncated = analysed > rows.length;
   }
 
-  const comparisons: InspectComparison[] = [];
+  const comparisons: InspectComparison[] = [...notCompared];
   if (wantCompare) {
     const ownSide = { label: queue.name, messages: compared, options: analyzeOptions };
     const capNote = compared.length < analysed ? `Only the first ${String(compared.length)} messages of ${queue.name} were compared.` : null;
@@ -359,21 +371,69 @@ export async function readBrokerVersion(adapter: BrokerAdapter, signal?: AbortSi
   }
 }
 
-/** The queues a queue dead-letters to, or that dead-letter into it, that resolve to a queue id. */
-function deadLetterPartners(adapter: BrokerAdapter, queue: QueueSummary): CompareTarget[] {
+/**
+ * The queues a queue dead-letters to, or that dead-letter into it: `targets` for those that resolve
+ * to a queue id on `adapter`, and `absent` — comparisons with `result: null` and a `note` saying
+ * why — for partners that are known but cannot be read from this source:
+ * - a dead-letter target known by name (`queueName`) without a queue id: on a snapshot, the DLQ
+ *   was not exported into the same file (the snapshot adapter maps ids to the sections it holds);
+ *   on a broker, the adapter did not find it;
+ * - on a snapshot, a dead-letter queue (`isDeadLetterQueue`) with no source queue in the file:
+ *   the snapshot adapter drops source ids it holds no section for, so their names are not known.
+ * Targets without a name (RabbitMQ routes that cannot be resolved statically, dead letters that
+ * are dropped) are not partners and are left out.
+ */
+export function deadLetterPartners(adapter: BrokerAdapter, queue: QueueSummary): { targets: CompareTarget[]; absent: InspectComparison[] } {
   const out: CompareTarget[] = [];
+  const absent: InspectComparison[] = [];
   const seen = new Set<string>([queue.id]);
+  const snapshotFile = snapshotFileOf(adapter, queue);
+  const where = snapshotFile !== null ? `is not in this snapshot (${snapshotFile}): export it into the same file to compare duplicate keys with it.` : 'was not found on this connection, so duplicate keys shared with it were not compared.';
   for (const id of queue.deadLetterSources) {
     if (seen.has(id)) continue;
     seen.add(id);
     out.push({ relation: 'dead-letter-source', adapter, queueId: id });
   }
+  const absentNames = new Set<string>();
   for (const t of queue.deadLetterTargets) {
-    if (t.queueId === null || seen.has(t.queueId)) continue;
+    if (t.queueId === null) {
+      if (t.queueName === null || absentNames.has(t.queueName)) continue;
+      absentNames.add(t.queueName);
+      absent.push({
+        relation: 'dead-letter-target',
+        label: t.queueName,
+        queueId: null,
+        result: null,
+        read: 0,
+        partial: false,
+        note: `${t.queueName} (the dead-letter queue of ${queue.name}) ${where}`,
+      });
+      continue;
+    }
+    if (seen.has(t.queueId)) continue;
     seen.add(t.queueId);
     out.push({ relation: 'dead-letter-target', adapter, queueId: t.queueId, ...(t.queueName !== null ? { label: t.queueName } : {}) });
   }
-  return out;
+  if (snapshotFile !== null && queue.isDeadLetterQueue && queue.deadLetterSources.length === 0) {
+    absent.push({
+      relation: 'dead-letter-source',
+      label: `queues that dead-letter into ${queue.name}`,
+      queueId: null,
+      result: null,
+      read: 0,
+      partial: false,
+      note: `${queue.name} is a dead-letter queue, but no queue that dead-letters into it is in this snapshot (${snapshotFile}); export its source queue into the same file to compare duplicate keys with it.`,
+    });
+  }
+  return { targets: out, absent };
+}
+
+/** The snapshot file a queue was read from (`config.snapshot.file` of the snapshot adapter), or null for a broker. */
+function snapshotFileOf(adapter: BrokerAdapter, queue: QueueSummary): string | null {
+  if (adapter.broker !== 'snapshot') return null;
+  const info = (queue.config as Record<string, unknown> | undefined)?.snapshot;
+  const file = typeof info === 'object' && info !== null ? (info as Record<string, unknown>).file : undefined;
+  return typeof file === 'string' ? file : 'the file';
 }
 
 async function compareWithTarget(
@@ -403,6 +463,7 @@ async function compareWithTarget(
         limit: Math.min(options.limit ?? MAX_COMPARED_MESSAGES, MAX_COMPARED_MESSAGES),
         ...(options.acceptSideEffects !== undefined ? { acceptSideEffects: options.acceptSideEffects } : {}),
         ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
+        ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
         ...(signal !== undefined ? { signal } : {}),
       },
       (msgs) => {

@@ -1,6 +1,7 @@
 import { QueuescopeError, type PeekPage, type QueueMessage, type QueueSummary } from '../../shared/domain';
 import type { BrokerAdapter } from '../adapters/types';
 import { assertPeekAllowed } from '../services/export';
+import { MAX_SNAPSHOT_LINE_BYTES } from '../snapshot/format';
 
 /**
  * Messages per peek page while inspecting. 256, not the 1000 a peek may return: a page stays
@@ -19,8 +20,26 @@ export const INSPECT_PAGE_SIZE = 256;
  */
 export const INSPECT_PAGE_BYTES = 16 * 1024 * 1024;
 const MIN_ADAPTIVE_PAGE = 10;
-/** Bodies up to this many bytes are read whole for analysis (larger ones are analysed truncated; the size check uses the reported size). */
+/**
+ * Default body read limit: bodies up to this many bytes are read whole for analysis (larger ones
+ * are analysed as cut — payload verdict `review`, "the body was cut at the read limit" — while the
+ * size check still uses the reported size). 1 MiB + 1 KiB, so a 1 MiB SQS body fits. Raise it per
+ * inspection with {@link ReadQueueOptions.maxBodyBytes} (`inspect --max-body-bytes`).
+ */
 export const INSPECT_MAX_BODY_BYTES = 1024 * 1024 + 1024;
+/**
+ * Largest {@link ReadQueueOptions.maxBodyBytes} accepted: 256 MiB (above RabbitMQ 3.x's 128 MiB
+ * default `max_message_size`; a snapshot line holds at most 64 MiB). Each page still aims at
+ * {@link INSPECT_PAGE_BYTES}, so memory grows with one body, not with a page of them.
+ */
+export const MAX_INSPECT_BODY_BYTES = 256 * 1024 * 1024;
+/**
+ * Default body read limit for a snapshot file (the adapter `broker` `snapshot`): its longest line
+ * (64 MiB), i.e. every body whole. The snapshot adapter parses each line whole anyway, then cuts
+ * the body to the limit asked for; with the broker default a 3 MB body exported whole
+ * (`truncated: false`) was analysed as cut.
+ */
+export const INSPECT_SNAPSHOT_MAX_BODY_BYTES = MAX_SNAPSHOT_LINE_BYTES;
 
 /** Options of {@link readQueue}. */
 export interface ReadQueueOptions {
@@ -32,6 +51,13 @@ export interface ReadQueueOptions {
   acceptSideEffects?: boolean;
   /** Most messages per peek (1–1000, default {@link INSPECT_PAGE_SIZE}); pages of large bodies get smaller (see {@link INSPECT_PAGE_BYTES}). */
   pageSize?: number;
+  /**
+   * Bodies up to this many bytes are read whole (1 – {@link MAX_INSPECT_BODY_BYTES}; default
+   * {@link INSPECT_MAX_BODY_BYTES}, for a snapshot file {@link INSPECT_SNAPSHOT_MAX_BODY_BYTES});
+   * longer ones come back cut (`body.truncated`). Above the default, the first page asks for as
+   * many messages as {@link INSPECT_PAGE_BYTES} holds at this size (at least 10), then adapts.
+   */
+  maxBodyBytes?: number;
   signal?: AbortSignal;
   /** Called before each page (pause / cancel point; may throw `CANCELLED`). */
   checkpoint?: () => Promise<void>;
@@ -63,8 +89,9 @@ export interface ReadQueueResult {
  * - other queues (RabbitMQ, SQS): one peek of up to `min(limit, maxPeekWindow)` messages, marked
  *   partial when that is less than the depth.
  *
- * @throws QueuescopeError `PEEK_REFUSED`, `QUEUE_NOT_FOUND`, `INVALID_INPUT` (bad state),
- *   `CANCELLED`, or the adapter's connection errors.
+ * @throws QueuescopeError `PEEK_REFUSED`, `QUEUE_NOT_FOUND`, `INVALID_INPUT` (bad state, a
+ *   limit below 1, a `maxBodyBytes` that is not a whole number from 1 to
+ *   {@link MAX_INSPECT_BODY_BYTES}), `CANCELLED`, or the adapter's connection errors.
  */
 export async function readQueue(adapter: BrokerAdapter, queue: QueueSummary, options: ReadQueueOptions, onPage: (messages: QueueMessage[]) => void): Promise<ReadQueueResult> {
   assertPeekAllowed(queue, options.acceptSideEffects);
@@ -72,25 +99,31 @@ export async function readQueue(adapter: BrokerAdapter, queue: QueueSummary, opt
   const caps = queue.capabilities;
   const limit = options.limit ?? Number.POSITIVE_INFINITY;
   if (!(limit >= 1)) throw new QueuescopeError('INVALID_INPUT', `The message limit must be at least 1, got ${String(options.limit)}.`);
+  const maxBodyBytes = options.maxBodyBytes ?? (adapter.broker === 'snapshot' ? INSPECT_SNAPSHOT_MAX_BODY_BYTES : INSPECT_MAX_BODY_BYTES);
+  if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 1 || maxBodyBytes > MAX_INSPECT_BODY_BYTES) {
+    throw new QueuescopeError('INVALID_INPUT', `The body read limit must be a whole number of bytes from 1 to ${String(MAX_INSPECT_BODY_BYTES)} (256 MiB), got ${String(options.maxBodyBytes)}.`);
+  }
   const pageSize = Math.min(1000, Math.max(1, Math.floor(options.pageSize ?? INSPECT_PAGE_SIZE)));
   const base = {
     direction: 'oldest' as const,
-    maxBodyBytes: INSPECT_MAX_BODY_BYTES,
+    maxBodyBytes,
     ...(options.state !== undefined ? { state: options.state } : {}),
     ...(options.acceptSideEffects === true ? { acceptSideEffects: true } : {}),
   };
   const sideEffects = new Set<string>();
   let read = 0;
-  let pageLimit = pageSize;
+  const minPage = Math.min(MIN_ADAPTIVE_PAGE, pageSize);
+  // Until a page shows how large the bodies are, a raised limit could fill a page with pageSize of them.
+  let pageLimit = maxBodyBytes > INSPECT_MAX_BODY_BYTES ? Math.max(minPage, Math.min(pageSize, Math.floor(INSPECT_PAGE_BYTES / maxBodyBytes))) : pageSize;
   const take = (page: PeekPage, room: number): void => {
     for (const s of page.sideEffects) sideEffects.add(s);
     const msgs = page.messages.length > room ? page.messages.slice(0, room) : page.messages;
     read += msgs.length;
     if (msgs.length > 0) {
       let bytes = 0;
-      for (const m of msgs) bytes += Math.min(m.body.sizeBytes, INSPECT_MAX_BODY_BYTES);
+      for (const m of msgs) bytes += Math.min(m.body.sizeBytes, maxBodyBytes);
       const fit = Math.floor(INSPECT_PAGE_BYTES / Math.max(1, bytes / msgs.length));
-      pageLimit = Math.max(Math.min(MIN_ADAPTIVE_PAGE, pageSize), Math.min(pageSize, fit));
+      pageLimit = Math.max(minPage, Math.min(pageSize, fit));
       onPage(msgs);
     }
   };
