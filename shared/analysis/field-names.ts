@@ -28,7 +28,9 @@ import { hashString } from './hash';
  * - `op`: the operation / event name (`type`, `event`, `eventType`, `operation`, `op`, `action`, `command`, `kind`, `task`);
  * - `ref`: other references (`sku`, `ref`, `reference`, `…Number`, `arn`, `urn`, `slug`, `…Key`);
  * - `version`: `version`, `rev` (state inside an entity, a schema version elsewhere);
- * - `per-send`: transport metadata that differs per send (`messageId`, `requestId`, `traceId`, `sentAt`…), left out of the business hash;
+ * - `per-send`: transport metadata that differs per send (`messageId`, `requestId`, `traceId`, `sentAt`,
+ *   retry counters such as `attempt` / `retryCount` / `deliveryCount`, a `nonce`, `requestUuid`…), left out of the
+ *   business hash and never evidence that an idempotency key is business-derived;
  * - `other`.
  */
 export type NameRole =
@@ -58,7 +60,7 @@ export interface NameInfo {
   norm: string;
   /** For `…Id` / `…_id` names: the entity it names, normalised (`orderId` → `order`). */
   entity: string | null;
-  /** Transport metadata that differs per send; excluded from the business hash. */
+  /** Transport metadata that differs per send (ids of the send, retry counters, nonces); excluded from the business hash and from a key's business evidence. */
   perSend: boolean;
   /** The name can be written in a dotted path as is (`[A-Za-z_$][\w$-]*`). */
   simple: boolean;
@@ -93,7 +95,7 @@ const CURRENCY_EXACT = new Set(['currency', 'currencycode', 'curr']);
 const OP_EXACT = new Set(['type', 'event', 'eventtype', 'eventname', 'operation', 'op', 'action', 'command', 'cmd', 'commandtype', 'commandname', 'kind', 'task', 'jobname', 'jobclass', 'detailtype', 'topic', 'intent', 'verb']);
 const REF_EXACT = new Set(['sku', 'upc', 'ean', 'gtin', 'isbn', 'ref', 'reference', 'arn', 'urn', 'slug', 'key', 'jid', 'jti', 'code', 'handle', 'topicarn', 'subscriptionarn']);
 const VERSION_EXACT = new Set(['version', 'rev', 'v', 'seq', 'sequence']);
-const PER_SEND = new Set(['messageid', 'requestid', 'traceid', 'spanid', 'traceparent', 'tracestate', 'correlationid', 'causationid', 'sentat', 'publishedat', 'enqueuedat', 'senttime', 'deliveryattempt', 'attempt', 'attempts', 'retrycount', 'retries', 'receivecount', 'signature', 'signatureversion', 'signingcerturl', 'unsubscribeurl', 'jid']);
+const PER_SEND = new Set(['messageid', 'requestid', 'traceid', 'spanid', 'traceparent', 'tracestate', 'correlationid', 'causationid', 'sentat', 'publishedat', 'enqueuedat', 'senttime', 'deliveryattempt', 'attempt', 'attempts', 'attemptcount', 'attemptnumber', 'attemptno', 'retrycount', 'retries', 'retrynumber', 'retryattempt', 'tries', 'trycount', 'receivecount', 'approximatereceivecount', 'deliverycount', 'redeliverycount', 'nonce', 'cnonce', 'requestuuid', 'requestguid', 'messageuuid', 'signature', 'signatureversion', 'signingcerturl', 'unsubscribeurl', 'jid']);
 
 /**
  * Body members that hold a message's or a send's own key rather than a business value

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import type { HeaderValue, MessageMeta, QueueMessage } from '../domain';
 import { classifyKey, extractIdempotencyKey, readMessagePath, type KeyRule, type KeyVerdictKind } from './idempotency';
+import { analyzeMessage } from './index';
 
 interface MsgInit {
   id?: string;
@@ -317,6 +318,157 @@ describe('idempotency properties', () => {
         expect(v.reason).toContain(`(${oid})`);
       }),
       { numRuns: 300 },
+    );
+  });
+});
+
+/** The key verdict both ways: classifyKey walking the body itself, and analyzeMessage with the payload walk's evidence. */
+function bothWays(m: QueueMessage): { verdict: KeyVerdictKind; reason: string } {
+  const ex = extractIdempotencyKey(m);
+  const direct = classifyKey(ex?.key ?? '', m, ex ?? undefined);
+  const viaAnalysis = analyzeMessage(m).keyVerdict;
+  expect(viaAnalysis).toEqual(direct);
+  return direct;
+}
+
+describe('key verdict: member names decide what a matched value is', () => {
+  it('a 10- or 13-digit business id is not a timestamp (orderId 1234567890 is an order number, not 2009-02-13)', () => {
+    const a = bothWays(msg({ body: { orderId: 1234567890, operation: 'charge', idempotencyKey: '1234567890:charge' } }));
+    expect(a.verdict).toBe('business-derived');
+    expect(a.reason).toContain('built from body.orderId (1234567890) and body.operation (charge)');
+    const b = bothWays(msg({ body: { orderId: 1500000001, operation: 'charge', idempotencyKey: '1500000001' } }));
+    expect(b).toMatchObject({ verdict: 'business-derived' });
+    expect(b.reason).toContain('body.orderId (1500000001)');
+    for (const body of [{ order_id: 1764450000123 }, { id: '1764450000123' }, { sku: 1500000001 }, { reference: 1500000001 }, { invoiceNumber: '1764450000' }]) {
+      const [name, value] = Object.entries(body)[0] as [string, unknown];
+      const v = bothWays(msg({ body: { ...body, idempotencyKey: `${String(value)}:charge` } }));
+      expect(v.verdict, name).toBe('business-derived');
+      expect(v.reason).toContain(`body.${name} (${String(value)})`);
+    }
+  });
+
+  it('epoch digits are still time from a member named as a time, or as unmatched text beside a matched id', () => {
+    const field = bothWays(msg({ body: { orderId: 'A-1001', createdAt: 1764450000, idempotencyKey: 'A-1001:1764450000' } }));
+    expect(field.verdict).toBe('time-derived');
+    expect(field.reason).toContain('uses the timestamp body.createdAt (1764450000)');
+    for (const name of ['sent_at', 'timestamp', 'ts', 'eventTimeMs', 'createdAtMs', 'created_at_millis', 'epoch']) {
+      const ms = name === 'sent_at' || name === 'timestamp' || name === 'ts' || name === 'epoch' ? 1764450000 : 1764450000123;
+      expect(bothWays(msg({ body: { orderId: 'A-1001', [name]: ms, idempotencyKey: `A-1001:${String(ms)}` } })).verdict, name).toBe('time-derived');
+    }
+    const residual = bothWays(msg({ body: { orderId: 'A-1001', idempotencyKey: 'A-1001:1764450000' } }));
+    expect(residual.verdict).toBe('time-derived');
+    expect(residual.reason).toContain('contains an epoch time in seconds (1764450000)');
+    // A numeric order id matched, an unmatched epoch beside it: still time-derived.
+    expect(bothWays(msg({ body: { orderId: 1500000001, idempotencyKey: '1500000001:1764450000123' } })).reason).toContain('an epoch time in ms (1764450000123)');
+    // ISO timestamps are times whatever the member is called (but not an identifier's value).
+    expect(bothWays(msg({ body: { orderId: 'A-1', window: '2026-11-29T22:15:00Z', idempotencyKey: 'A-1:2026-11-29T22:15:00Z' } })).verdict).toBe('time-derived');
+    expect(bothWays(msg({ body: { runId: '2026-11-29T22:15:00Z', idempotencyKey: 'run:2026-11-29T22:15:00Z' } })).verdict).toBe('business-derived');
+  });
+
+  it('epoch digits in a member whose name does not say time are no evidence of a time (documented change)', () => {
+    const v = bothWays(msg({ body: { account: 1764450000, idempotencyKey: 'close:1764450000' } }));
+    expect(v.verdict).toBe('business-derived');
+    expect(v.reason).toContain('body.account (1764450000)');
+  });
+
+  it('a part from a per-send member (retry counter, nonce) makes the key opaque-random, naming the member', () => {
+    const a = bothWays(msg({ body: { orderId: 'A-1001', attempt: 3, idempotencyKey: 'A-1001:charge:3' } }));
+    expect(a.verdict).toBe('opaque-random');
+    expect(a.reason).toBe(
+      "opaque-random: the key 'A-1001:charge:3' (from body.idempotencyKey) includes body.attempt (3), which changes on every send (a retry counter), so a retry gets a new key and is not deduplicated; build it from the business values alone (body.orderId (A-1001)).",
+    );
+    for (const name of ['retryCount', 'retry_count', 'deliveryCount', 'attempts', 'receiveCount', 'attemptNumber']) {
+      const v = bothWays(msg({ body: { orderId: 'A-1001', operation: 'charge', [name]: 2, idempotencyKey: 'A-1001:charge:2' } }));
+      expect(v.verdict, name).toBe('opaque-random');
+      expect(v.reason).toContain(`includes body.${name} (2), which changes on every send (a retry counter)`);
+    }
+    const n = bothWays(msg({ body: { orderId: 'A-1001', nonce: 'k3j4h5g6f7d8s9a0', idempotencyKey: 'A-1001:k3j4h5g6f7d8s9a0' } }));
+    expect(n.verdict).toBe('opaque-random');
+    expect(n.reason).toContain('includes body.nonce (k3j4h5g6f7d8s9a0), which changes on every send (a one-time nonce)');
+    // In a header key too, and inside an envelope.
+    const h = bothWays(msg({ headers: { 'Idempotency-Key': 'A-7:4' }, body: { data: { orderId: 'A-7', meta: { attempt: 4 } } } }));
+    expect(h.reason).toContain('includes body.data.meta.attempt (4)');
+  });
+
+  it('time precedence over per-send, and a value another stable member also has is not called per-send', () => {
+    expect(bothWays(msg({ body: { orderId: 'A-1', sentAt: 1764450000, idempotencyKey: 'A-1:1764450000' } })).verdict).toBe('time-derived');
+    const v = bothWays(msg({ body: { orderId: 'A-1001', lineNo: 3, attempt: 3, idempotencyKey: 'A-1001:3' } }));
+    expect(v.verdict).toBe('business-derived');
+  });
+
+  it('a key made only of values unrelated messages share (currency, amount, status, operation) is opaque-random and says they collide', () => {
+    const eur = bothWays(msg({ body: { orderId: 'A-1001', currency: 'EUR', idempotencyKey: 'EUR' } }));
+    expect(eur.verdict).toBe('opaque-random');
+    expect(eur.reason).toContain("the key 'EUR' (from body.idempotencyKey) is built only from body.currency (EUR), a value many unrelated messages share");
+    expect(eur.reason).toContain('different operations get the same key');
+    const amount = bothWays(msg({ body: { orderId: 'A-1001', amountCents: 2599, idempotencyKey: '2599' } }));
+    expect(amount.verdict).toBe('opaque-random');
+    expect(amount.reason).toContain('built only from body.amountCents (2599)');
+    // Six digits in an amount are still an amount.
+    expect(bothWays(msg({ body: { totalCents: 259900, idempotencyKey: '259900' } })).verdict).toBe('opaque-random');
+    const two = bothWays(msg({ body: { orderId: 'A-1001', operation: 'charge', status: 'paid', idempotencyKey: 'charge:paid' } }));
+    expect(two.verdict).toBe('opaque-random');
+    expect(two.reason).toContain('body.operation (charge) and body.status (paid), values many unrelated messages share');
+  });
+
+  it('stays business-derived with an identifier beside the shared values, or a value or literal that looks like one', () => {
+    const withId = bothWays(msg({ body: { orderId: 'A-1001', currency: 'EUR', idempotencyKey: 'A-1001:EUR' } }));
+    expect(withId.verdict).toBe('business-derived');
+    expect(withId.reason).toContain('body.orderId (A-1001) and body.currency (EUR)');
+    expect(bothWays(msg({ body: { currency: 'EUR', idempotencyKey: 'ORD-77:EUR' } })).verdict).toBe('business-derived');
+    expect(bothWays(msg({ body: { type: 'INV-2026-0042', idempotencyKey: 'INV-2026-0042' } })).verdict).toBe('business-derived');
+    expect(bothWays(msg({ body: { state: 1234567, idempotencyKey: '1234567' } })).verdict).toBe('business-derived');
+    // Unknown member names are not called shared: `tenant` may well identify the operation's scope.
+    expect(bothWays(msg({ body: { tenant: 'acme', idempotencyKey: 'acme:sync' } })).verdict).toBe('business-derived');
+  });
+});
+
+describe('key verdict: a body cut at the read limit', () => {
+  const cut = (init: Parameters<typeof msg>[0]): QueueMessage => {
+    const m = msg(init);
+    m.body.truncated = true;
+    m.body.sizeBytes = 2 * 1024 * 1024;
+    return m;
+  };
+
+  it('does not claim a header key matches no payload value: the body was never examined', () => {
+    const m = cut({ headers: { 'Idempotency-Key': 'R-9:charge' }, rawBody: `{"orderId":"R-9","operation":"charge","note":"${'x'.repeat(500)}` });
+    const v = bothWays(m);
+    expect(v.verdict).toBe('opaque-random');
+    expect(v.reason).toBe(
+      "opaque-random: the key 'R-9:charge' (from header Idempotency-Key) could not be shown to be business-derived: the body (2097152 bytes) was cut at the read limit, so the key could not be checked against the payload; raise the read limit (queuescope inspect --max-body-bytes) to check it.",
+    );
+    expect(v.reason).not.toContain('matches no payload value');
+  });
+
+  it('a random-looking key keeps its verdict but does not say it is in no payload value', () => {
+    const v = bothWays(cut({ headers: { 'Idempotency-Key': '9b2f6c1e-2d4a-4f7b-8c3e-1a5d7f9b3c2e' }, rawBody: '{"orderId":"R-9","note":"xx' }));
+    expect(v.verdict).toBe('opaque-random');
+    expect(v.reason).toContain('contains a UUID (9b2f6c1e-2d4a-4f7b-8c3e-1a5d7f9b3c2e), but the body (2097152 bytes) was cut at the read limit');
+    expect(v.reason).not.toContain('found in no payload value');
+    // What the key itself shows still decides: a time in it is a time.
+    expect(bothWays(cut({ headers: { 'Idempotency-Key': 'R-9:1764450000' }, rawBody: '{"orderId":"R-9' })).verdict).toBe('time-derived');
+  });
+
+  it('an uncut body that does not have the value still says so', () => {
+    const v = bothWays(msg({ headers: { 'Idempotency-Key': 'R-9:charge' }, body: { orderId: 'R-8' } }));
+    expect(v.reason).toContain('matches no payload value');
+  });
+});
+
+describe('key verdict properties (member names)', () => {
+  it('a numeric identifier in the epoch range is never time-derived, a retry counter beside it always opaque-random', () => {
+    const epochish = fc.oneof(fc.integer({ min: 978_307_200, max: 4_102_444_799 }), fc.integer({ min: 978_307_200_000, max: 4_102_444_799_999 }));
+    const idName = fc.constantFrom('orderId', 'order_id', 'id', 'paymentId', 'sku', 'reference', 'invoiceNumber');
+    const counter = fc.constantFrom('attempt', 'attempts', 'retryCount', 'retries', 'deliveryAttempt', 'receiveCount', 'deliveryCount');
+    fc.assert(
+      fc.property(epochish, idName, counter, fc.integer({ min: 1, max: 99 }), fc.boolean(), (id, name, c, n, withCounter) => {
+        const key = withCounter ? `${String(id)}:charge:${String(n)}` : `${String(id)}:charge`;
+        const v = bothWays(msg({ body: { [name]: id, [c]: n, idempotencyKey: key } }));
+        expect(v.verdict).toBe(withCounter ? 'opaque-random' : 'business-derived');
+        expect(v.reason).toContain(withCounter ? `body.${c} (${String(n)})` : `body.${name} (${String(id)})`);
+      }),
+      { numRuns: 200 },
     );
   });
 });

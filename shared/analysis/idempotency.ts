@@ -320,6 +320,21 @@ function bodyKeyField(json: Record<string, unknown>): KeyExtraction | null {
 interface Scalar {
   path: string;
   text: string;
+  /**
+   * The member the value came from (for array elements, the member holding the array); null for
+   * a body that is itself the value. Its role ({@link nameInfo}) decides whether the value can be
+   * a time, changes per send, or is shared by unrelated messages.
+   */
+  name: string | null;
+}
+
+/** The member name of the value at `segs` (the last segment that is not an index); null when none. */
+function memberOf(segs: readonly string[]): string | null {
+  for (let i = segs.length - 1; i >= 0; i--) {
+    const s = segs[i] as string;
+    if (!s.startsWith('[')) return s;
+  }
+  return null;
 }
 
 
@@ -403,14 +418,14 @@ function collect(w: ScalarWalk, v: unknown, depth: number): void {
   if (w.visited++ >= MAX_BODY_FIELDS * 4 || w.out.length >= MAX_BODY_FIELDS) return;
   if (w.exclude.length > 0 && excluded(w)) return;
   if (typeof v === 'string') {
-    if (v.length <= MAX_VALUE_LENGTH && v.length > 0 && (v.length >= 2 || (v >= '0' && v <= '9')) && w.key.includes(v)) w.out.push({ path: scalarPath(w.segs), text: v });
+    if (v.length <= MAX_VALUE_LENGTH && v.length > 0 && (v.length >= 2 || (v >= '0' && v <= '9')) && w.key.includes(v)) w.out.push({ path: scalarPath(w.segs), text: v, name: memberOf(w.segs) });
     return;
   }
   if (typeof v === 'number' || typeof v === 'bigint') {
     if (!w.keyHasDigit) return;
     const last = w.segs[w.segs.length - 1];
     const t = scalarText(v, last !== undefined && !last.startsWith('[') ? last : null);
-    if (t !== undefined && (t.length >= 2 || (t >= '0' && t <= '9')) && w.key.includes(t)) w.out.push({ path: scalarPath(w.segs), text: t });
+    if (t !== undefined && (t.length >= 2 || (t >= '0' && t <= '9')) && w.key.includes(t)) w.out.push({ path: scalarPath(w.segs), text: t, name: memberOf(w.segs) });
     return;
   }
   if (depth >= MAX_BODY_DEPTH || v === null || typeof v !== 'object') return;
@@ -432,7 +447,7 @@ function collect(w: ScalarWalk, v: unknown, depth: number): void {
     if (nameInfo(k).keyHolder) {
       // The key's own copy (or a per-send id): not business evidence.
       const t = scalarText(val, k);
-      if (t !== undefined && t.length <= MAX_VALUE_LENGTH && w.copies.length < 4 && w.key.includes(t)) w.copies.push({ path: scalarPath(w.segs), text: t });
+      if (t !== undefined && t.length <= MAX_VALUE_LENGTH && w.copies.length < 4 && w.key.includes(t)) w.copies.push({ path: scalarPath(w.segs), text: t, name: k });
     } else collect(w, val, depth + 1);
     w.segs.pop();
   }
@@ -511,14 +526,14 @@ export function evidenceAt(ev: KeyEvidence, segs: readonly string[], v: unknown)
   }
   if (ev.exclude.length > 0 && excludedPath(ev.exclude, segs)) return false;
   if (typeof v === 'string') {
-    if (v.length <= MAX_VALUE_LENGTH && v.length > 0 && (v.length >= 2 || (v >= '0' && v <= '9')) && ev.key.includes(v)) ev.out.push({ path: scalarPath(segs), text: v });
+    if (v.length <= MAX_VALUE_LENGTH && v.length > 0 && (v.length >= 2 || (v >= '0' && v <= '9')) && ev.key.includes(v)) ev.out.push({ path: scalarPath(segs), text: v, name: memberOf(segs) });
     return false;
   }
   if (typeof v === 'number') {
     if (!ev.keyHasDigit) return false;
     const last = segs[segs.length - 1];
     const t = numberText(v, ev.raw, last !== undefined && !last.startsWith('[') ? last : null);
-    if (t !== undefined && (t.length >= 2 || (t >= '0' && t <= '9')) && ev.key.includes(t)) ev.out.push({ path: scalarPath(segs), text: t });
+    if (t !== undefined && (t.length >= 2 || (t >= '0' && t <= '9')) && ev.key.includes(t)) ev.out.push({ path: scalarPath(segs), text: t, name: memberOf(segs) });
     return false;
   }
   return segs.length < MAX_BODY_DEPTH && v !== null && typeof v === 'object';
@@ -534,7 +549,7 @@ export function evidenceAt(ev: KeyEvidence, segs: readonly string[], v: unknown)
 export function evidenceKeyHolder(ev: KeyEvidence, segs: readonly string[], info: NameInfo, name: string, v: unknown): boolean {
   if (!info.keyHolder) return false;
   const t = typeof v === 'number' ? numberText(v, ev.raw, name) : scalarText(v, name);
-  if (t !== undefined && t.length <= MAX_VALUE_LENGTH && ev.copies.length < 4 && ev.key.includes(t)) ev.copies.push({ path: scalarPath(segs), text: t });
+  if (t !== undefined && t.length <= MAX_VALUE_LENGTH && ev.copies.length < 4 && ev.key.includes(t)) ev.copies.push({ path: scalarPath(segs), text: t, name });
   return true;
 }
 
@@ -572,7 +587,7 @@ function matchValues(key: string, scalars: Scalar[]): (Scalar & { at: number })[
       for (let i = at; free && i < end; i++) if (covered[i] === 1) free = false;
       if (free) {
         for (let i = at; i < end; i++) covered[i] = 1;
-        matches.push({ path: s.path, text: s.text, at });
+        matches.push({ path: s.path, text: s.text, name: s.name, at });
         break;
       }
       from = at + 1;
@@ -787,42 +802,147 @@ const KIND_NAMES: Record<Piece['kind'], string> = {
   word: 'a literal',
 };
 
-/** What the pieces of a matched payload value are: all time kinds, all period kinds, or anything else. */
+/**
+ * Flags of a matched payload value ({@link matchFlags}): what its pieces are (all time kinds, all
+ * period kinds — 0 for anything else) and what its member name says about it.
+ */
 const MATCH_OTHER = 0;
 const MATCH_TIME = 1;
 const MATCH_PERIOD = 2;
-const NO_MATCH_KINDS: number[] = [];
+/** From a member that changes on every send (`attempt`, `retryCount`, `nonce`…: {@link NameInfo.perSend}). */
+const MATCH_PER_SEND = 4;
+/** A value many unrelated messages share: from a currency, amount, quantity, status or operation member, and not identifier-like itself. */
+const MATCH_SHARED = 8;
+const MATCH_PIECES = MATCH_TIME | MATCH_PERIOD;
+const NO_MATCH_FLAGS: number[] = [];
+
+/** Which time pieces of a matched value count as time: none (an identifier's name), ISO timestamps only (a name that does not say), or all (a time name). */
+const TIME_NONE = 0;
+const TIME_ISO = 1;
+const TIME_ALL = 2;
 
 /**
- * For each match, {@link MATCH_TIME} when the value is made of time pieces only (at least one),
- * {@link MATCH_PERIOD} when of period pieces only, else {@link MATCH_OTHER}. Values without a
- * digit are words (other) without piece analysis.
+ * Roles whose values many unrelated messages share (a currency, an amount, a status, an
+ * operation name): a key made only of them does not tell one business operation from another.
  */
-function matchKinds(matches: readonly Scalar[]): number[] {
+const SHARED_ROLES: ReadonlySet<string> = new Set(['currency', 'amount', 'quantity', 'balance', 'state', 'op', 'version']);
+/** Of {@link SHARED_ROLES}, the numeric ones: a long number there is still a quantity, not an id. */
+const QUANTITY_ROLES: ReadonlySet<string> = new Set(['amount', 'quantity', 'balance']);
+
+/**
+ * For each match, its flags: {@link MATCH_TIME} when the value is made of time pieces only (at
+ * least one) that its member name lets count as time ({@link timeMode}), {@link MATCH_PERIOD} when
+ * of period pieces only, plus {@link MATCH_PER_SEND} and {@link MATCH_SHARED} from the member
+ * name. Values without a digit are words (no piece analysis).
+ */
+function matchFlags(matches: readonly Scalar[]): number[] {
   const out: number[] = [];
   for (let i = 0; i < matches.length; i++) {
-    const text = (matches[i] as Scalar).text;
-    out.push(hasDigit(text) ? piecesClass(pieces(text)) : MATCH_OTHER);
+    const m = matches[i] as Scalar;
+    const info = m.name !== null ? nameInfo(m.name) : null;
+    const digits = hasDigit(m.text);
+    let f = digits ? piecesClass(pieces(m.text), timeMode(info)) : MATCH_OTHER;
+    if (info !== null) {
+      if (info.perSend) f |= MATCH_PER_SEND;
+      if (SHARED_ROLES.has(info.role) && !idLikeValue(m.text, digits, QUANTITY_ROLES.has(info.role))) f |= MATCH_SHARED;
+    }
+    out.push(f);
   }
   return out;
 }
 
-function piecesClass(ps: readonly Piece[]): number {
+/**
+ * Which time pieces of a value from member `info` count as time: none when the name says
+ * identifier (`orderId: 1234567890` is an order number, not 2009-02-13), all when it says time
+ * (`createdAt`, `sent_at`, `timestamp`, `ts`, `date`, `…Epoch`…), else ISO timestamps only — a
+ * 10- or 13-digit number in a member whose name does not say time is no evidence of a time.
+ */
+function timeMode(info: NameInfo | null): number {
+  if (info === null) return TIME_ISO;
+  const role = info.role;
+  if (role === 'id' || role === 'ref') return TIME_NONE;
+  if (role === 'time' || role === 'updated' || role === 'marker' || timeWord(info.norm)) return TIME_ALL;
+  return TIME_ISO;
+}
+
+/** A normalised name that says time with a unit after it (`eventTimeMs`, `createdAtMillis`, `sent_at_sec`) or an epoch (`epoch`, `epochSeconds`). */
+function timeWord(norm: string): boolean {
+  if (norm.includes('epoch') || norm.includes('time') || norm.includes('stamp')) return true;
+  for (const unit of TIME_UNITS) if (norm.endsWith(unit) && norm.length > unit.length + 1 && norm.endsWith('at', norm.length - unit.length)) return true;
+  return false;
+}
+const TIME_UNITS = ['ms', 'millis', 'sec', 'secs', 'seconds'];
+
+/** The value looks like an identifier itself: letters and digits (`A-1001`), or six digits or more outside a quantity. */
+function idLikeValue(text: string, digits: boolean, quantity: boolean): boolean {
+  if (!digits) return false;
+  let nd = 0;
+  let letters = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 48 && c <= 57) nd++;
+    else if ((c >= 65 && c <= 90) || (c >= 97 && c <= 122)) letters = true;
+  }
+  return letters || (!quantity && nd >= 6);
+}
+
+function piecesClass(ps: readonly Piece[], mode: number): number {
   if (ps.length === 0) return MATCH_OTHER;
-  let allTime = true;
+  let allTime = mode !== TIME_NONE;
   let allPeriod = true;
   for (let i = 0; i < ps.length; i++) {
     const k = (ps[i] as Piece).kind;
-    if (!TIME_KINDS.has(k)) allTime = false;
+    if (!TIME_KINDS.has(k) || (mode === TIME_ISO && k !== 'timestamp')) allTime = false;
     if (!PERIOD_KINDS.has(k)) allPeriod = false;
   }
   return allTime ? MATCH_TIME : allPeriod ? MATCH_PERIOD : MATCH_OTHER;
 }
 
-/** The first match whose class (see {@link matchKinds}) is `cls`, or undefined. */
-function firstMatchOf<T extends Scalar>(matches: readonly T[], classes: readonly number[], cls: number): T | undefined {
-  for (let i = 0; i < matches.length; i++) if (classes[i] === cls) return matches[i];
+/** The first match whose piece class (see {@link matchFlags}) is `cls`, or undefined. */
+function firstMatchOf<T extends Scalar>(matches: readonly T[], flags: readonly number[], cls: number): T | undefined {
+  for (let i = 0; i < matches.length; i++) if (((flags[i] as number) & MATCH_PIECES) === cls) return matches[i];
   return undefined;
+}
+
+/** The first match with `flag` set, or undefined. */
+function firstFlagged<T extends Scalar>(matches: readonly T[], flags: readonly number[], flag: number): T | undefined {
+  for (let i = 0; i < matches.length; i++) if (((flags[i] as number) & flag) !== 0) return matches[i];
+  return undefined;
+}
+
+/** Every match has `flag` set (false when there is none). */
+function allFlagged(flags: readonly number[], flag: number): boolean {
+  for (let i = 0; i < flags.length; i++) if (((flags[i] as number) & flag) === 0) return false;
+  return flags.length > 0;
+}
+
+/**
+ * True when another body value with the same text as the per-send match `m` comes from a member
+ * that does not change per send (`lineNo: 1` beside `attempt: 1`): the key part may as well be that
+ * one, so it is not called per-send.
+ */
+function alsoStable(m: Scalar, scalars: readonly Scalar[]): boolean {
+  for (let i = 0; i < scalars.length; i++) {
+    const s = scalars[i] as Scalar;
+    if (s.text === m.text && s.path !== m.path && (s.name === null || !nameInfo(s.name).perSend)) return true;
+  }
+  return false;
+}
+
+/** What a per-send member changes with, for the reason (`a retry counter`, `a one-time nonce`…). */
+function perSendWhat(name: string | null): string {
+  const norm = name !== null ? nameInfo(name).norm : '';
+  if (norm.includes('attempt') || norm.includes('retr') || norm.includes('receivecount') || norm.includes('deliverycount') || norm.includes('tries') || norm.includes('trycount')) return 'a retry counter';
+  if (norm.includes('nonce')) return 'a one-time nonce';
+  if (norm.endsWith('at') || norm.endsWith('time')) return 'the send time';
+  if (norm.includes('signature') || norm.includes('signing')) return 'a signature of the send';
+  return 'an id of the send, not of the business operation';
+}
+
+/** A residual literal holds a digit: likely an id the body does not carry (`ORD-77` in `ORD-77:EUR`), so the key may identify the operation. */
+function residualHasDigit(residual: readonly Piece[]): boolean {
+  for (let i = 0; i < residual.length; i++) if (hasDigit((residual[i] as Piece).text)) return true;
+  return false;
 }
 
 /** The first piece of one of `kinds`, or undefined. */
@@ -852,13 +972,25 @@ const list = (xs: string[]): string => (xs.length <= 1 ? (xs[0] ?? '') : `${xs.s
  * ids that contain separators, like `A-1001`, match). The fields the key was read from
  * (`extraction.fields`) are not evidence unless a template composed it (`extraction.composed`). What remains of the key is split into pieces (ISO
  * timestamps, weeks, dates and months; UUIDs, ULIDs, nanoids, random hex; epoch s/ms; words).
+ * A matched value's member name says what it is: an identifier's value (`orderId`, `…_id`, `sku`,
+ * `reference`, `…Number`) is never a time, epoch digits count as a time only from a member named as
+ * one (`createdAt`, `ts`, `timestamp`, `…Ms`…; ISO timestamps from any other member too), a
+ * per-send member (`attempt`, `retryCount`, `nonce`…, {@link NameInfo.perSend}) is no business
+ * evidence.
  * Verdicts, first that applies:
  * - `missing`: empty key;
- * - `time-derived`: an epoch (s or ms, years 2001–2099) or ISO timestamp;
+ * - `time-derived`: an epoch (s or ms, years 2001–2099) or ISO timestamp in the unmatched text, or
+ *   a matched time value (above);
+ * - `opaque-random`: a part from a per-send member — a retry gets a new key (the reason names it);
  * - `opaque-random`: a UUID / ULID / nanoid / random hex / random token not found in the payload;
  * - `period-key`: an ISO week (`2026-W36`), date (`2026-11-29`) or month (`2026-11`);
+ * - `opaque-random`: only values many unrelated messages share (currency, amount, quantity,
+ *   status, operation, version members, not identifier-like themselves) and no literal with a
+ *   digit — different operations collide; not business-derived, which would pass it as safe;
  * - `business-derived`: at least one payload value, remaining pieces are literal words;
- * - otherwise `opaque-random` (no payload value explains the key).
+ * - otherwise `opaque-random` (no payload value explains the key). When the body was cut at the
+ *   read limit and no value of it matched, the reason says the key could not be checked rather
+ *   than that it matches no payload value.
  *
  * Never throws; keys longer than {@link MAX_KEY_LENGTH} are analysed on their prefix.
  *
@@ -941,38 +1073,70 @@ function classify(rawKey: string, message: QueueMessage, extraction: Pick<KeyExt
       }
     }
   }
-  // Only values with a digit can be times or periods; plain words need no piece analysis.
-  const matchedKinds = matches.length === 0 ? NO_MATCH_KINDS : matchKinds(matches);
+  // Only values with a digit need piece analysis; the member names say the rest (see matchFlags).
+  const flags = matches.length === 0 ? NO_MATCH_FLAGS : matchFlags(matches);
   const q = `'${clip(key, 60)}'`;
   const time = firstOfKinds(residual, TIME_KINDS);
-  const timeField = firstMatchOf(matches, matchedKinds, MATCH_TIME);
+  const timeField = firstMatchOf(matches, flags, MATCH_TIME);
   if (time ?? timeField) {
     if (!sentences) return { verdict: 'time-derived', reason: '' };
-    const what = time ? `contains ${KIND_NAMES[time.kind]} (${clip(time.text)})` : `uses the timestamp ${cite(timeField ?? { path: '', text: '' })}`;
+    const what = time ? `contains ${KIND_NAMES[time.kind]} (${clip(time.text)})` : `uses the timestamp ${cite(timeField ?? { path: '', text: '', name: null })}`;
     return { verdict: 'time-derived', reason: `time-derived: the key ${q}${from} ${what}, so a copy sent at another time gets a different key and is not deduplicated.` };
   }
+  // A part from a member that changes on every send (a retry counter, a nonce): not business evidence.
+  let perSend = firstFlagged(matches, flags, MATCH_PER_SEND);
+  if (perSend !== undefined && alsoStable(perSend, walked.out)) perSend = undefined;
+  if (perSend !== undefined) {
+    if (!sentences) return { verdict: 'opaque-random', reason: '' };
+    const ps = perSend;
+    const rest = matches.filter((m) => m !== ps).map(cite);
+    const keep = rest.length > 0 ? `; build it from the business values alone (${list(rest)})` : '';
+    return {
+      verdict: 'opaque-random',
+      reason: `opaque-random: the key ${q}${from} includes ${cite(ps)}, which changes on every send (${perSendWhat(ps.name)}), so a retry gets a new key and is not deduplicated${keep}.`,
+    };
+  }
+  // The body was cut at the read limit and no value of it was found: nothing was checked.
+  const unchecked = matches.length === 0 && message.body.truncated;
+  const cut = unchecked ? `the body (${String(message.body.sizeBytes)} bytes) was cut at the read limit, so the key could not be checked against the payload; raise the read limit (queuescope inspect --max-body-bytes) to check it` : '';
   const random = firstOfKinds(residual, RANDOM_KINDS);
   if (random) {
     if (!sentences) return { verdict: 'opaque-random', reason: '' };
+    if (unchecked) {
+      return { verdict: 'opaque-random', reason: `opaque-random: the key ${q}${from} contains ${KIND_NAMES[random.kind]} (${clip(random.text)}), but ${cut}; if the sender makes a new one per send, retries are not deduplicated.` };
+    }
     const partly = matches.length > 0 ? ` (it also uses ${list(matches.map(cite))})` : '';
     return {
       verdict: 'opaque-random',
       reason: `opaque-random: the key ${q}${from} contains ${KIND_NAMES[random.kind]} (${clip(random.text)}) found in no payload value${copied}${partly}; if the sender makes a new one per send, retries are not deduplicated.`,
     };
   }
-  const period = firstOfKinds(residual, PERIOD_KINDS) ?? firstMatchOf(matches, matchedKinds, MATCH_PERIOD);
+  const period = firstOfKinds(residual, PERIOD_KINDS) ?? firstMatchOf(matches, flags, MATCH_PERIOD);
   if (period) {
     if (!sentences) return { verdict: 'period-key', reason: '' };
     const what = 'kind' in period ? `${KIND_NAMES[period.kind]} (${period.text})` : `the period ${cite(period)}`;
     return { verdict: 'period-key', reason: `period-key: the key ${q}${from} is built on ${what}, right for a scheduled job that must run once per period.` };
   }
   if (matches.length > 0) {
+    // Only values unrelated messages share (a currency, an amount, a status, an operation name) and
+    // no literal with a digit: the key does not identify one operation. Not business-derived (that
+    // would pass it as safe); opaque-random is the nearest verdict — "not shown to identify the
+    // business operation" — and the reason says that different operations collide.
+    if (allFlagged(flags, MATCH_SHARED) && !residualHasDigit(residual)) {
+      if (!sentences) return { verdict: 'opaque-random', reason: '' };
+      const one = matches.length === 1;
+      return {
+        verdict: 'opaque-random',
+        reason: `opaque-random: the key ${q}${from} is built only from ${list(matches.map(cite))}, ${one ? 'a value' : 'values'} many unrelated messages share, so it does not identify one business operation: different operations get the same key, and a consumer that deduplicates on it drops all but the first; build it from the operation's business id (such as an order id).`,
+      };
+    }
     if (!sentences) return { verdict: 'business-derived', reason: '' };
     const words = residual.filter((p) => p.kind === 'word').map((p) => `'${clip(p.text)}'`);
     const lit = words.length > 0 ? ` and the literal ${list(words)}` : '';
     return { verdict: 'business-derived', reason: `business-derived: the key ${q}${from} is built from ${list(matches.map(cite))}${lit}, so every send of the same business operation gets the same key.` };
   }
   if (!sentences) return { verdict: 'opaque-random', reason: '' };
+  if (unchecked) return { verdict: 'opaque-random', reason: `opaque-random: the key ${q}${from} could not be shown to be business-derived: ${cut}.` };
   return {
     verdict: 'opaque-random',
     reason: `opaque-random: the key ${q}${from} matches no payload value${copied}, so it cannot be shown to be business-derived; if the sender makes a new one per send, retries are not deduplicated.`,
