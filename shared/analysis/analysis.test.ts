@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { analyzeMessage } from './index';
-import { CORPUS } from './fixtures/corpus';
+import { analyzeMessage, summarizeQueue, type MessageAnalysis } from './index';
+import { CORPUS, msg } from './fixtures/corpus';
+import { MAX_ARRAY_ITEMS, MAX_OBJECT_MEMBERS, MAX_WALK_DEPTH, MAX_WALK_NODES } from './payload';
 
 describe('labelled corpus: key, key verdict, message verdict and reasons', () => {
   for (const f of CORPUS) {
@@ -18,4 +19,137 @@ describe('labelled corpus: key, key verdict, message verdict and reasons', () =>
       expect(a.keyVerdict.reason.startsWith(`${a.keyVerdict.verdict}:`)).toBe(true);
     });
   }
+});
+
+/** `payload.findings` and the size check of `a`, by sentence: the severity each reason stands for. */
+function severities(a: MessageAnalysis): string[] {
+  const by = new Map<string, string>(a.payload.findings.map((f) => [f.text, f.severity]));
+  if (a.size.reason !== null) by.set(a.size.reason, a.size.verdict === 'over-limit' ? 'flag' : 'review');
+  return a.reasons.map((r) => by.get(r) ?? 'unknown');
+}
+
+describe('reasons: most severe first, so the first explains the verdict (rule P9)', () => {
+  const idsOnly = { orderId: 'A-1001', amountCents: 1200, currency: 'EUR', note: 'paid by card on the shop' };
+
+  it('a large size (review) comes before an ok payload sentence', () => {
+    const a = analyzeMessage(msg({ body: idsOnly }), { rules: { maxMessageBytes: 100 } });
+    expect(a.size.verdict).toBe('large');
+    expect(a.verdict).toBe('review');
+    expect(a.reasons[0]).toMatch(/^large payload: \d+ B \(\d+% of 100 B, RabbitMQ max_message_size \(100 B\)\)/);
+    expect(a.reasons[1]).toMatch(/^only identifiers and fixed values/);
+    expect(severities(a)).toEqual(['review', 'ok']);
+  });
+
+  it('an over-limit size (flag) comes before a review payload sentence', () => {
+    const a = analyzeMessage(msg({ queueId: 'sqs:orders', body: { orderId: 'A-1001', status: 'paid' }, sizeBytes: 3 * 1024 * 1024 }));
+    expect(a.payload.verdict).toBe('review');
+    expect(a.verdict).toBe('flag');
+    expect(a.reasons[0]).toBe('large payload: 3 MiB is over the limit of 256 KiB (SQS default MaximumMessageSize (256 KiB; a queue can allow up to 1 MiB)): a re-send or redrive to this queue is rejected; store the data elsewhere and send a reference.');
+    expect(a.reasons[1]).toMatch(/^`status` carries state that can change before a retry/);
+    expect(severities(a)).toEqual(['flag', 'review']);
+  });
+
+  it('among equals the payload comes first, and less severe payload reasons come after the size', () => {
+    const body = { order: { id: 'A-1', status: 'paid' }, shippingAddress: { city: 'Lisboa' }, before: { status: 'new' } };
+    const large = analyzeMessage(msg({ body, sizeBytes: 180 }), { rules: { maxMessageBytes: 200 } });
+    expect(large.size.verdict).toBe('large');
+    expect(severities(large)).toEqual(['flag', 'review', 'review', 'ok']);
+    expect(large.reasons[0]).toMatch(/^`order\.status` embeds state/);
+    expect(large.reasons[1]).toMatch(/^`shippingAddress` carries state/);
+    expect(large.reasons[2]).toMatch(/^large payload/);
+    const over = analyzeMessage(msg({ body, sizeBytes: 300 }), { rules: { maxMessageBytes: 200 } });
+    expect(severities(over)).toEqual(['flag', 'flag', 'review', 'ok']);
+    expect(over.reasons[1]).toMatch(/^large payload: 300 B is over the limit of 200 B/);
+  });
+});
+
+/** A body object with `n` plain members `k0`…, then `extra`'s members. */
+function wide(n: number, extra: Record<string, unknown>): Record<string, unknown> {
+  const o: Record<string, unknown> = {};
+  for (let i = 0; i < n; i++) o[`k${String(i)}`] = i;
+  return Object.assign(o, extra);
+}
+const ORDER = { order: { id: 'A-1', status: 'paid' } };
+
+describe('analysis limits: fields the walk did not read make the payload review, not ok (rule P10)', () => {
+  it('an object wider than MAX_OBJECT_MEMBERS', () => {
+    expect(MAX_OBJECT_MEMBERS).toBe(1000);
+    const a = analyzeMessage(msg({ body: wide(1100, ORDER) }));
+    expect(a.verdict).toBe('review');
+    expect(a.reasons).toEqual(['the payload has 1,101 members at `body` (the analysis reads 1,000 per object): the members beyond were not classified; look at it by hand.']);
+    expect(a.payload.findings).toEqual([{ rule: 'analysis-limit', severity: 'review', text: a.reasons[0], fields: ['body'] }]);
+    expect(a.payload.fieldsTruncated).toBe(true);
+    // Below the bound nothing changes: the order is read and flagged.
+    expect(analyzeMessage(msg({ body: wide(999, ORDER) })).payload.findings.map((f) => f.rule)).toEqual(['embedded-entity']);
+  });
+
+  it('a value nested deeper than MAX_WALK_DEPTH', () => {
+    expect(MAX_WALK_DEPTH).toBe(24);
+    let body: unknown = ORDER;
+    for (let i = 0; i < 24; i++) body = { a: body };
+    const a = analyzeMessage(msg({ body }));
+    expect(a.verdict).toBe('review');
+    expect(a.reasons).toEqual([`the payload nests deeper than 24 levels at \`body${'.a'.repeat(24)}.order\` (the analysis reads 24): the values below were not classified; look at it by hand.`]);
+    expect(a.payload.findings[0]?.fields).toEqual([`body${'.a'.repeat(24)}.order`]);
+    let shallow: unknown = ORDER;
+    for (let i = 0; i < 22; i++) shallow = { a: shallow };
+    expect(analyzeMessage(msg({ body: shallow })).verdict).toBe('flag');
+  });
+
+  it('more values than MAX_WALK_NODES', () => {
+    expect(MAX_WALK_NODES).toBe(5000);
+    const groups: Record<string, unknown> = {};
+    for (let i = 0; i < 60; i++) groups[`g${String(i)}`] = Array.from({ length: 100 }, (_, j) => j);
+    const a = analyzeMessage(msg({ body: { ...groups, ...ORDER } }));
+    expect(a.verdict).toBe('review');
+    // 1 root + 49 × (1 array + 100 numbers) + the array g49 + 49 of its numbers = 5,000 values read.
+    expect(a.reasons).toEqual(['the payload has more than 5,000 values (the analysis reads 5,000): the values from `body.g49[49]` on were not classified; look at it by hand.']);
+  });
+
+  it('an array of objects longer than MAX_ARRAY_ITEMS; an array of scalars is fine as before', () => {
+    expect(MAX_ARRAY_ITEMS).toBe(100);
+    const rows = Array.from({ length: 150 }, (_, i) => (i === 120 ? { id: i, status: 'blocked' } : { id: i, note: 'n' }));
+    const a = analyzeMessage(msg({ body: { batchId: 'B-1', rows } }));
+    expect(a.verdict).toBe('review');
+    expect(a.reasons).toEqual(['the payload has 150 elements at `body.rows` (the analysis reads 100 per array): the elements beyond were not classified; look at it by hand.']);
+    // Objects after 100 scalars are unread too.
+    const mixed = analyzeMessage(msg({ body: { batchId: 'B-1', tags: [...Array.from({ length: 100 }, (_, i) => `t${String(i)}`), { id: 1, status: 'x' }] } }));
+    expect(mixed.payload.findings.map((f) => [f.rule, f.fields])).toEqual([['analysis-limit', ['body.tags']]]);
+    // Scalars beyond the bound would be classified as the ones read: no finding.
+    const tags = analyzeMessage(msg({ body: { orderId: 'A-1', tags: Array.from({ length: 150 }, (_, i) => `t${String(i)}`) } }));
+    expect(tags.verdict).toBe('ok');
+    expect(tags.payload.findings.map((f) => f.rule)).toEqual(['no-mutable-state']);
+    expect(tags.payload.fieldsTruncated).toBe(true);
+  });
+
+  it('more string fields holding JSON than MAX_JSON_IN_STRING', () => {
+    const body: Record<string, unknown> = {};
+    for (let i = 0; i < 8; i++) body[`s${String(i)}`] = JSON.stringify({ n: i });
+    body.s8 = JSON.stringify(ORDER);
+    const a = analyzeMessage(msg({ body }));
+    expect(a.verdict).toBe('review');
+    expect(a.reasons).toEqual(['the payload has more than 8 string fields holding JSON (the analysis decodes 8): `body.s8` and the ones after it were not classified; look at it by hand.']);
+  });
+
+  it('keeps more severe findings first, and the summary counts the rule', () => {
+    const a = analyzeMessage(msg({ body: { ...ORDER, rows: Array.from({ length: 101 }, (_, i) => ({ id: i })) } }));
+    expect(a.payload.findings.map((f) => [f.rule, f.severity])).toEqual([
+      ['embedded-entity', 'flag'],
+      ['analysis-limit', 'review'],
+    ]);
+    const s = summarizeQueue([msg({ id: 'w', body: wide(1100, ORDER) }), msg({ id: 'ok', body: { orderId: 'A-1' } })]);
+    expect(s.verdicts).toEqual({ ok: 1, review: 1, flag: 0 });
+    expect(s.reasons).toEqual([{ rule: 'analysis-limit', severity: 'review', count: 1, example: analyzeMessage(msg({ body: wide(1100, ORDER) })).reasons[0], exampleIds: ['w'] }]);
+  });
+
+  it('no finding where nothing unread could change the verdict: inside a snapshot, or a snapshot queue', () => {
+    const inSnapshot = analyzeMessage(msg({ body: { orderId: 'A-1', snapshot: wide(1100, ORDER) } }));
+    expect(inSnapshot.verdict).toBe('ok');
+    expect(inSnapshot.payload.findings.some((f) => f.rule === 'analysis-limit')).toBe(false);
+    const marked = analyzeMessage(msg({ body: { orderId: 'A-1', lines: Array.from({ length: 150 }, (_, i) => ({ id: i, status: 'x' })) } }), { rules: { snapshotFields: ['lines[*]'] } });
+    expect(marked.verdict).toBe('ok');
+    expect(marked.payload.label).toBe('ok (intentional snapshot: lines[*])');
+    expect(analyzeMessage(msg({ body: wide(1100, ORDER) }), { rules: { queueIsSnapshot: true } }).verdict).toBe('ok');
+    expect(analyzeMessage(msg({ body: wide(1100, ORDER) }), { rules: { snapshotFields: ['**'] } }).verdict).toBe('ok');
+  });
 });

@@ -84,7 +84,7 @@ function analyze(message: QueueMessage, rules: InspectRules, options: AnalyzeOpt
   const size = checkSize(message, broker, rules.maxMessageBytes, options.brokerVersion);
   const sizeVerdict: PayloadVerdictKind = size.verdict === 'over-limit' ? 'flag' : size.verdict === 'large' ? 'review' : 'ok';
   const verdict = SEVERITY[sizeVerdict] > SEVERITY[p.payload.verdict] ? sizeVerdict : p.payload.verdict;
-  const reasons = !sentences ? NO_REASONS : size.reason !== null ? [...p.payload.reasons, size.reason] : p.payload.reasons;
+  const reasons = !sentences ? NO_REASONS : size.reason !== null ? withSizeReason(p.payload, size.reason, sizeVerdict) : p.payload.reasons;
   return {
     messageId: typeof message.id === 'string' ? message.id : String(message.id),
     key,
@@ -97,4 +97,20 @@ function analyze(message: QueueMessage, rules: InspectRules, options: AnalyzeOpt
     operationSource: p.operationSource,
     businessHash: p.businessHash,
   };
+}
+
+/**
+ * The payload reasons with the size reason placed by severity (rule P9: most severe first, so
+ * `reasons[0]` explains the verdict): before the first payload reason less severe than the size
+ * verdict, after those as severe or more (stable). `payload.reasons[i]` is `payload.findings[i].text`.
+ */
+function withSizeReason(payload: MessageAnalysis['payload'], sizeReason: string, sizeVerdict: PayloadVerdictKind): string[] {
+  const texts = payload.reasons;
+  const rank = SEVERITY[sizeVerdict];
+  let at = 0;
+  while (at < texts.length && SEVERITY[payload.findings[at]?.severity ?? 'ok'] >= rank) at++;
+  const out = texts.slice(0, at);
+  out.push(sizeReason);
+  for (let i = at; i < texts.length; i++) out.push(texts[i] as string);
+  return out;
 }

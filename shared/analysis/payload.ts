@@ -23,9 +23,10 @@ const { sortSmall } = sort;
 const { evidenceAt, evidenceKeyHolder } = idempotency;
 
 /**
- * Payload field classification and the payload verdict (rules P1–P9 in README.md). Pure; never
- * throws; bounded by {@link MAX_WALK_NODES}, {@link MAX_WALK_DEPTH}, {@link MAX_ARRAY_ITEMS} and
- * {@link MAX_JSON_IN_STRING}. Object members are read with `Object.keys` + own-property access,
+ * Payload field classification and the payload verdict (rules P1–P10 in README.md). Pure; never
+ * throws; bounded by {@link MAX_WALK_NODES}, {@link MAX_WALK_DEPTH}, {@link MAX_ARRAY_ITEMS},
+ * {@link MAX_OBJECT_MEMBERS} and {@link MAX_JSON_IN_STRING}: a bound that leaves fields
+ * unclassified gives an `analysis-limit` finding (review, rule P10), never a plain ok. Object members are read with `Object.keys` + own-property access,
  * so `__proto__` / `constructor` members are plain data and nothing is ever assigned into
  * caller-visible objects keyed by body text.
  */
@@ -426,6 +427,10 @@ interface Ctx {
   ev: KeyEvidence | null;
   /** > 0 while walking values below which the key verdict gathers no evidence. */
   evOff: number;
+  /** The first walk bound hit that left fields unclassified (rule P10); null when none. */
+  limit: WalkLimit | null;
+  /** > 0 while hashing envelope metadata, which is never classified (its bounds leave nothing unclassified). */
+  metaOnly: number;
   infoPool: NameInfo[][];
 }
 
@@ -683,6 +688,10 @@ function walk(ctx: Ctx, v: unknown, scope: Scope, depth: number, info: NameInfo 
     ctx.hashExact = false;
     ctx.h2 = 0;
     if (ctx.ev !== null) ctx.ev.exact = false;
+    // The node bound also ends the walk of every later sibling, whatever this value's scope.
+    if (ctx.nodes > MAX_WALK_NODES) {
+      if (ctx.nodes === MAX_WALK_NODES + 1) noteLimit(ctx, 'nodes', MAX_WALK_NODES + 1);
+    } else if (scope.snap === null && ctx.metaOnly === 0) noteLimit(ctx, 'depth', depth);
     return 0;
   }
   const ev = ctx.ev !== null && ctx.evOff === 0 ? ctx.ev : null;
@@ -698,6 +707,8 @@ function walk(ctx: Ctx, v: unknown, scope: Scope, depth: number, info: NameInfo 
         ctx.evOff--;
         return h;
       }
+    } else if (ctx.jsonParses >= MAX_JSON_IN_STRING && ctx.limit === null && typeof v === 'string' && scope.snap === null && ctx.metaOnly === 0 && looksLikeJson(v)) {
+      noteLimit(ctx, 'json-strings', MAX_JSON_IN_STRING + 1);
     }
     if (info !== null) classifyLeaf(ctx, scope, info, v, name);
     if (ctx.noHash > 0) {
@@ -773,6 +784,9 @@ function walkArray(ctx: Ctx, arr: unknown[], scope: Scope, depth: number, info: 
       classifyLeaf(ctx, scope, info, arr[0], name);
     }
   }
+  // Skipped scalars would be classified as the visited ones are (by the array's name); skipped
+  // objects and arrays could hold anything (rule P10). Inside a snapshot nothing could be flagged.
+  if (n < arr.length && ctx.limit === null && childScope.snap === null && ctx.metaOnly === 0 && skipsContainers(arr, n)) noteLimit(ctx, 'items', arr.length);
   const parentNorm = info !== null ? info.singular : scope.parentNorm;
   const prevStart = ctx.argsStart;
   if (isArgsRoot(ctx)) ctx.argsStart = Math.max(0, ctx.segs.length - 1);
@@ -794,6 +808,62 @@ function walkArray(ctx: Ctx, arr: unknown[], scope: Scope, depth: number, info: 
   ctx.argsStart = prevStart;
   ctx.h2 = fmix(h2 ^ arr.length);
   return fmix(h ^ arr.length);
+}
+
+/** True when an element of `arr` from index `from` on is an object or an array. */
+function skipsContainers(arr: readonly unknown[], from: number): boolean {
+  for (let i = from; i < arr.length; i++) {
+    const x: unknown = arr[i];
+    if (x !== null && typeof x === 'object') return true;
+  }
+  return false;
+}
+
+/** Which walk bound left fields unclassified (rule P10), where, and the count that exceeded it. */
+interface WalkLimit {
+  kind: 'nodes' | 'depth' | 'members' | 'items' | 'json-strings';
+  /** Full path (`body.…`) of the value not walked (`nodes`, `depth`, `json-strings`) or of the cut object / array. */
+  path: string;
+  /** Members / elements of the cut container; the depth of the value not walked. */
+  count: number;
+}
+
+/**
+ * Records the first walk bound that left fields unclassified (rule P10), at the current path,
+ * unless every field is an intentional snapshot (`queueIsSnapshot` or a `**` pattern): then
+ * nothing unread could change the verdict.
+ */
+function noteLimit(ctx: Ctx, kind: WalkLimit['kind'], count: number): void {
+  if (ctx.limit !== null) return;
+  for (const p of ctx.patterns) if (p.segs.length === 1 && p.segs[0] === '**') return;
+  ctx.limit = { kind, path: fullPath(ctx), count };
+}
+
+/** `1,100`: thousands grouped the same in every locale. */
+const grouped = (n: number): string => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+
+/** The `analysis-limit` finding (rule P10, review) for the first bound the walk hit. */
+function limitFinding(l: WalkLimit): Finding {
+  const at = code(clip(l.path, 120));
+  let text: string;
+  switch (l.kind) {
+    case 'members':
+      text = `the payload has ${grouped(l.count)} members at ${at} (the analysis reads ${grouped(MAX_OBJECT_MEMBERS)} per object): the members beyond were not classified; look at it by hand.`;
+      break;
+    case 'items':
+      text = `the payload has ${grouped(l.count)} elements at ${at} (the analysis reads ${grouped(MAX_ARRAY_ITEMS)} per array): the elements beyond were not classified; look at it by hand.`;
+      break;
+    case 'depth':
+      text = `the payload nests deeper than ${grouped(MAX_WALK_DEPTH)} levels at ${at} (the analysis reads ${grouped(MAX_WALK_DEPTH)}): the values below were not classified; look at it by hand.`;
+      break;
+    case 'nodes':
+      text = `the payload has more than ${grouped(MAX_WALK_NODES)} values (the analysis reads ${grouped(MAX_WALK_NODES)}): the values from ${at} on were not classified; look at it by hand.`;
+      break;
+    case 'json-strings':
+      text = `the payload has more than ${grouped(MAX_JSON_IN_STRING)} string fields holding JSON (the analysis decodes ${grouped(MAX_JSON_IN_STRING)}): ${at} and the ones after it were not classified; look at it by hand.`;
+      break;
+  }
+  return { rule: 'analysis-limit', severity: 'review', text, fields: [l.path] };
 }
 
 /** A snapshot / command context opened by a container name (`snapshot`, `before`, `newAddress`…). */
@@ -901,6 +971,9 @@ function walkObject(ctx: Ctx, o: Record<string, unknown>, scope: Scope, depth: n
     childScope = mkScope(childScope.snap, childScope.stateful ?? { entity: null }, true, childScope.parentNorm);
   }
 
+  // Members beyond the bound are not walked (rule P10); inside a snapshot none could be flagged.
+  if (m < keys.length && ctx.limit === null && childScope.snap === null && ctx.metaOnly === 0) noteLimit(ctx, 'members', keys.length);
+
   // Pass 2: members.
   let ha = 0x6a09e667;
   let hb = 0xbb67ae85;
@@ -955,7 +1028,9 @@ const HASH_ONLY_SCOPE: Scope = mkScope(null, null, true, '');
 function hashOnly(ctx: Ctx, v: unknown, depth: number): number {
   const detail = ctx.detail;
   ctx.detail = false;
+  ctx.metaOnly++;
   const h = walk(ctx, v, HASH_ONLY_SCOPE, depth, null, '');
+  ctx.metaOnly--;
   ctx.detail = detail;
   return h;
 }
@@ -1303,6 +1378,8 @@ function newCtx(): Ctx {
     noHash: 0,
     ev: null,
     evOff: 0,
+    limit: null,
+    metaOnly: 0,
     infoPool: INFO_POOL,
   };
 }
@@ -1344,6 +1421,8 @@ function resetCtx(ctx: Ctx, message: QueueMessage, detail: boolean, patterns: Sn
   ctx.noHash = 0;
   ctx.ev = evidence;
   ctx.evOff = 0;
+  ctx.limit = null;
+  ctx.metaOnly = 0;
 }
 
 const EMPTY_MESSAGE: QueueMessage = { id: '', queueId: '', queueName: '', position: 0, body: { encoding: 'utf8', data: '', sizeBytes: 0, truncated: false }, headers: {}, properties: {}, meta: {} };
@@ -1395,6 +1474,7 @@ function finish(ctx: Ctx, root: unknown, env: Envelope | null, data: string, op:
       fields: cites.slice(0, 8).map(citePath),
     });
   }
+  if (ctx.limit !== null) findings.push(limitFinding(ctx.limit));
   const intentional: string[] = [];
   for (const s of ctx.snaps) {
     if (s.count === 0) continue;

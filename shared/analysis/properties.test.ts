@@ -29,11 +29,19 @@ const rules: fc.Arbitrary<Partial<InspectRules>> = fc.record(
   { requiredKeys: [] },
 );
 
+const RANK: Record<string, number> = { flag: 2, review: 1, ok: 0 };
+
 function checkAnalysis(a: ReturnType<typeof analyzeMessage>): void {
   expect(VERDICTS).toContain(a.verdict);
   expect(VERDICTS).toContain(a.payload.verdict);
   expect(a.reasons.length).toBeGreaterThan(0);
   for (const r of a.reasons) expect(typeof r).toBe('string');
+  // Reasons are most severe first, so the first explains the verdict (rule P9), size reason included.
+  const severityOf = new Map<string, string>(a.payload.findings.map((f) => [f.text, f.severity]));
+  if (a.size.reason !== null) severityOf.set(a.size.reason, a.size.verdict === 'over-limit' ? 'flag' : 'review');
+  const ranks = a.reasons.map((r) => RANK[severityOf.get(r) ?? ''] ?? -1);
+  expect(ranks[0]).toBe(RANK[a.verdict]);
+  for (let i = 1; i < ranks.length; i++) expect(ranks[i]).toBeLessThanOrEqual(ranks[i - 1] ?? 0);
   for (const f of a.payload.fields) {
     expect(CLASSES).toContain(f.class);
     expect(f.path.startsWith('body')).toBe(true);
@@ -98,6 +106,41 @@ describe('analysis properties', () => {
     }
     expect(analyzeMessage(msg({ rawBody: huge })).payload.fieldsTruncated).toBe(true);
     expect(analyzeMessage(msg({ rawBody: huge })).verdict).toBe('flag');
+  });
+
+  it('a payload read only in part is never a plain ok: beyond the member or depth bound anything gives review or flag', () => {
+    const filler: Record<string, unknown> = {};
+    for (let i = 0; i < 1000; i++) filler[`k${String(i)}`] = i;
+    fc.assert(
+      fc.property(json, fc.nat({ max: 3 }), (tail, pad) => {
+        const wideBody: Record<string, unknown> = { ...filler };
+        for (let i = 0; i < pad; i++) wideBody[`p${String(i)}`] = i;
+        wideBody.tail = tail;
+        let deepBody: unknown = tail;
+        for (let i = 0; i < 25 + pad; i++) deepBody = { a: deepBody };
+        for (const body of [wideBody, deepBody]) {
+          for (const detail of ['full', 'verdict'] as const) {
+            const a = analyzeMessage(msg({ body }), { detail });
+            checkAnalysis(a);
+            expect(a.verdict).not.toBe('ok');
+            expect(a.payload.findings.filter((f) => f.rule === 'analysis-limit')).toHaveLength(1);
+          }
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('arrays of scalars longer than the array bound are read as before: no analysis-limit finding', () => {
+    const scalar = fc.oneof(fc.integer(), fc.boolean(), fc.constant(null), fc.string({ maxLength: 12 }).filter((t) => !/^\s*[[{]/.test(t)));
+    fc.assert(
+      fc.property(fc.array(scalar, { minLength: 101, maxLength: 400 }), fc.constantFrom('tags', 'status', 'ids', 'values', 'emails'), (arr, key) => {
+        const a = analyzeMessage(msg({ body: { orderId: 'A-1', [key]: arr } }));
+        checkAnalysis(a);
+        expect(a.payload.findings.map((f) => f.rule)).not.toContain('analysis-limit');
+      }),
+      { numRuns: 100 },
+    );
   });
 
   it('the business hash ignores object member order and the key field, and sees every value', () => {

@@ -91,13 +91,18 @@ export interface FieldAnnotation {
 /** Message verdict: `ok` (safe to redeliver as far as the payload goes), `review`, `flag`. Ordered by severity. */
 export type PayloadVerdictKind = 'ok' | 'review' | 'flag';
 
-/** Identifiers of the payload/size rules, in the order they are applied (see README.md). */
+/**
+ * Identifiers of the payload/size rules, in the order they are applied (see README.md).
+ * `analysis-limit` (rule P10, review): the walk stopped at one of its bounds (members per object,
+ * elements per array, depth, values, JSON strings) and the fields beyond were not classified.
+ */
 export type PayloadRuleId =
   | 'not-json'
   | 'truncated'
   | 'queue-snapshot'
   | 'embedded-entity'
   | 'loose-state'
+  | 'analysis-limit'
   | 'event-snapshot'
   | 'command-values'
   | 'user-snapshot'
@@ -164,7 +169,7 @@ export interface MessageAnalysis {
   size: SizeCheck;
   /** Worst of the payload verdict and the size verdict (`large` → review, `over-limit` → flag). */
   verdict: PayloadVerdictKind;
-  /** Payload reasons then the size reason (at most {@link MAX_REASONS} + 1). */
+  /** Payload reasons and the size reason, most severe first (flag, review, ok; the payload's first among equals), so `reasons[0]` explains {@link verdict}; at most {@link MAX_REASONS} + 1. */
   reasons: string[];
   /** The operation the message asks for / reports (job name, `type`, `operation`, `command`…), see README; null when none. */
   operation: string | null;
