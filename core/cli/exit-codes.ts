@@ -21,6 +21,12 @@ export const EXIT = {
   PARTIAL: 7,
   /** A change to a broker needs confirmation: no `--yes` and no terminal to ask on, or the answer was no. */
   NOT_CONFIRMED: 8,
+  /**
+   * The command ran, found nothing `--fail-on` names, but read only part of what it checks (e.g.
+   * `inspect --fail-on flag` on a RabbitMQ queue deeper than one peek, or with `--limit`), so it
+   * cannot vouch for the rest. Findings in the part read exit {@link EXIT.FINDINGS} instead. For CI.
+   */
+  INCOMPLETE: 9,
   /** Ctrl+C (SIGINT): 128 + 2, as shells report it. */
   INTERRUPTED: 130,
 } as const;
@@ -71,4 +77,7 @@ Exit codes:
        nothing moved because the selected messages cannot move or have no target
   8    not confirmed: a redrive/reinject needs --yes without a terminal to ask on,
        or the answer was no; nothing was moved
+  9    incomplete: --fail-on found nothing to fail on, but only part of the queue
+       was read (e.g. inspect --fail-on on a RabbitMQ/SQS queue deeper than one
+       peek, or with --limit); findings in the part read exit 6 instead
   130  interrupted (Ctrl+C)`;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ConnectionProfile } from '../../shared/domain';
-import { looksLikeConnection, resolveConfig } from './resolve-config';
+import { join } from 'node:path';
+import { looksLikeConnection, projectFileNote, resolveConfig } from './resolve-config';
 
 const profiles: ConnectionProfile[] = [
   { id: 'p1', name: 'Prod Rabbit', config: { kind: 'rabbitmq', url: 'amqp://app@mq.example:5672/%2F', managementUrl: 'https://mq.example:15671' }, hasSecret: false, builtIn: false },
@@ -83,5 +84,23 @@ describe('looksLikeConnection', () => {
   it('is true for URLs and snapshot paths, false for queue names', () => {
     for (const s of ['redis://h', 'amqps://h', 'sqs://us-east-1', 'file:///x', 'a/b.jsonl', 'x.JSONL.GZ']) expect(looksLikeConnection(s), s).toBe(true);
     for (const s of ['orders', 'orders.dlq', 'bullmq:payments', 'rabbitmq:%2F/orders.work', 'payments.fifo']) expect(looksLikeConnection(s), s).toBe(false);
+  });
+});
+
+describe('projectFileNote', () => {
+  const dir = join('/repo', 'app');
+  const has = (...names: string[]) => (p: string) => names.some((n) => p === join(dir, n));
+
+  it('names the file used and the sibling it ignores (JSON beside YAML: the JSON wins)', () => {
+    expect(projectFileNote(join(dir, 'queuescope.config.json'), has('queuescope.config.json', 'queuescope.config.yaml'))).toBe(
+      `note: using ${join(dir, 'queuescope.config.json')}; ${join(dir, 'queuescope.config.yaml')} in the same folder is ignored (the first of queuescope.config.json, queuescope.config.yaml, queuescope.config.yml wins)`,
+    );
+    expect(projectFileNote(join(dir, 'queuescope.config.yaml'), has('queuescope.config.yaml', 'queuescope.config.yml'))).toMatch(/queuescope\.config\.yml in the same folder is ignored/);
+    expect(projectFileNote(join(dir, 'queuescope.config.json'), has('queuescope.config.json', 'queuescope.config.yaml', 'queuescope.config.yml'))).toMatch(/yaml and .*yml in the same folder are ignored/);
+  });
+
+  it('says nothing for a lone file or when no file was found', () => {
+    expect(projectFileNote(join(dir, 'queuescope.config.yaml'), has('queuescope.config.yaml'))).toBeNull();
+    expect(projectFileNote(null, () => true)).toBeNull();
   });
 });

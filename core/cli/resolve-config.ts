@@ -1,3 +1,5 @@
+import { basename, dirname, join } from 'node:path';
+import { PROJECT_CONFIG_FILE_NAMES } from '../../shared/config/project-config';
 import {
   QueuescopeError,
   connectionConfigSchema,
@@ -181,4 +183,24 @@ export function resolveConfig(input: { flags: ConnectionFlags; env: CliEnv; prof
   throw usage(
     'No connection given: pass a URL (redis://127.0.0.1:6379, amqp://guest:guest@127.0.0.1:5672, sqs://us-east-1), a snapshot file, or --profile NAME; or set REDIS_URL, AMQP_URL or AWS_REGION.',
   );
+}
+
+/**
+ * The note a command prints (stderr) when the project file it found upward from the current
+ * folder has a sibling it ignores: `queuescope.config.json`, `.yaml` and `.yml` are looked for in
+ * that order in each folder and the first wins (`findProjectConfig`), so with a JSON and a YAML
+ * file side by side the YAML one is silently unused. Pure: `exists` tells whether a path exists.
+ *
+ * @param found the project file in use, or null when none was found (or `--config` named one:
+ *   then pass null, nothing was chosen silently).
+ * @returns e.g. `note: using /repo/queuescope.config.json; /repo/queuescope.config.yaml in the same
+ *   folder is ignored (the first of queuescope.config.json, .yaml, .yml wins)`, or null.
+ */
+export function projectFileNote(found: string | null, exists: (path: string) => boolean): string | null {
+  if (found === null) return null;
+  const dir = dirname(found);
+  const used = basename(found);
+  const ignored = PROJECT_CONFIG_FILE_NAMES.filter((n) => n !== used && exists(join(dir, n))).map((n) => join(dir, n));
+  if (ignored.length === 0) return null;
+  return `note: using ${found}; ${ignored.join(' and ')} in the same folder ${ignored.length === 1 ? 'is' : 'are'} ignored (the first of ${PROJECT_CONFIG_FILE_NAMES.join(', ')} wins)`;
 }

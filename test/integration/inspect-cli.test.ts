@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ConfirmChannel } from 'amqplib';
@@ -19,14 +19,14 @@ interface Run {
   stdout: string;
   stderr: string;
 }
-async function run(argv: string[]): Promise<Run> {
+async function run(argv: string[], cwd?: string): Promise<Run> {
   let stdout = '';
   let stderr = '';
   const io: CliIo = {
     stdout: { write: (s: string) => (stdout += s) },
     stderr: { write: (s: string) => (stderr += s) },
     env: { QUEUESCOPE_HOME: home },
-    cwd: dir,
+    cwd: cwd ?? dir,
   };
   const code = await main(argv, io);
   return { code, stdout, stderr };
@@ -38,6 +38,8 @@ const dlq = uniqueName('insp-dlq');
 const dlx = uniqueName('insp-dlx');
 const quorum = uniqueName('insp-quorum');
 const big = uniqueName('insp-big');
+/** 510 small messages (RabbitMQ peeks at most 500), the only flagged one last. */
+const deep = uniqueName('h4-insp-deep');
 const p = work.slice(-8).toUpperCase(); // order ids unique to this run
 let dir: string;
 let home: string;
@@ -81,10 +83,14 @@ beforeAll(async () => {
   await ch.assertQueue(big, { durable: false });
   send(big, { documentId: `${p}-D1`, content: 'x'.repeat(3 * 1024 * 1024) }, { messageId: `${p}-D1:store` });
   await ch.waitForConfirms();
+  await ch.assertQueue(deep, { durable: false });
+  for (let i = 0; i < 509; i++) send(deep, { orderId: `${p}-${String(100 + i)}`, operation: 'charge' }, { messageId: `${p}-${String(100 + i)}:charge` });
+  send(deep, { type: 'order.updated', order: { id: `${p}-999`, status: 'paid', customer: { email: 'buyer@example.com' }, updatedAt: '2026-11-29T10:00:00Z' } }, { messageId: `${p}-999:update` });
+  await ch.waitForConfirms();
 }, 30_000);
 
 afterAll(async () => {
-  for (const q of [work, dlq, quorum, big]) await nativeDeleteQueue(q);
+  for (const q of [work, dlq, quorum, big, deep]) await nativeDeleteQueue(q);
   await ch.deleteExchange(dlx).catch(() => undefined);
   await ch.close().catch(() => undefined);
   await closeNative();
@@ -172,5 +178,107 @@ describe('queuescope inspect (RabbitMQ)', () => {
     const ok = await run(['inspect', AMQP_URL, quorum, '--accept-side-effects', '--json']);
     expect(ok.code).toBe(0);
     expect(report(ok).messages[0]?.key).toBe(`${p}-9:charge`);
+  });
+
+  it('--fail-on on a queue deeper than one peek: exit 9 (incomplete) when the part read holds nothing to fail on, 6 when it does', async () => {
+    const r = await run(['inspect', AMQP_URL, deep, '--fail-on', 'flag']);
+    expect(r.stdout).toMatch(/Partial: .*one peek reads at most 500 messages/);
+    expect(r.stdout).toMatch(/Payloads: 0 flag/);
+    expect(r.code).toBe(9);
+    expect(r.stderr).toContain(`fail-on flag: nothing flagged in the 500 messages read, but ${deep} holds about 510: a rabbitmq-classic queue cannot be paged: one peek returns at most 500 messages, and the rest cannot be read without consuming them`);
+    expect(r.stderr).toMatch(/Exit 9 \(incomplete\)\.\n$/);
+    // The same with --json: the report on stdout, the reason on stderr.
+    const j = await run(['inspect', AMQP_URL, deep, '--fail-on', 'flag', '--json']);
+    expect(j.code).toBe(9);
+    expect(report(j)).toMatchObject({ analysed: 500, total: 510, partial: true });
+    expect(j.stderr).toMatch(/nothing flagged in the 500 messages read, but \S+ holds about 510/);
+    // --limit above the peek window is said, not silently capped.
+    const over = await run(['inspect', AMQP_URL, deep, '--fail-on', 'flag', '--limit', '1000']);
+    expect(over.stderr).toMatch(new RegExp(`note: --limit 1000 is more than one peek of ${deep} can read: rabbitmq-classic queues cannot be paged, so at most 500 messages are analysed`));
+    expect(over.code).toBe(9);
+    // A smaller --limit: raise it.
+    const low = await run(['inspect', AMQP_URL, deep, '--fail-on', 'flag', '--limit', '20']);
+    expect(low.code).toBe(9);
+    expect(low.stderr).toMatch(/nothing flagged in the 20 messages read, but \S+ holds about 510: --limit 20 stopped the read\. Raise --limit \(up to 500, one peek\) or drop it\. Exit 9/);
+    expect(low.stderr).not.toMatch(/note: --limit/);
+    // Findings in the part read still exit 6 (bodies cut at 10 bytes are "review").
+    const found = await run(['inspect', AMQP_URL, deep, '--fail-on', 'review', '--max-body-bytes', '10']);
+    expect(found.code).toBe(6);
+    expect(found.stderr).toMatch(/fail-on review: 500 messages flagged or to review; exit 6/);
+    // Without --fail-on, a partial read is reported but is no failure.
+    expect((await run(['inspect', AMQP_URL, deep])).code).toBe(0);
+  });
+});
+
+describe('queuescope inspect (snapshot): rows, --why, --max-body-bytes, project file', () => {
+  const demo = join(process.cwd(), 'resources', 'demo-snapshot.jsonl');
+
+  it('--rows N lists N messages with --json too (plus the summary\'s examples); the default is 1000', async () => {
+    const all = report(await run(['inspect', demo, 'orders.work', '--json']));
+    expect(all.analysed).toBe(29);
+    expect(all.messages).toHaveLength(29);
+    const five = report(await run(['inspect', demo, 'orders.work', '--json', '--rows', '5']));
+    expect(five.messages.slice(0, 5).map((m) => m.id)).toEqual(all.messages.slice(0, 5).map((m) => m.id));
+    const examples = new Set(five.summary.reasons.flatMap((x) => x.exampleIds).concat(five.summary.duplicateGroups.flatMap((g) => g.exampleIds)));
+    for (const m of five.messages.slice(5)) expect(examples.has(m.id), m.id).toBe(true);
+    expect(five.messages.length).toBeLessThan(29);
+    expect(five.messagesTruncated).toBe(true);
+    const none = report(await run(['inspect', demo, 'orders.work', '--json', '--rows', '0']));
+    for (const m of none.messages) expect(examples.has(m.id), m.id).toBe(true);
+    const help = await run(['inspect', '--help']);
+    expect(help.stdout).toMatch(/--rows <n>\s+per-message rows \(0-100000; default 50 in the table, 1000\s+with --json/);
+    expect(help.stdout).toMatch(/--why/);
+    expect(help.stdout).toMatch(/--max-body-bytes <n>/);
+    expect(help.stdout).toMatch(/9 {4}incomplete/);
+  });
+
+  it('--fail-on with --limit on a queue that can be paged: exit 9 and "drop --limit" when the first ones are clean', async () => {
+    const r = await run(['inspect', demo, 'orders.work', '--fail-on', 'flag', '--limit', '3']);
+    expect(r.code).toBe(9);
+    expect(r.stderr).toMatch(/fail-on flag: nothing flagged in the 3 messages read, but orders\.work holds about 29: --limit 3 stopped the read\. Drop --limit \(or raise it\) to check every message\. Exit 9 \(incomplete\)\./);
+    expect(r.stderr).not.toMatch(/note: --limit/); // a snapshot can be paged
+    expect((await run(['inspect', demo, 'orders.work', '--fail-on', 'flag', '--limit', '5'])).code).toBe(6); // #4 is flagged
+    expect((await run(['inspect', demo, 'orders.work', '--fail-on', 'flag'])).code).toBe(6);
+  });
+
+  it("--why prints each row's key verdict reason and payload reasons under it", async () => {
+    const plain = await run(['inspect', demo, 'orders.work', '--rows', '3']);
+    expect(plain.stdout).not.toMatch(/key: business-derived/);
+    expect(plain.stdout).toMatch(/3 of 29 messages listed \(--rows N for more, --why for each message's reasons, --json for all fields\)/);
+    const why = await run(['inspect', demo, 'orders.work', '--rows', '3', '--why']);
+    expect(why.code).toBe(0);
+    const text = why.stdout.replace(/[│ ]+\n/g, '\n').replace(/\n[│ ]+ {7}/g, ' ');
+    expect(text).toContain("key: business-derived: the key 'A-1101:charge' (from AMQP message_id) is built from body.orderId (A-1101) and the literal 'charge'");
+    expect(text).toMatch(/key: missing: no idempotency key was found/);
+    expect(text).toMatch(/why: only identifiers and fixed values/);
+  });
+
+  it('--max-body-bytes: validated, and a body above the default limit is read whole', async () => {
+    const bad = await run(['inspect', demo, 'orders.work', '--max-body-bytes', '0']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--max-body-bytes must be a whole number of bytes from 1 to 268435456 \(256 MiB\), got "0"/);
+    expect((await run(['inspect', demo, 'orders.work', '--max-body-bytes', '300000000'])).code).toBe(2);
+    // A body of 3 MB, read whole from the broker only with the limit raised.
+    const cut = report(await run(['inspect', AMQP_URL, big, '--json']));
+    expect(cut.messages[0]?.reasons.join(' | ')).toMatch(/cut at the read limit/);
+    const whole = report(await run(['inspect', AMQP_URL, big, '--json', '--max-body-bytes', String(4 * 1024 * 1024)]));
+    expect(whole.messages[0]?.reasons.join(' | ')).not.toMatch(/cut at the read limit/);
+    expect(whole.messages[0]?.payloadLabel).toBe('ok');
+  });
+
+  it("says which project file it uses when a JSON and a YAML one sit side by side, and that the DLQ is not in the snapshot", async () => {
+    const both = join(dir, 'both');
+    await mkdir(both, { recursive: true });
+    await writeFile(join(both, 'queuescope.config.json'), JSON.stringify({ inspect: { queues: [{ match: 'invoices.*', keyRules: [], note: 'from json' }] } }));
+    await writeFile(join(both, 'queuescope.config.yaml'), 'inspect:\n  queues:\n    - match: "invoices.*"\n      note: from yaml\n');
+    const r = await run(['inspect', demo, 'invoices.work'], both);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain(`note: using ${join(both, 'queuescope.config.json')}; ${join(both, 'queuescope.config.yaml')} in the same folder is ignored`);
+    expect(r.stdout).toMatch(/Rules: "invoices\.\*" in .*queuescope\.config\.json \(from json\)/);
+    expect(r.stdout).toMatch(/Compared with dead-letter queue invoices\.dlq: not compared\. invoices\.dlq \(the dead-letter queue of invoices\.work\) is not in this snapshot/);
+    // --config names the file: nothing was chosen silently.
+    const explicit = await run(['inspect', demo, 'invoices.work', '--config', 'queuescope.config.yaml'], both);
+    expect(explicit.stderr).not.toMatch(/note: using/);
+    expect(explicit.stdout).toMatch(/\(from yaml\)/);
   });
 });

@@ -1,20 +1,25 @@
+import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import Table from 'cli-table3';
 import { QueuescopeError, describeConnection } from '../../../shared/domain';
 import { loadProjectConfig } from '../../config/project-file';
-import { inspectQueue, type CompareTarget, type InspectReport } from '../../inspect/inspect';
+import { DEFAULT_ROW_LIMIT, inspectQueue, type CompareTarget, type InspectReport } from '../../inspect/inspect';
+import { INSPECT_MAX_BODY_BYTES, MAX_INSPECT_BODY_BYTES } from '../../inspect/read';
 import type { InspectedMessage } from '../../../shared/api/inspect';
 import { resolveInspectSettings, type InspectSettingsSource } from '../../inspect/settings';
 import { OperationManager } from '../../services/operations';
 import { ProfileStore, defaultConfigDir } from '../../services/profile-store';
 import { connectionOptions, flagsOf, resolveQueue, splitPositionals, throwOperationFailure, waitWithProgress, type CliContext, type CommonOpts } from '../context';
 import { EXIT } from '../exit-codes';
+import { projectFileNote } from '../resolve-config';
 import { cell, escapeForTerminal, toJson } from '../format';
 
 interface InspectOpts extends CommonOpts {
   state?: string;
   limit?: string;
-  rows: string;
+  rows?: string;
+  maxBodyBytes?: string;
+  why?: boolean;
   config?: string;
   failOn?: string;
   compare?: string;
@@ -33,12 +38,19 @@ What it reports (rules: shared/analysis/README.md):
                 (and with --compare, with the same queue in another snapshot)
 
 Rules come from --config FILE, else the project file found upward from here
-(queuescope.config.json/.yaml, section "inspect"), else the rules saved with the app's
-connection (--profile); otherwise the built-in ones.
+(queuescope.config.json/.yaml, section "inspect"; the first entry whose "match" fits the queue
+gives all its rules), else the rules saved with the app's connection (--profile); otherwise the
+built-in ones.
+
+Partial reads: RabbitMQ classic/quorum and SQS queues cannot be paged: one peek reads at most
+500 (RabbitMQ) or 100 (SQS) messages, and --limit cannot go beyond that. The report then says
+"Partial", and with --fail-on a partial read that found nothing to fail on exits 9, not 0
+(findings in the part read still exit 6).
 
 Examples:
   queuescope inspect amqp://guest:guest@127.0.0.1:5672 orders.work --accept-side-effects
   queuescope inspect resources/demo-snapshot.jsonl orders.dlq --fail-on flag
+  queuescope inspect resources/demo-snapshot.jsonl orders.work --why --rows 10
   queuescope inspect --file today.jsonl orders --compare yesterday.jsonl --json`;
 
 /** `queuescope inspect [connection] [queue]`: redelivery safety of a queue — idempotency keys and mutable-payload flags. */
@@ -51,9 +63,11 @@ export function register(program: Command, ctx: CliContext): void {
       .argument('[queue]', 'queue name or id (optional for a snapshot with one queue)')
       .option('--state <state>', 'message state to read (e.g. BullMQ failed)')
       .option('--limit <n>', 'analyse at most N messages (default: the whole queue where it can be paged)')
-      .option('--rows <n>', 'per-message rows to print (0-100000; --json lists up to 1000 or N)', '50')
+      .option('--rows <n>', `per-message rows (0-100000; default 50 in the table, ${String(DEFAULT_ROW_LIMIT)} with --json, which also lists the messages the summary names as examples)`)
+      .option('--why', "print each listed message's key verdict reason and payload reasons under its row")
+      .option('--max-body-bytes <n>', `read bodies up to N bytes whole (default ${String(INSPECT_MAX_BODY_BYTES)}, at most ${String(MAX_INSPECT_BODY_BYTES)}); longer ones are analysed as cut (review)`)
       .option('--config <file>', 'project file with inspect rules (default: queuescope.config.json/.yaml found upward)')
-      .option('--fail-on <verdict>', 'exit 6 when any message is at least this bad: flag or review')
+      .option('--fail-on <verdict>', 'exit 6 when any message read is at least this bad (flag or review); exit 9 when none is but not every message was read')
       .option('--compare <snapshot>', 'also compare duplicate keys with the same queue in another snapshot file')
       .option('--no-dead-letter', "do not compare with the queue's DLQ / dead-letter source queues")
       .option('--accept-side-effects', 'read even where a peek can move messages to a dead-letter queue (also for compared queues)')
@@ -61,11 +75,17 @@ export function register(program: Command, ctx: CliContext): void {
   ).action(async (a1: string | undefined, a2: string | undefined, opts: InspectOpts) => {
     const limit = opts.limit === undefined ? undefined : Number(opts.limit);
     if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 10_000_000)) throw new QueuescopeError('INVALID_INPUT', `--limit must be a whole number from 1 to 10000000, got "${cell(opts.limit, 40)}".`);
-    const rows = Number(opts.rows);
+    const rows = opts.rows === undefined ? (opts.json === true ? DEFAULT_ROW_LIMIT : 50) : Number(opts.rows);
     if (!Number.isInteger(rows) || rows < 0 || rows > 100_000) throw new QueuescopeError('INVALID_INPUT', `--rows must be a whole number from 0 to 100000, got "${cell(opts.rows, 40)}".`);
+    const maxBodyBytes = opts.maxBodyBytes === undefined ? undefined : Number(opts.maxBodyBytes);
+    if (maxBodyBytes !== undefined && (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 1 || maxBodyBytes > MAX_INSPECT_BODY_BYTES)) {
+      throw new QueuescopeError('INVALID_INPUT', `--max-body-bytes must be a whole number of bytes from 1 to ${String(MAX_INSPECT_BODY_BYTES)} (256 MiB), got "${cell(opts.maxBodyBytes, 40)}".`);
+    }
     const failOn = opts.failOn;
     if (failOn !== undefined && failOn !== 'flag' && failOn !== 'review') throw new QueuescopeError('INVALID_INPUT', `--fail-on must be "flag" or "review", got "${cell(failOn, 40)}".`);
     const project = await loadProjectConfig({ cwd: ctx.cwd, ...(opts.config !== undefined ? { explicitPath: opts.config } : {}) });
+    const fileNote = opts.config === undefined ? projectFileNote(project.path, existsSync) : null;
+    if (fileNote !== null) ctx.err(`${escapeForTerminal(fileNote)}\n`);
     const { connection, queue } = splitPositionals(a1, a2, opts);
 
     await ctx.withAdapter(flagsOf(connection, opts), async (adapter, resolved) => {
@@ -79,6 +99,10 @@ export function register(program: Command, ctx: CliContext): void {
       }
       const connectionName = resolved.profile?.name ?? describeConnection(resolved.config);
       const settings = resolveInspectSettings(sources, q, connectionName);
+      const window = Math.min(1000, q.capabilities.maxPeekWindow);
+      if (!q.capabilities.canPageFromCursor && limit !== undefined && limit > window) {
+        ctx.err(`note: --limit ${String(limit)} is more than one peek of ${cell(q.name)} can read: ${q.kind} queues cannot be paged, so at most ${String(window)} messages are analysed.\n`);
+      }
       if (!q.capabilities.canPeekNonDestructively && q.capabilities.peekSideEffects.length > 0) {
         ctx.err(`note: reading ${cell(q.name)} changes it:\n${q.capabilities.peekSideEffects.map((s) => `  - ${escapeForTerminal(s.description)}\n`).join('')}`);
       }
@@ -98,11 +122,13 @@ export function register(program: Command, ctx: CliContext): void {
             {
               rules: settings.rules,
               rulesSource: settings.source,
-              rowLimit: Math.max(rows, 1000),
+              // The table needs only `rows`, but the summary's examples are kept beyond them either way.
+              rowLimit: opts.json === true ? rows : Math.max(rows, DEFAULT_ROW_LIMIT),
               compareDeadLetter: opts.deadLetter,
               compareWith,
               ...(opts.state !== undefined ? { state: opts.state } : {}),
               ...(limit !== undefined ? { limit } : {}),
+              ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
               ...(opts.acceptSideEffects === true ? { acceptSideEffects: true } : {}),
             },
             opCtx,
@@ -115,13 +141,17 @@ export function register(program: Command, ctx: CliContext): void {
         const report = (final.result as { report: InspectReport } | null)?.report;
         if (report === undefined) throw new QueuescopeError('INTERNAL', 'The inspection returned no report.');
         if (opts.json === true) ctx.out(toJson({ ...report, ...(settings.note !== null ? { rulesNote: settings.note } : {}) }));
-        else ctx.out(formatInspectReport(report, { rows, width: ctx.width, note: settings.note }));
+        else ctx.out(formatInspectReport(report, { rows, width: ctx.width, note: settings.note, why: opts.why === true }));
         if (report.sideEffects.length > 0 && opts.json !== true) ctx.err(`side effects of reading:\n${report.sideEffects.map((e) => `  - ${escapeForTerminal(e)}\n`).join('')}`);
         if (failOn !== undefined) {
           const bad = report.summary.verdicts.flag + (failOn === 'review' ? report.summary.verdicts.review : 0);
           if (bad > 0) {
             ctx.setExitCode(EXIT.FINDINGS);
             if (opts.json !== true) ctx.err(`fail-on ${failOn}: ${String(bad)} message${bad === 1 ? '' : 's'} ${failOn === 'flag' ? 'flagged' : 'flagged or to review'}; exit ${String(EXIT.FINDINGS)}.\n`);
+          } else if (report.partial) {
+            // Nothing found in the part read says nothing about the rest: a CI gate must not pass.
+            ctx.setExitCode(EXIT.INCOMPLETE);
+            ctx.err(`${incompleteMessage(report, { failOn, limit, pageable: q.capabilities.canPageFromCursor, window })}\n`);
           }
         }
       } finally {
@@ -129,6 +159,29 @@ export function register(program: Command, ctx: CliContext): void {
       }
     });
   });
+}
+
+/**
+ * The stderr line of `--fail-on` when nothing to fail on was found but the read was partial (exit
+ * {@link EXIT.INCOMPLETE}): how many messages were read of how many, why (the report's
+ * `partialReason`), and how to read the rest — a larger or no `--limit`, or, for a queue that
+ * cannot be paged (RabbitMQ classic/quorum, SQS: one peek of at most `window` messages), that the
+ * rest cannot be read without consuming messages; a queue that changed while it was read: run again.
+ */
+export function incompleteMessage(r: Pick<InspectReport, 'analysed' | 'total' | 'partialReason' | 'queue'>, o: { failOn: 'flag' | 'review'; limit: number | undefined; pageable: boolean; window: number }): string {
+  const none = o.failOn === 'flag' ? 'nothing flagged' : 'nothing flagged or to review';
+  const name = cell(r.queue.name, 120);
+  const holds = r.total !== null && r.total > r.analysed ? `${name} holds about ${String(r.total)}` : `${name} may hold more`;
+  const byLimit = o.limit !== undefined && r.analysed >= o.limit && (o.pageable || o.limit < o.window);
+  let why: string;
+  if (byLimit) {
+    why = o.pageable ? `--limit ${String(o.limit)} stopped the read. Drop --limit (or raise it) to check every message.` : `--limit ${String(o.limit)} stopped the read. Raise --limit (up to ${String(o.window)}, one peek) or drop it.`;
+  } else if (!o.pageable) {
+    why = `a ${r.queue.kind} queue cannot be paged: one peek returns at most ${String(o.window)} messages, and the rest cannot be read without consuming them (export has the same limit). Check again once these are consumed, or gate on a queue that can be read whole.`;
+  } else {
+    why = `${cell(r.partialReason ?? 'not every message was read', 300)} Run it again.`;
+  }
+  return `fail-on ${o.failOn}: ${none} in the ${String(r.analysed)} messages read, but ${holds}: ${why} Exit ${String(EXIT.INCOMPLETE)} (incomplete).`;
 }
 
 const pct = (x: number): string => `${(x * 100).toFixed(x > 0 && x < 0.1 ? 1 : 0)}%`;
@@ -140,7 +193,7 @@ const ids = (xs: string[], more: number): string => `${xs.map((x) => cell(x, 40)
  * under different keys, DLQ/snapshot comparisons) then a table of per-message verdicts (id, key,
  * rule/source, key verdict, payload verdict, top reason). Every value from the broker is escaped.
  */
-export function formatInspectReport(r: InspectReport, options: { rows: number; width: number; note?: string | null }): string {
+export function formatInspectReport(r: InspectReport, options: { rows: number; width: number; note?: string | null; why?: boolean }): string {
   const s = r.summary;
   const out: string[] = [];
   const of = r.total !== null && r.total !== r.analysed ? ` of ${String(r.total)}` : '';
@@ -183,15 +236,73 @@ export function formatInspectReport(r: InspectReport, options: { rows: number; w
     out.push('');
     const keyMax = options.width >= 160 ? 40 : 28;
     const reasonMax = Math.max(30, Math.min(140, options.width - 120));
-    const t = new Table({ head: ['id', 'key', 'rule / source', 'key verdict', 'verdict', 'top reason'], style: { head: [], border: [], compact: true }, wordWrap: false });
-    for (const m of r.messages.slice(0, options.rows)) {
-      t.push([cell(m.id, 24), cell(m.key ?? '-', keyMax), cell(m.keySource ?? '-', 24), m.keyVerdict, cell(verdictCell(m), 34), cell(m.topReason ?? '-', reasonMax)]);
+    const t = tableOf([]);
+    const listed = r.messages.slice(0, options.rows);
+    const cells = listed.map((m) => [cell(m.id, 24), cell(m.key ?? '-', keyMax), cell(m.keySource ?? '-', 24), m.keyVerdict, cell(verdictCell(m), 34), cell(m.topReason ?? '-', reasonMax)]);
+    // The reasons span the whole row, wrapped to the table's inner width (its top border without the corners and padding).
+    const whyWidth = options.why === true ? Math.max(40, Array.from(tableOf(cells).toString().split('\n', 1)[0] ?? '').length - 4) : 0;
+    for (const [i, row] of cells.entries()) {
+      t.push(row);
+      const m = listed[i];
+      if (options.why === true && m !== undefined) t.push([{ colSpan: 6, content: whyLines(m, whyWidth).join('\n') }]);
     }
     out.push(t.toString());
     const shown = Math.min(options.rows, r.messages.length);
-    if (shown < r.analysed) out.push(`${String(shown)} of ${String(r.analysed)} messages listed (--rows N for more, --json for all fields)`);
+    const hints = [shown < r.analysed ? '--rows N for more' : null, options.why === true ? null : "--why for each message's reasons", '--json for all fields'].filter((x): x is string => x !== null);
+    out.push(`${shown < r.analysed ? `${String(shown)} of ${String(r.analysed)} messages listed` : `${plural(shown, 'message')} listed`} (${hints.join(', ')})`);
   }
   return `${out.join('\n')}\n`;
+}
+
+/** The per-message table (compact, no colours, no wrapping) with `rows`. */
+function tableOf(rows: string[][]): InstanceType<typeof Table> {
+  const t = new Table({ head: ['id', 'key', 'rule / source', 'key verdict', 'verdict', 'top reason'], style: { head: [], border: [], compact: true }, wordWrap: false });
+  for (const r of rows) t.push(r);
+  return t;
+}
+
+/** Most characters of one reason `--why` prints (reasons are sentences; this only bounds a hostile body's). */
+const WHY_MAX_CHARS = 600;
+
+/**
+ * The `--why` lines under a message's row: the key verdict's sentence (which fields it cites,
+ * why it is business-derived / random / missing…) then the payload's reasons, most severe first
+ * (at most 3, then how many more), each escaped, cut to {@link WHY_MAX_CHARS} and wrapped at
+ * spaces to `width` characters with a hanging indent.
+ */
+export function whyLines(m: Pick<InspectedMessage, 'keyReason' | 'reasons'>, width: number): string[] {
+  const lines = wrap('  key: ', m.keyReason === '' ? '-' : m.keyReason, width);
+  const shown = m.reasons.slice(0, 3);
+  for (const [i, reason] of shown.entries()) lines.push(...wrap(i === 0 ? '  why: ' : '       ', reason, width));
+  if (m.reasons.length > shown.length) lines.push(`       (+${String(m.reasons.length - shown.length)} more: --json)`);
+  return lines;
+}
+
+/** `text` (escaped, cut) after `lead`, wrapped at spaces to `width` code points; continuation lines are indented like the text. */
+function wrap(lead: string, text: string, width: number): string[] {
+  const indent = ' '.repeat(lead.length);
+  const room = Math.max(20, width - lead.length);
+  const out: string[] = [];
+  let line = '';
+  for (const word of cell(text, WHY_MAX_CHARS).split(' ')) {
+    let w = word;
+    while (Array.from(w).length > room) {
+      // A word longer than the line (a long key, a URL): split it.
+      if (line !== '') out.push(line);
+      const chars = Array.from(w);
+      out.push(chars.slice(0, room).join(''));
+      w = chars.slice(room).join('');
+      line = '';
+    }
+    if (line === '') line = w;
+    else if (Array.from(line).length + 1 + Array.from(w).length <= room) line += ` ${w}`;
+    else {
+      out.push(line);
+      line = w;
+    }
+  }
+  if (line !== '' || out.length === 0) out.push(line);
+  return out.map((l, i) => `${i === 0 ? lead : indent}${l}`);
 }
 
 /**
