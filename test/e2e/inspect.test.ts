@@ -53,7 +53,15 @@ describe('Redelivery safety in the browser (demo snapshot)', () => {
     await view.getByTestId('highlighted-key').waitFor();
     expect(await view.getByTestId('highlighted-key').innerText()).toBe('A-1104:ship');
     expect(await view.getByTestId('key-source').innerText()).toBe('header Idempotency-Key');
-    expect(await view.getByTestId('key-reason').innerText()).toMatch(/^business-derived: /);
+    // The verdict is named once: "business key: <sentence>", not "business key: business-derived: …".
+    const reasonLine = await view.getByTestId('key-reason').locator('xpath=..').innerText();
+    expect(reasonLine).toMatch(/^business key: \S/);
+    expect(reasonLine).not.toContain('business-derived:');
+    // The header the key came from is highlighted in the Headers table too, with the rule that found it.
+    const keyRow = view.getByRole('region', { name: 'Headers / attributes' }).getByTestId('key-row');
+    expect(await keyRow.count()).toBe(1);
+    expect(await keyRow.getByTestId('key-row-rule').innerText()).toBe('idempotency key · header Idempotency-Key (built-in rule)');
+    expect(await keyRow.locator('mark').innerText()).toBe('A-1104:ship');
     await row('#4').click();
     await expect.poll(() => view.getByTestId('inspect-reasons').innerText()).toMatch(/order\.status/);
     const status = view.getByTestId('annotated-body').locator('[data-path="body.order.status"]');

@@ -24,6 +24,16 @@ export const KEY_VERDICT_LABEL: Record<KeyVerdictKind, string> = {
   missing: 'no key',
 };
 
+/**
+ * A key verdict's sentence without its leading verdict name: `KeyVerdict.reason` starts with it
+ * ("opaque-random: …"), and the UI already shows the verdict as a label right before the sentence
+ * ("random key: opaque-random: …" said it twice). Sentences without the prefix are returned as they are.
+ */
+export function keyReasonText(verdict: KeyVerdictKind, reason: string): string {
+  const prefix = `${verdict}: `;
+  return reason.startsWith(prefix) ? reason.slice(prefix.length) : reason;
+}
+
 /** Badge tone per key verdict: business-derived and period keys are fine; random/time keys need review; missing is a flag. */
 export const KEY_VERDICT_TONE: Record<KeyVerdictKind, PayloadVerdictKind> = {
   'business-derived': 'ok',

@@ -96,3 +96,56 @@ describe('broker version from the connection (size limit)', () => {
     expect(screen.getByTestId('verdict-badge').getAttribute('data-verdict')).toBe('flag');
   });
 });
+
+describe('the idempotency key in the Headers and Properties tables', () => {
+  it('highlights the header row the key was read from, with the rule that found it, and no other row', () => {
+    render(<MessageView message={message('h1', JSON.stringify({ orderId: 'A-9' }), { headers: { 'x-tenant': 'acme', 'Idempotency-Key': 'A-9:update' } })} onClose={() => undefined} />);
+    const headers = screen.getByRole('region', { name: 'Headers / attributes' });
+    const rows = headers.querySelectorAll('[data-testid="key-row"]');
+    expect(rows).toHaveLength(1);
+    const keyRow = rows[0] as HTMLElement;
+    expect(keyRow.querySelector('th')?.textContent).toBe('Idempotency-Key');
+    expect(keyRow.querySelector('mark')?.textContent).toBe('A-9:update');
+    expect(keyRow.className).toBe('key-row');
+    expect(keyRow.querySelector('[data-testid="key-row-rule"]')?.textContent).toBe('idempotency key · header Idempotency-Key (built-in rule)');
+    expect(screen.getByRole('region', { name: 'Properties' }).querySelector('[data-testid="key-row"]')).toBeNull();
+  });
+
+  it('names the user rule and its queue pattern for a key from a custom header, and marks the AMQP message_id property when that is the key', () => {
+    useStore.setState({
+      inspectRules: { c1: { status: 'ready', error: null, state: { connectionId: 'c1', settings: { queues: [{ match: 'orders', keyRules: [{ kind: 'header', name: 'x-op-key' }], snapshotFields: [] }] }, persisted: true, note: null, problem: null, brokerVersion: null } } },
+    } as never);
+    render(<MessageView message={message('h2', '{"orderId":"A-1"}', { headers: { 'x-op-key': 'A-1:ship' }, properties: { messageId: 'A-1:other' } })} onClose={() => undefined} />);
+    const keyRow = screen.getByTestId('key-row');
+    expect(keyRow.closest('section')?.getAttribute('aria-label')).toBe('Headers / attributes');
+    expect(screen.getByTestId('key-row-rule').textContent).toBe('idempotency key · header x-op-key (your rule for “orders”)');
+    cleanup();
+    useStore.setState({ inspectRules: { c1: { status: 'ready', error: null, state: { connectionId: 'c1', settings: { queues: [] }, persisted: true, note: null, problem: null, brokerVersion: null } } } });
+    render(<MessageView message={message('h3', '{"orderId":"A-1"}', { properties: { messageId: 'A-1:charge', contentType: 'application/json' } })} onClose={() => undefined} />);
+    const prop = screen.getByTestId('key-row');
+    expect(prop.closest('section')?.getAttribute('aria-label')).toBe('Properties');
+    expect(prop.querySelector('mark')?.textContent).toBe('A-1:charge');
+    expect(screen.getByTestId('key-row-rule').textContent).toBe('idempotency key · AMQP message_id (built-in rule)');
+  });
+
+  it('renders a header value holding HTML as text', () => {
+    const { container } = render(<MessageView message={message('h4', '{}', { headers: { 'Idempotency-Key': HTML } })} onClose={() => undefined} />);
+    expect(container.querySelector('img')).toBeNull();
+    expect(screen.getByTestId('key-row').querySelector('mark')?.textContent).toBe(HTML);
+  });
+});
+
+describe('panel wording', () => {
+  it('does not repeat the verdict name after its label ("random key: opaque-random: …")', () => {
+    render(<MessageView message={message('w1', '{"a":1}', { headers: { 'Idempotency-Key': '7f3c9a1e-5b2d-4c8e-9f0a-1b2c3d4e5f60' } })} onClose={() => undefined} />);
+    const line = screen.getByTestId('key-reason').parentElement?.textContent ?? '';
+    expect(line).toMatch(/^random key: /);
+    expect(line).not.toContain('opaque-random:');
+  });
+
+  it('says "1 field classified" for one field', () => {
+    render(<MessageView message={message('w2', JSON.stringify({ orderId: 'A-1' }), { properties: { messageId: 'A-1:charge' } })} onClose={() => undefined} />);
+    const summaryText = screen.getByTestId('annotated-body').parentElement?.querySelector('summary')?.textContent ?? '';
+    expect(summaryText).toBe('Body with field annotations (1 field classified)');
+  });
+});

@@ -1,10 +1,10 @@
 import { useMemo, type ReactNode } from 'react';
-import type { FieldAnnotation, MessageAnalysis } from '../../../shared/analysis/types';
+import type { FieldAnnotation, KeyExtraction, MessageAnalysis } from '../../../shared/analysis/types';
 import type { QueueMessage } from '../../../shared/domain/message';
 import { decodedOf } from '../lib/decoded-cache';
 import { bytes as formatBytes } from '../lib/format';
 import { useStore } from '../store';
-import { KEY_VERDICT_LABEL, KeyBadge, VerdictBadge, analysisOf, useQueueRules } from './InspectBadges';
+import { KEY_VERDICT_LABEL, KeyBadge, VerdictBadge, analysisOf, keyReasonText, useQueueRules } from './InspectBadges';
 
 /** Lines of the annotated body at most; beyond it the view says so. */
 export const MAX_ANNOTATED_LINES = 2000;
@@ -86,16 +86,29 @@ const CLASS_LABEL: Record<FieldAnnotation['class'], string> = {
 };
 
 /**
+ * The full analysis of the open message with the open queue's rules (cached per message and rules,
+ * so the message view's sections share one), and the rule pattern that matched the queue (null = built-in rules).
+ */
+export function useMessageAnalysis(message: QueueMessage): { analysis: MessageAnalysis; match: string | null } {
+  const view = useStore((s) => s.view);
+  const connectionId = view.screen === 'queue' ? view.connectionId : '';
+  const queue = useMemo(() => ({ id: message.queueId, name: message.queueName }), [message.queueId, message.queueName]);
+  const { rules, match } = useQueueRules(connectionId, connectionId === '' ? null : queue);
+  return { analysis: analysisOf(message, rules, 'full'), match };
+}
+
+/** Which rule found a key, in words: " (built-in rule)", " (your rule for “orders.*”)". */
+export function keyRuleText(key: KeyExtraction, match: string | null): string {
+  return key.origin === 'user' ? ` (your rule${match !== null ? ` for “${match}”` : ''})` : ' (built-in rule)';
+}
+
+/**
  * "Redelivery safety" section of the message view: the idempotency key highlighted with the rule
  * that found it and its verdict sentence; the payload verdict with its reasons; the body with each
  * classified field annotated (identifier / mutable state / snapshot) and the key's fields marked.
  */
 export function InspectMessagePanel({ message }: { message: QueueMessage }) {
-  const view = useStore((s) => s.view);
-  const connectionId = view.screen === 'queue' ? view.connectionId : '';
-  const queue = useMemo(() => ({ id: message.queueId, name: message.queueName }), [message.queueId, message.queueName]);
-  const { rules, match } = useQueueRules(connectionId, connectionId === '' ? null : queue);
-  const a: MessageAnalysis = analysisOf(message, rules, 'full');
+  const { analysis: a, match } = useMessageAnalysis(message);
   const decoded = decodedOf(message);
   const body = useMemo(
     () => (decoded.format === 'json' ? annotatedLines(decoded.json, a.payload.fields, a.key?.fields ?? []) : null),
@@ -117,7 +130,7 @@ export function InspectMessagePanel({ message }: { message: QueueMessage }) {
             </mark>{' '}
             <span className="muted">
               from <span data-testid="key-source">{a.key.source}</span>
-              {a.key.origin === 'user' ? ` (your rule${match !== null ? ` for “${match}”` : ''})` : ' (built-in rule)'}
+              {keyRuleText(a.key, match)}
             </span>
           </>
         ) : (
@@ -125,7 +138,7 @@ export function InspectMessagePanel({ message }: { message: QueueMessage }) {
         )}
       </div>
       <div className="inspect-reason">
-        <strong>{KEY_VERDICT_LABEL[a.keyVerdict.verdict]}:</strong> <span data-testid="key-reason">{a.keyVerdict.reason}</span>
+        <strong>{KEY_VERDICT_LABEL[a.keyVerdict.verdict]}:</strong> <span data-testid="key-reason">{keyReasonText(a.keyVerdict.verdict, a.keyVerdict.reason)}</span>
       </div>
       <div className="inspect-reason">
         <strong>Payload: {a.payload.label}</strong>
@@ -145,7 +158,7 @@ export function InspectMessagePanel({ message }: { message: QueueMessage }) {
       )}
       {body !== null && body.lines.length > 0 && (
         <details open={a.verdict !== 'ok' || a.key !== null}>
-          <summary>Body with field annotations ({a.payload.fields.length} fields classified{a.payload.fieldsTruncated ? ', more not shown' : ''})</summary>
+          <summary>Body with field annotations ({a.payload.fields.length} field{a.payload.fields.length === 1 ? '' : 's'} classified{a.payload.fieldsTruncated ? ', more not shown' : ''})</summary>
           <div className="annotated-body" role="document" aria-label="Annotated body" data-testid="annotated-body">
             {body.lines.map((l, i) => (
               <div key={i} className={l.isKey ? 'aline key-line' : 'aline'} data-path={l.path ?? undefined} data-class={l.annotation?.class}>

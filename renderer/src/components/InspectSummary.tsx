@@ -21,10 +21,26 @@ const KEY_ORDER: KeyVerdictKind[] = ['business-derived', 'period-key', 'opaque-r
  * The per-queue "redelivery safety" summary: share of business-derived keys, flagged and review
  * payloads, duplicate groups (within the queue and shared with its DLQ / source), keys used for
  * different operations, the same payload under different keys; each with a drill-down to example
- * messages (opens a loaded message, else shows its verdict row). Runs `inspect.queue` over the whole
- * queue (state): at once where reading changes nothing, after confirmation where it does.
+ * messages (opens a loaded message, else the analysed copy through `onShowAnalysed` when given, and
+ * shows its verdict row). Runs `inspect.queue` over the whole queue (state): at once where reading
+ * changes nothing, after confirmation where it does.
  */
-export function InspectSummary({ connectionId, summary, state, messages, onOpenMessage }: { connectionId: string; summary: QueueSummary; state: string | undefined; messages: QueueMessage[]; onOpenMessage: (index: number) => void }) {
+export function InspectSummary({
+  connectionId,
+  summary,
+  state,
+  messages,
+  onOpenMessage,
+  onShowAnalysed,
+}: {
+  connectionId: string;
+  summary: QueueSummary;
+  state: string | undefined;
+  messages: QueueMessage[];
+  onOpenMessage: (index: number) => void;
+  /** Opens a message's analysed copy (the report's row) where no peeked message has that id. */
+  onShowAnalysed?: ((id: string) => void) | undefined;
+}) {
   const key = queueKey(connectionId, summary.id);
   const run = useStore((s) => s.inspectRuns[key]);
   const runInspection = useStore((s) => s.runInspection);
@@ -53,6 +69,7 @@ export function InspectSummary({ connectionId, summary, state, messages, onOpenM
   const openOrShow = (id: string): void => {
     const i = messages.findIndex((m) => m.id === id);
     if (i >= 0) onOpenMessage(i);
+    else onShowAnalysed?.(id);
     setPicked(id);
   };
   const pickedRow = picked === null ? undefined : rowsById.get(picked);
@@ -116,9 +133,6 @@ function Ids({ ids, total, onPick }: { ids: string[]; total: number; onPick: (id
 }
 
 function ReportView({ report, stale, onPick }: { report: InspectReport; stale: boolean; onPick: (id: string) => void }) {
-  const s = report.summary;
-  const share = Math.round(s.businessDerivedShare * 100);
-  const flagged = report.messages.filter((m) => m.verdict === 'flag');
   return (
     <div data-testid="inspect-report">
       <div className="muted">
@@ -126,6 +140,24 @@ function ReportView({ report, stale, onPick }: { report: InspectReport; stale: b
         {stale ? ' · for another state: re-analyse' : ''}
       </div>
       {report.partial && <div className="notice notice-warn">Partial: {report.partialReason}</div>}
+      {report.analysed === 0 ? (
+        <div className="muted" data-testid="inspect-empty">
+          No messages were analysed{report.total === 0 ? (report.state !== null ? `: there were no ${report.state} messages` : ': the queue was empty') : ''}.
+        </div>
+      ) : (
+        <ReportDetails report={report} onPick={onPick} />
+      )}
+    </div>
+  );
+}
+
+/** The counts, verdict badges and drill-downs of a report with at least one analysed message. */
+function ReportDetails({ report, onPick }: { report: InspectReport; onPick: (id: string) => void }) {
+  const s = report.summary;
+  const share = Math.round(s.businessDerivedShare * 100);
+  const flagged = report.messages.filter((m) => m.verdict === 'flag');
+  return (
+    <>
       <div className="inspect-stats">
         <span className="inspect-stat" data-testid="business-share">
           <span className="share-bar" aria-hidden="true">
@@ -144,7 +176,7 @@ function ReportView({ report, stale, onPick }: { report: InspectReport; stale: b
         </span>
         {s.largePayloads > 0 && (
           <span className="inspect-stat">
-            <strong>{count(s.largePayloads)}</strong> large payloads
+            <strong>{count(s.largePayloads)}</strong> large payload{s.largePayloads === 1 ? '' : 's'}
           </span>
         )}
       </div>
@@ -193,7 +225,9 @@ function ReportView({ report, stale, onPick }: { report: InspectReport; stale: b
         </details>
       )}
       <details className="drill" data-testid="duplicate-drill">
-        <summary>Duplicate keys in this queue ({count(s.duplicateGroupCount)} groups, {count(s.duplicateMessages)} redundant copies)</summary>
+        <summary>
+          Duplicate keys in this queue ({count(s.duplicateGroupCount)} group{s.duplicateGroupCount === 1 ? '' : 's'}, {count(s.duplicateMessages)} redundant cop{s.duplicateMessages === 1 ? 'y' : 'ies'})
+        </summary>
         {s.duplicateGroups.length === 0 ? (
           <div className="muted">No key is carried by more than one message.</div>
         ) : (
@@ -262,7 +296,7 @@ function ReportView({ report, stale, onPick }: { report: InspectReport; stale: b
         </details>
       ))}
       {s.bounds.note !== null && <div className="muted">{s.bounds.note}</div>}
-    </div>
+    </>
   );
 }
 

@@ -3,7 +3,7 @@ import type { HeaderValue, MessageMeta, QueueMessage } from '../../../shared/dom
 import { absoluteTime, count, duration, headerValueText } from '../lib/format';
 import { BodyViewer } from './BodyViewer';
 import { Time } from './common';
-import { InspectMessagePanel } from './InspectMessagePanel';
+import { InspectMessagePanel, keyRuleText, markText, useMessageAnalysis } from './InspectMessagePanel';
 
 /** One message: body viewer, broker metadata (x-death, BullMQ failure, stream pending info), headers and properties. */
 export function MessageView({ message, onClose }: { message: QueueMessage; onClose: () => void }) {
@@ -11,6 +11,8 @@ export function MessageView({ message, onClose }: { message: QueueMessage; onClo
   const rows = metaRows(meta);
   const headers = Object.entries(message.headers);
   const properties = Object.entries(message.properties);
+  const { analysis, match } = useMessageAnalysis(message);
+  const keyMark: KeyMark | null = analysis.key !== null ? { fields: new Set(analysis.key.fields), key: analysis.key.key, label: `idempotency key · ${analysis.key.source}${keyRuleText(analysis.key, match)}` } : null;
   return (
     <article className="message-view" aria-label={`Message ${message.id}`} data-testid="message-view">
       <header className="message-header">
@@ -102,13 +104,21 @@ export function MessageView({ message, onClose }: { message: QueueMessage; onClo
         </section>
       )}
 
-      <KeyValueSection title="Headers / attributes" entries={headers} empty="No headers." />
-      <KeyValueSection title="Properties" entries={properties} empty="No properties." />
+      <KeyValueSection title="Headers / attributes" entries={headers} empty="No headers." pathPrefix="headers." keyMark={keyMark} />
+      <KeyValueSection title="Properties" entries={properties} empty="No properties." pathPrefix="properties." keyMark={keyMark} />
     </article>
   );
 }
 
-function KeyValueSection({ title, entries, empty }: { title: string; entries: [string, HeaderValue][]; empty: string }) {
+/** The idempotency key's source fields (`headers.Idempotency-Key`…), its text, and the label naming the rule that found it. */
+interface KeyMark {
+  fields: ReadonlySet<string>;
+  key: string;
+  label: string;
+}
+
+/** Name/value table; the row the idempotency key was read from is highlighted like the key's body line, with the rule that found it. */
+function KeyValueSection({ title, entries, empty, pathPrefix, keyMark }: { title: string; entries: [string, HeaderValue][]; empty: string; pathPrefix: string; keyMark: KeyMark | null }) {
   return (
     <section className="panel" aria-label={title}>
       <h3>
@@ -119,12 +129,31 @@ function KeyValueSection({ title, entries, empty }: { title: string; entries: [s
       ) : (
         <table className="kv-table">
           <tbody>
-            {entries.map(([k, v]) => (
-              <tr key={k}>
-                <th className="mono">{k}</th>
-                <td className="mono wrap-anywhere">{headerValueText(v)}</td>
-              </tr>
-            ))}
+            {entries.map(([k, v]) => {
+              const text = headerValueText(v);
+              if (keyMark === null || !keyMark.fields.has(`${pathPrefix}${k}`)) {
+                return (
+                  <tr key={k}>
+                    <th className="mono">{k}</th>
+                    <td className="mono wrap-anywhere">{text}</td>
+                  </tr>
+                );
+              }
+              // A key composed from several fields (CloudEvents source + id) contains this value rather than equals it: mark the whole value then.
+              return (
+                <tr key={k} className="key-row" data-testid="key-row">
+                  <th className="mono">{k}</th>
+                  <td className="mono wrap-anywhere">
+                    {text.includes(keyMark.key) ? markText(text, keyMark.key) : <mark>{text}</mark>}
+                    <span className="anno">
+                      <span className="field-class fc-identifier" data-testid="key-row-rule">
+                        {keyMark.label}
+                      </span>
+                    </span>
+                  </td>
+                </tr>
+              );
+            })}
           </tbody>
         </table>
       )}

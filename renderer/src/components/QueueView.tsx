@@ -4,6 +4,7 @@ import { count, absoluteTime } from '../lib/format';
 import { useStore } from '../store';
 import { queueKey } from '../store/types';
 import { PEEK_LIMITS } from '../store/ui';
+import { AnalysedMessageView, AnalysedMessages } from './AnalysedMessages';
 import { Empty, ErrorState, KindBadge, Loading } from './common';
 import { ExportDialog } from './ExportDialog';
 import { InspectSummary } from './InspectSummary';
@@ -64,11 +65,14 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
   const setChecked = useStore((s) => s.setChecked);
   const prefs = useStore((s) => s.preferences);
   const setPreference = useStore((s) => s.setPreference);
+  const inspectRun = useStore((s) => s.inspectRuns[key]);
 
   const inspect = useQueueRules(connectionId, detail?.summary ?? null);
   const [chosenState, setChosenState] = useState<string | undefined>(undefined);
   const [confirming, setConfirming] = useState(false);
   const [exporting, setExporting] = useState(false);
+  /** The analysed copy open in the detail pane (an id of the inspection report's rows). */
+  const [analysedId, setAnalysedId] = useState<string | null>(null);
 
   useEffect(() => {
     void loadQueue(connectionId, queueId);
@@ -145,6 +149,11 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
   const snap = snapshotInfo(summary);
   const stateCounts = snap?.states ?? summary.counts;
   const stateCount = state !== undefined ? stateCounts[state] : undefined;
+  // Where reading changes the queue and nothing was peeked, the rows "Analyse all messages" kept stand
+  // in for the list: seeing what the analysis read must not cost another delivery.
+  const analysed = hasSideEffects && !ours && inspectRun?.status === 'ready' && inspectRun.report !== null && inspectRun.state === state ? inspectRun.report : null;
+  const readWindow = { startedAt: inspectRun?.operation?.startedAt ?? null, finishedAt: inspectRun?.operation?.finishedAt ?? null };
+  const analysedRow = analysed !== null && analysedId !== null ? analysed.messages.find((m) => m.id === analysedId) : undefined;
 
   return (
     <section className="screen screen-queue" aria-labelledby="queue-title">
@@ -191,7 +200,7 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
         </details>
       </div>
 
-      <InspectSummary connectionId={connectionId} summary={summary} state={state} messages={messages} onOpenMessage={(i) => selectMessage(i)} />
+      <InspectSummary connectionId={connectionId} summary={summary} state={state} messages={messages} onOpenMessage={(i) => selectMessage(i)} onShowAnalysed={setAnalysedId} />
       {snap === null && <TuningPanel connectionId={connectionId} summary={summary} />}
       {snap === null && isRedriveSource(summary) && <RedrivePanel connectionId={connectionId} summary={summary} queues={listed ?? []} checkedIds={checkedIds} />}
 
@@ -257,7 +266,13 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
             </details>
           )}
 
-          {!ours && hasSideEffects && (
+          {analysed !== null && analysed.messages.length > 0 && <AnalysedMessages report={analysed} when={readWindow} selectedId={analysedId} onOpen={setAnalysedId} />}
+          {analysed !== null && analysed.messages.length === 0 && (
+            <Empty title={analysed.analysed === 0 ? (state !== undefined ? `No ${state} messages` : 'No messages') : 'No analysed rows kept'}>
+              {analysed.analysed === 0 ? 'The analysis read this queue and found no messages.' : `The analysis read ${count(analysed.analysed)} message${analysed.analysed === 1 ? '' : 's'} but its report keeps no per-message rows.`}
+            </Empty>
+          )}
+          {!ours && hasSideEffects && analysed === null && (
             <Empty title="Messages are not read until you ask">
               Reading this queue changes it (see above).{' '}
               <button type="button" className="btn btn-warning" onClick={() => setConfirming(true)}>
@@ -308,8 +323,10 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
         <div className="pane pane-detail">
           {selected !== undefined ? (
             <MessageView message={selected} onClose={() => selectMessage(null)} />
+          ) : analysedRow !== undefined ? (
+            <AnalysedMessageView row={analysedRow} when={readWindow} onClose={() => setAnalysedId(null)} />
           ) : (
-            <Empty title="No message open">{messages.length > 0 ? 'Click a message, or use ↑/↓ and Enter in the list.' : ''}</Empty>
+            <Empty title="No message open">{messages.length > 0 || (analysed?.messages.length ?? 0) > 0 ? 'Click a message, or use ↑/↓ and Enter in the list.' : ''}</Empty>
           )}
         </div>
       </div>
