@@ -65,7 +65,7 @@ export function register(program: Command, ctx: CliContext): void {
       .option('--limit <n>', 'analyse at most N messages (default: the whole queue where it can be paged)')
       .option('--rows <n>', `per-message rows (0-100000; default 50 in the table, ${String(DEFAULT_ROW_LIMIT)} with --json, which also lists the messages the summary names as examples)`)
       .option('--why', "print each listed message's key verdict reason and payload reasons under its row")
-      .option('--max-body-bytes <n>', `read bodies up to N bytes whole (default ${String(INSPECT_MAX_BODY_BYTES)}, at most ${String(MAX_INSPECT_BODY_BYTES)}); longer ones are analysed as cut (review)`)
+      .option('--max-body-bytes <n>', `read bodies up to N bytes whole (default ${String(INSPECT_MAX_BODY_BYTES)}, from a snapshot file every body; at most ${String(MAX_INSPECT_BODY_BYTES)}); longer ones are analysed as cut (review)`)
       .option('--config <file>', 'project file with inspect rules (default: queuescope.config.json/.yaml found upward)')
       .option('--fail-on <verdict>', 'exit 6 when any message read is at least this bad (flag or review); exit 9 when none is but not every message was read')
       .option('--compare <snapshot>', 'also compare duplicate keys with the same queue in another snapshot file')
