@@ -420,6 +420,8 @@ describe('key verdict: member names decide what a matched value is', () => {
     expect(bothWays(msg({ body: { state: 1234567, idempotencyKey: '1234567' } })).verdict).toBe('business-derived');
     // Unknown member names are not called shared: `tenant` may well identify the operation's scope.
     expect(bothWays(msg({ body: { tenant: 'acme', idempotencyKey: 'acme:sync' } })).verdict).toBe('business-derived');
+    // Nor `seq`/`sequence` (a producer may number its messages uniquely).
+    expect(bothWays(msg({ body: { sequence: 42, idempotencyKey: 'ledger:42' } })).verdict).toBe('business-derived');
   });
 });
 

@@ -824,8 +824,9 @@ const TIME_ALL = 2;
 /**
  * Roles whose values many unrelated messages share (a currency, an amount, a status, an
  * operation name): a key made only of them does not tell one business operation from another.
+ * Not `version`: its names include `seq` / `sequence`, which a producer may number uniquely.
  */
-const SHARED_ROLES: ReadonlySet<string> = new Set(['currency', 'amount', 'quantity', 'balance', 'state', 'op', 'version']);
+const SHARED_ROLES: ReadonlySet<string> = new Set(['currency', 'amount', 'quantity', 'balance', 'state', 'op']);
 /** Of {@link SHARED_ROLES}, the numeric ones: a long number there is still a quantity, not an id. */
 const QUANTITY_ROLES: ReadonlySet<string> = new Set(['amount', 'quantity', 'balance']);
 
@@ -985,7 +986,7 @@ const list = (xs: string[]): string => (xs.length <= 1 ? (xs[0] ?? '') : `${xs.s
  * - `opaque-random`: a UUID / ULID / nanoid / random hex / random token not found in the payload;
  * - `period-key`: an ISO week (`2026-W36`), date (`2026-11-29`) or month (`2026-11`);
  * - `opaque-random`: only values many unrelated messages share (currency, amount, quantity,
- *   status, operation, version members, not identifier-like themselves) and no literal with a
+ *   balance, status, operation members, not identifier-like themselves) and no literal with a
  *   digit — different operations collide; not business-derived, which would pass it as safe;
  * - `business-derived`: at least one payload value, remaining pieces are literal words;
  * - otherwise `opaque-random` (no payload value explains the key). When the body was cut at the
