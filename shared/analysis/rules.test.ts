@@ -3,7 +3,8 @@ import fc from 'fast-check';
 import { msg } from './fixtures/corpus';
 import { extractIdempotencyKey, readMessagePath } from './idempotency';
 import { analyzeMessage } from './analyze';
-import { inspectRulesSchema, keyRuleSchema, normalizeRules, queueRulesEntrySchema, resolveInspectRules } from './rules';
+import { compileSnapshotPattern, inspectRulesSchema, keyRuleSchema, normalizeRules, queueRulesEntrySchema, resolveInspectRules, snapshotFieldProblem, snapshotFieldSchema } from './rules';
+import { inspectQueueConfigSchema, validateProjectConfig } from '../config/project-config';
 
 /** Messages of the first issue of a failed parse, or [] when it succeeded. */
 function issues(value: unknown): string[] {
@@ -145,5 +146,95 @@ describe('normalizeRules / resolveInspectRules with the shared key-rule schema',
     const m = msg({ body: { orderId: 'A-1', idempotencyKey: 'k-9' }, headers: { 'x-key': 'H-1' } });
     expect(analyzeMessage(m, { rules: { keyRules: [{ kind: 'jsonPath', path: '$.orderId' }] } }).key?.source).toBe('body.idempotencyKey');
     expect(analyzeMessage(m, { rules: { keyRules: [{ kind: 'header', name: ' X-Key ' }] } }).key?.key).toBe('H-1');
+  });
+});
+
+/** The issue messages of one snapshot-field pattern in the project file / stored settings schema; [] when valid. */
+function projectFilePatternIssues(pattern: unknown): string[] {
+  const r = inspectQueueConfigSchema.safeParse({ match: 'orders*', snapshotFields: [pattern] });
+  return r.success ? [] : r.error.issues.map((i) => i.message);
+}
+/** The same in a per-queue entry of the analysis rules. */
+function entryPatternIssues(pattern: unknown): string[] {
+  const r = queueRulesEntrySchema.safeParse({ queue: 'orders*', rules: { snapshotFields: [pattern] } });
+  return r.success ? [] : r.error.issues.map((i) => i.message);
+}
+const HINT = 'a pattern names body fields by member names and indexes: order.status, order.* (every field of order), items[*].price (any element), ** (any depth, e.g. **.status), with or without a leading body.; JSONPath such as $.order is not supported';
+
+describe('snapshotFields patterns: one check for the project file, stored settings and normalizeRules', () => {
+  const ACCEPTED = ['order.*', 'items[*].price', '**', '**.status', 'items[*]', 'items[]', 'items[0].sku', 'body.order.*', 'body[*]', '[*].price', '__proto__', 'a.**.b.**.c', '*', 'order.$type', 'detail-type', 'a b.c'];
+  const REFUSED: [string, string][] = [
+    ['$.order', 'it starts with $, as JSONPath does'],
+    ['$', 'it starts with $, as JSONPath does'],
+    ['$[*].price', 'it starts with $, as JSONPath does'],
+    ['order..status', 'it has an empty step: .. is JSONPath; ** matches any depth'],
+    ['..status', 'it has an empty step: .. is JSONPath; ** matches any depth'],
+    ['order.', 'it has an empty step: a leading or trailing .'],
+    ['.order', 'it has an empty step: a leading or trailing .'],
+    ['order*', 'the step "order*" has * inside a name: * (one step) and ** (any depth) stand alone'],
+    ['items.*Id', 'the step "*Id" has * inside a name: * (one step) and ** (any depth) stand alone'],
+    ['***', 'the step "***" has * inside a name: * (one step) and ** (any depth) stand alone'],
+    ["items['price']", "the index ['price'] is not [*], [] or a number [n]"],
+    ['items[?(@.price)]', 'the step "items[?(@" has an unmatched [ or ]'],
+    ['items[01]', 'the index [01] is not [*], [] or a number [n]'],
+    ['items[-1]', 'the index [-1] is not [*], [] or a number [n]'],
+    ['items[0', 'the step "items[0" has an unmatched [ or ]'],
+    ['items]', 'the step "items]" has an unmatched [ or ]'],
+    ['body', 'it names the whole body: ** marks every field'],
+    [Array.from({ length: 33 }, (_, i) => `a${String(i)}`).join('.'), 'it has more than 32 steps'],
+    ['**.a.**.b.**.c.**.d.**.e', 'it has more than 4 **'],
+  ];
+
+  it('accepts the supported forms, trimmed, in the project file, stored settings and analysis entries', () => {
+    for (const p of ACCEPTED) {
+      expect(projectFilePatternIssues(p), p).toEqual([]);
+      expect(entryPatternIssues(p), p).toEqual([]);
+      expect(snapshotFieldProblem(p), p).toBeNull();
+      expect(compileSnapshotPattern(p), p).not.toBeNull();
+    }
+    expect(inspectQueueConfigSchema.parse({ match: '*', snapshotFields: [' order.* '] }).snapshotFields).toEqual(['order.*']);
+    expect(compileSnapshotPattern('body.items[*].price')).toEqual({ source: 'body.items[*].price', segs: ['items', '[]', 'price'] });
+    expect(compileSnapshotPattern(' a.**.**.b ')).toEqual({ source: 'a.**.**.b', segs: ['a', '**', 'b'] });
+  });
+
+  it('refuses patterns the matcher cannot read as written, naming the pattern and the supported forms (the same message everywhere)', () => {
+    for (const [p, why] of REFUSED) {
+      const message = `"${p.slice(0, 80)}" is not a snapshot field pattern (${why}): ${HINT}`;
+      expect(projectFilePatternIssues(p), p).toEqual([message]);
+      expect(entryPatternIssues(p), p).toEqual([message]);
+      expect(snapshotFieldProblem(p), p).toBe(message);
+      expect(compileSnapshotPattern(p), p).toBeNull();
+    }
+  });
+
+  it('a JSONPath in the project file is reported at its place', () => {
+    expect(validateProjectConfig({ inspect: { queues: [{ match: 'orders*', snapshotFields: ['order.*', '$.order'] }] } })).toEqual({
+      ok: false,
+      issues: [{ path: 'inspect.queues[0].snapshotFields[1]', message: `"$.order" is not a snapshot field pattern (it starts with $, as JSONPath does): ${HINT}` }],
+    });
+    // As long as the analysis reads: longer patterns and more than 100 of them were dropped by normalizeRules.
+    expect(projectFilePatternIssues(`a.${'b'.repeat(255)}`)).toHaveLength(1);
+    expect(inspectQueueConfigSchema.safeParse({ match: '*', snapshotFields: Array.from({ length: 101 }, () => 'order.*') }).success).toBe(false);
+  });
+
+  it('normalizeRules skips refused patterns (never throws), trims the rest; the analysis ignores a JSONPath pattern', () => {
+    const r = normalizeRules({ snapshotFields: ['$.order', ' order.* ', 'order..status', 7, null, '**.status'] as never });
+    expect(r.snapshotFields).toEqual(['order.*', '**.status']);
+    const m = msg({ body: { order: { id: 'A-1', status: 'paid' } } });
+    expect(analyzeMessage(m, { rules: { snapshotFields: ['$.order'] } }).verdict).toBe('flag');
+    expect(analyzeMessage(m, { rules: { snapshotFields: ['$.order', 'order.*'] } }).payload.label).toBe('ok (intentional snapshot: order.*)');
+    expect(resolveInspectRules([{ queue: '*', rules: { snapshotFields: ['$.order'] } }, { queue: '*', rules: { snapshotFields: ['order'] } }], 'orders').snapshotFields).toEqual(['order']);
+  });
+
+  it('the schema accepts a pattern exactly when it compiles, and normalizeRules keeps exactly those', () => {
+    const piece = fc.constantFrom('order', '*', '**', '[*]', '[]', '[3]', '[x]', '$', '.', '..', 'body', 'items', 'a*', ']', '[', ' ', 'é', '__proto__');
+    fc.assert(
+      fc.property(fc.oneof(fc.array(piece, { maxLength: 8 }).map((xs) => xs.join('')), fc.array(piece, { maxLength: 8 }).map((xs) => xs.join('.')), fc.string({ maxLength: 20 })), (p) => {
+        const accepted = snapshotFieldSchema.safeParse(p).success;
+        expect(accepted, p).toBe(compileSnapshotPattern(p) !== null);
+        expect(normalizeRules({ snapshotFields: [p] }).snapshotFields, p).toEqual(accepted ? [p.trim()] : []);
+      }),
+      { numRuns: 500 },
+    );
   });
 });

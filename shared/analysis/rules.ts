@@ -5,8 +5,9 @@ import type { InspectRules, KeyRule } from './types';
 /**
  * Per-queue inspect rules: defaults, validation (zod), resolution by queue pattern, and the
  * snapshot-field glob matcher. Pure. {@link keyRuleSchema} is the one definition of a valid key
- * rule: the project file and the connection profiles (`shared/config/project-config.ts`, also used
- * by `inspect.rules.set` and the app's rule editor) and {@link normalizeRules} all use it.
+ * rule and {@link snapshotFieldSchema} of a valid snapshot-field pattern: the project file and the
+ * connection profiles (`shared/config/project-config.ts`, also used by `inspect.rules.set` and the
+ * app's rule editor) and {@link normalizeRules} all use them.
  */
 
 /** Rules used when none are configured: built-in key rules only, no snapshot fields, broker default size limit. */
@@ -85,15 +86,41 @@ export const keyRuleSchema = z.discriminatedUnion('kind', [
     .strict(),
 ]);
 
+/** Longest {@link InspectRules.snapshotFields} pattern, characters (after trimming). */
+export const MAX_SNAPSHOT_FIELD_CHARS = 256;
+/** Most {@link InspectRules.snapshotFields} patterns per rule set; {@link normalizeRules} keeps the first this many valid ones. */
+export const MAX_SNAPSHOT_FIELDS = 100;
+
+/**
+ * zod schema of one {@link InspectRules.snapshotFields} pattern, the one check for the project
+ * file, the connection profiles (shared/config/project-config.ts, also used by `inspect.rules.set`
+ * and the app's rule editor), {@link inspectRulesSchema} and {@link normalizeRules}: trimmed, at
+ * most {@link MAX_SNAPSHOT_FIELD_CHARS} characters, and a pattern {@link compileSnapshotPattern}
+ * reads as written (see {@link snapshotFieldProblem}); the message names the pattern and the
+ * supported forms.
+ */
+export const snapshotFieldSchema = z
+  .string()
+  .trim()
+  .min(1)
+  .max(MAX_SNAPSHOT_FIELD_CHARS)
+  .superRefine((p, ctx) => {
+    const problem = snapshotFieldProblem(p);
+    if (problem !== null) ctx.addIssue({ code: 'custom', message: problem });
+  });
+
+/** zod schema of a list of {@link snapshotFieldSchema} patterns (at most {@link MAX_SNAPSHOT_FIELDS}). */
+export const snapshotFieldsSchema = z.array(snapshotFieldSchema).max(MAX_SNAPSHOT_FIELDS);
+
 /**
  * zod schema of (partial) {@link InspectRules}, the per-queue entries {@link resolveInspectRules}
  * reads. The project file and connection profiles store the same rules in another shape
  * (`inspectQueueConfigSchema` in shared/config/project-config.ts: `match`, `note`…) with the same
- * {@link keyRuleSchema}.
+ * {@link keyRuleSchema} and {@link snapshotFieldSchema}.
  */
 export const inspectRulesSchema = z.object({
   keyRules: z.array(keyRuleSchema).max(50).optional(),
-  snapshotFields: z.array(z.string().min(1).max(256)).max(100).optional(),
+  snapshotFields: snapshotFieldsSchema.optional(),
   queueIsSnapshot: z.boolean().optional(),
   maxMessageBytes: z.number().int().min(1).max(MAX_LIMIT_BYTES).optional(),
 });
@@ -106,7 +133,9 @@ export type QueueRulesEntry = z.infer<typeof queueRulesEntrySchema>;
 /**
  * Fills in and sanitises rules that may come from untrusted JSON: unknown members of the rules are
  * dropped, key rules that {@link keyRuleSchema} refuses (including ones with unknown members) and
- * invalid patterns are skipped (never thrown), defaults fill the rest. Key rules come back trimmed.
+ * snapshot-field patterns that {@link snapshotFieldSchema} refuses are skipped (never thrown),
+ * defaults fill the rest. Key rules and patterns come back trimmed; the first
+ * {@link MAX_SNAPSHOT_FIELDS} valid patterns are kept.
  */
 export function normalizeRules(rules: Partial<InspectRules> | null | undefined): InspectRules {
   if (rules === null || typeof rules !== 'object') return { ...DEFAULT_INSPECT_RULES, keyRules: [], snapshotFields: [] };
@@ -117,7 +146,15 @@ export function normalizeRules(rules: Partial<InspectRules> | null | undefined):
       if (ok.success) keyRules.push(ok.data);
     }
   }
-  const snapshotFields = Array.isArray(rules.snapshotFields) ? rules.snapshotFields.filter((p): p is string => typeof p === 'string' && p.trim().length > 0 && p.length <= 256).slice(0, 100) : [];
+  const snapshotFields: string[] = [];
+  if (Array.isArray(rules.snapshotFields)) {
+    for (const p of rules.snapshotFields as unknown[]) {
+      if (snapshotFields.length >= MAX_SNAPSHOT_FIELDS) break;
+      if (typeof p !== 'string') continue;
+      const t = p.trim();
+      if (t.length > 0 && t.length <= MAX_SNAPSHOT_FIELD_CHARS && parsePattern(t).problem === null) snapshotFields.push(t);
+    }
+  }
   const out: InspectRules = { keyRules, snapshotFields, queueIsSnapshot: rules.queueIsSnapshot === true };
   const max = rules.maxMessageBytes;
   if (typeof max === 'number' && Number.isFinite(max) && max >= 1 && max <= MAX_LIMIT_BYTES) out.maxMessageBytes = Math.floor(max);
@@ -165,24 +202,69 @@ export interface SnapshotPattern {
   segs: string[];
 }
 
-/** Splits `order.items[*].sku` / `body.order.*` into segments; drops a leading `body`. Null when empty. */
-export function compileSnapshotPattern(source: string): SnapshotPattern | null {
+/** Most segments of a compiled pattern (after `**` runs collapse), and most `**` in one: bounds the matcher's work. */
+const MAX_PATTERN_SEGS = 32;
+const MAX_PATTERN_GLOBSTARS = 4;
+const SNAPSHOT_HINT = 'a pattern names body fields by member names and indexes: order.status, order.* (every field of order), items[*].price (any element), ** (any depth, e.g. **.status), with or without a leading body.; JSONPath such as $.order is not supported';
+/** One dot-separated step: a name (or nothing) followed by `[…]` indexes. */
+const PATTERN_STEP = /^([^[\]]*)((?:\[[^\]]*\])*)$/;
+/** An index a path can hold: `[*]` / `[]` (any) or `[n]` as the walk writes it (no leading zeros). */
+const PATTERN_INDEX = /^\[(?:\*|0|[1-9]\d{0,5})?\]$/;
+
+/**
+ * Parses a trimmed snapshot-field pattern into matcher segments (a leading `body` dropped, `**`
+ * runs collapsed), or says why the matcher cannot read it as written: JSONPath (`$.order`,
+ * `a..b`), an empty step (`order.`, `.order`), `*` inside a name (`order*`), an index other than
+ * `[*]`, `[]` or `[n]` (`['x']`, `[?(@.a)]`, `[01]`), an unmatched bracket, the bare `body`, or more
+ * than {@link MAX_PATTERN_SEGS} steps / {@link MAX_PATTERN_GLOBSTARS} `**`.
+ */
+function parsePattern(p: string): { segs: string[]; problem: null } | { segs: null; problem: string } {
+  const bad = (why: string): { segs: null; problem: string } => ({ segs: null, problem: `"${p.slice(0, 80)}" is not a snapshot field pattern (${why}): ${SNAPSHOT_HINT}` });
+  if (p.length === 0) return bad('it is empty');
+  if (/^\$(?:[.[]|$)/.test(p)) return bad('it starts with $, as JSONPath does');
   const segs: string[] = [];
-  for (const part of source.trim().split('.')) {
-    if (part.length === 0) continue;
-    const m = /^([^[\]]*)((?:\[[^\]]*\])*)$/.exec(part);
-    if (m === null) {
-      segs.push(part);
-      continue;
+  for (const part of p.split('.')) {
+    if (part.length === 0) return bad(p.includes('..') ? 'it has an empty step: .. is JSONPath; ** matches any depth' : 'it has an empty step: a leading or trailing .');
+    const m = PATTERN_STEP.exec(part);
+    if (m === null) return bad(`the step "${part.slice(0, 40)}" has an unmatched [ or ]`);
+    const name = m[1] ?? '';
+    if (name.includes('*') && name !== '*' && name !== '**') return bad(`the step "${part.slice(0, 40)}" has * inside a name: * (one step) and ** (any depth) stand alone`);
+    if (name.length > 0) segs.push(name);
+    for (const idx of (m[2] ?? '').match(/\[[^\]]*\]/g) ?? []) {
+      if (!PATTERN_INDEX.test(idx)) return bad(`the index ${idx.slice(0, 40)} is not [*], [] or a number [n]`);
+      segs.push(idx === '[*]' || idx === '[]' ? '[]' : idx);
     }
-    if ((m[1] ?? '').length > 0) segs.push(m[1] ?? '');
-    for (const idx of (m[2] ?? '').match(/\[[^\]]*\]/g) ?? []) segs.push(idx === '[*]' || idx === '[]' ? '[]' : idx);
   }
   if (segs[0] === 'body') segs.shift();
-  // Bound the matcher's work: consecutive `**` collapse; more than 4 `**` or 32 segments is refused.
   const collapsed = segs.filter((s, i) => !(s === '**' && segs[i - 1] === '**'));
-  if (collapsed.length === 0 || collapsed.length > 32 || collapsed.filter((s) => s === '**').length > 4) return null;
-  return { source: source.trim(), segs: collapsed };
+  if (collapsed.length === 0) return bad('it names the whole body: ** marks every field');
+  if (collapsed.length > MAX_PATTERN_SEGS) return bad(`it has more than ${String(MAX_PATTERN_SEGS)} steps`);
+  if (collapsed.filter((s) => s === '**').length > MAX_PATTERN_GLOBSTARS) return bad(`it has more than ${String(MAX_PATTERN_GLOBSTARS)} **`);
+  return { segs: collapsed, problem: null };
+}
+
+/**
+ * Why a snapshot-field pattern cannot match anything as {@link compileSnapshotPattern} reads it
+ * (the message names the pattern and the supported forms: `order.*`, `items[*].price`, `**`);
+ * null when it is a valid pattern. Never throws.
+ *
+ * @param pattern the pattern; surrounding whitespace is ignored.
+ */
+export function snapshotFieldProblem(pattern: string): string | null {
+  if (typeof pattern !== 'string') return 'a snapshot field pattern is a string';
+  return parsePattern(pattern.trim()).problem;
+}
+
+/**
+ * Splits `order.items[*].sku` / `body.order.*` into matcher segments; drops a leading `body`.
+ * Null when {@link snapshotFieldProblem} refuses the pattern (JSONPath, empty steps, `*` inside a
+ * name, other indexes, the bare `body`, too many steps). Never throws.
+ */
+export function compileSnapshotPattern(source: string): SnapshotPattern | null {
+  if (typeof source !== 'string') return null;
+  const trimmed = source.trim();
+  const r = parsePattern(trimmed);
+  return r.segs === null ? null : { source: trimmed, segs: r.segs };
 }
 
 /**

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { keyRuleSchema } from '../analysis/rules';
+import { keyRuleSchema, snapshotFieldsSchema } from '../analysis/rules';
 
 /**
  * The project file a team checks in next to its code: `queuescope.config.json` (or `.yaml` /
@@ -40,8 +40,8 @@ export const inspectQueueConfigSchema = z
     connection: z.string().trim().min(1).max(512).optional(),
     /** Tried before the built-in key rules, in order; validated by `keyRuleSchema` (shared/analysis/rules.ts), the one definition of a valid key rule. */
     keyRules: z.array(keyRuleSchema).max(50).default([]),
-    /** Body paths (`order.*`, `items[*].price`) that are intentional point-in-time snapshots. */
-    snapshotFields: z.array(z.string().trim().min(1).max(512)).max(200).default([]),
+    /** Body paths (`order.*`, `items[*].price`, `**.status`) that are intentional point-in-time snapshots; validated by `snapshotFieldSchema` (shared/analysis/rules.ts), the check the analysis applies (JSONPath such as `$.order` is refused). */
+    snapshotFields: snapshotFieldsSchema.default([]),
     /** The whole queue carries intentional snapshots (e.g. an event log): payloads are not flagged. */
     queueIsSnapshot: z.boolean().default(false),
     /** Payload size limit in bytes, when the broker's own is not known (SQS: the queue's MaximumMessageSize). */
