@@ -146,6 +146,11 @@ describe('analysed copies in place of the message list (queues whose read change
     expect(within(view).getByTestId('highlighted-key').textContent).toBe('A-2:charge');
     expect(within(view).getByTestId('key-reason').textContent).toBe('built from body.orderId (A-2).');
     expect(view.textContent).toMatch(/analysed copy, read by “Analyse all messages”/);
+    // A drill-down id in the summary opens the analysed copy too.
+    fireEvent.click(within(view).getByRole('button', { name: 'Close message' }));
+    expect(screen.queryByTestId('analysed-message-view')).toBeNull();
+    fireEvent.click(within(screen.getByTestId('inspect-report')).getByRole('button', { name: 'A-2' }));
+    expect(within(screen.getByTestId('analysed-message-view')).getByRole('heading', { level: 2 }).textContent).toBe('A-2');
     await act(() => new Promise((r) => setTimeout(r, 50)));
     expect(reads()).toHaveLength(0);
   });
@@ -162,6 +167,14 @@ describe('analysed copies in place of the message list (queues whose read change
 });
 
 describe('InspectSummary wording', () => {
+  it('counts a one-message queue in the singular while analysing', () => {
+    report = reportOf([], []);
+    const op = { ...operation(report), status: 'running' as const, total: 1, processed: 0, finishedAt: null, result: null };
+    useStore.setState({ inspectRuns: { [`c1\u0000${queue.id}`]: { status: 'running', state: undefined, operation: op, report: null, error: null } } });
+    render(<InspectSummary connectionId="c1" summary={queue} state={undefined} messages={[]} onOpenMessage={() => undefined} />);
+    expect(screen.getByRole('status').textContent).toBe('Analysing… 0 of 1 message Cancel');
+  });
+
   it('uses the singular for one large payload, one duplicate group and one redundant copy', async () => {
     const big = (id: string): QueueMessage => {
       const m = message(id, JSON.stringify({ orderId: 'A-1' }), { properties: { messageId: 'A-1:charge' } });

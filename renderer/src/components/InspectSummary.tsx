@@ -90,7 +90,7 @@ export function InspectSummary({
       {run?.status === 'running' && (
         <div className="progress" role="status">
           Analysing… {count(run.operation?.processed ?? 0)}
-          {run.operation?.total != null ? ` of ${count(run.operation.total)}` : ''} messages{' '}
+          {run.operation?.total != null ? ` of ${count(run.operation.total)}` : ''} message{(run.operation?.total ?? run.operation?.processed ?? 0) === 1 ? '' : 's'}{' '}
           <button type="button" className="btn btn-small" onClick={() => void cancelInspection(connectionId, summary.id)}>
             Cancel
           </button>
