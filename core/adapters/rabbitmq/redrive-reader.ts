@@ -1,8 +1,19 @@
 import type { Channel, Message } from 'amqplib';
 import { channelError } from './errors';
 
-/** Wait (ms) for the first delivery of a batch before calling the queue empty. */
+/**
+ * Wait (ms) for the first delivery of a batch before asking the broker whether the queue is empty
+ * (`queue.declare` passive: its ready-message count).
+ */
 const FIRST_DELIVERY_MS = 1_000;
+/**
+ * Longest wait (ms) for the first delivery of a batch while the broker still counts ready
+ * messages: a loaded broker (paging persistent messages from disk, two busy cores) can take more
+ * than {@link FIRST_DELIVERY_MS} to deliver, and calling the queue empty then ended a redrive of
+ * 10,000 messages after ~4,000 as if it were done (CI under load). After this, the batch is empty
+ * even though messages are counted (someone else's consumer is taking them).
+ */
+const MAX_FIRST_DELIVERY_MS = 30_000;
 /** With no further delivery for this long (ms), a batch is complete with what arrived. */
 const IDLE_MS = 300;
 
@@ -53,17 +64,26 @@ export class DlqReader {
 
   /**
    * Reads up to `n` messages (1–1000) from the head. Returns fewer when the queue has no more
-   * ready messages (none within 1 s, or a pause of 300 ms after the last one).
+   * ready messages: a pause of 300 ms after the last delivery, or none within 1 s and the broker
+   * counts no ready message (while it does, up to 30 s: a loaded broker can be slow to deliver).
    * @throws QueuescopeError when the channel fails (QUEUE_NOT_FOUND, HOST_UNREACHABLE…).
    */
   async read(n: number): Promise<Message[]> {
     if (this.closed) throw this.error();
     if (this.useGet) return this.readByGet(n);
+    const started = performance.now();
     const got: Message[] = [];
+    // Set by the consumer callback (read through a function, so the compiler does not narrow it).
+    const st = { cancelledByBroker: false };
+    const cancelled = (): boolean => st.cancelledByBroker;
     let finish: () => void = () => undefined;
-    const done = new Promise<void>((r) => {
-      finish = r;
-    });
+    let done: Promise<void> = Promise.resolve();
+    const reset = (): void => {
+      done = new Promise<void>((r) => {
+        finish = r;
+      });
+    };
+    reset();
     let timer: NodeJS.Timeout | undefined;
     // One timer per pause instead of one per delivery: when it fires early (deliveries came since
     // it was set), it is set again for what is left of the pause after the last delivery.
@@ -76,7 +96,7 @@ export class DlqReader {
     };
     const arm = (ms: number): void => {
       clearTimeout(timer);
-      timer = setTimeout(ms === IDLE_MS ? check : finish, ms);
+      timer = setTimeout(ms === IDLE_MS ? check : () => finish(), ms);
     };
     const onClose = (): void => finish();
     this.ch.once('close', onClose);
@@ -90,7 +110,10 @@ export class DlqReader {
       const ok = await this.ch.consume(
         this.queue,
         (m) => {
-          if (m === null) return finish(); // cancelled by the broker (queue deleted)
+          if (m === null) {
+            st.cancelledByBroker = true; // the queue was deleted
+            return finish();
+          }
           got.push(m);
           if (got.length >= n) return finish();
           idleFrom = performance.now();
@@ -99,8 +122,21 @@ export class DlqReader {
         },
         { noAck: false },
       );
-      if (got.length < n) arm(got.length === 0 ? FIRST_DELIVERY_MS : IDLE_MS);
-      await done;
+      for (;;) {
+        if (got.length >= n || cancelled() || !this.isOpen()) break;
+        arm(got.length === 0 ? FIRST_DELIVERY_MS : IDLE_MS);
+        await done;
+        clearTimeout(timer);
+        if (got.length > 0 || cancelled() || !this.isOpen() || performance.now() - started >= MAX_FIRST_DELIVERY_MS) break;
+        // Nothing arrived: the queue is empty, unless the broker still counts ready messages it is
+        // slow to deliver (then wait on; deliveries during this round trip are kept).
+        const ready = await this.ch.checkQueue(this.queue).then(
+          (q) => q.messageCount,
+          () => 0,
+        );
+        if (ready === 0) break;
+        reset();
+      }
       clearTimeout(timer);
       // Deliveries that arrive before cancel-ok are ours too (still at most n: the prefetch).
       if (this.isOpen()) await this.ch.cancel(ok.consumerTag);
