@@ -332,8 +332,7 @@ export async function inspectQueue(adapter: BrokerAdapter, queueId: string, opti
     rules,
     analysed,
     total: read.total,
-    partial: read.partial,
-    partialReason: read.partialReason,
+    ...withSnapshotPartial(read, snapshotPartialReason(adapter, queue)),
     sideEffects: read.sideEffects,
     summary,
     messages: rows,
@@ -426,6 +425,24 @@ export function deadLetterPartners(adapter: BrokerAdapter, queue: QueueSummary):
     });
   }
   return { targets: out, absent };
+}
+
+/**
+ * Why a snapshot section does not hold the whole queue it was exported from (its header's
+ * `partial` / `partialReason`, in `config.snapshot`: e.g. a RabbitMQ queue deeper than one peek),
+ * or null when it holds all of it or the adapter is not a snapshot.
+ */
+export function snapshotPartialReason(adapter: BrokerAdapter, queue: QueueSummary): string | null {
+  if (adapter.broker !== 'snapshot') return null;
+  const info = (queue.config as Record<string, unknown> | undefined)?.snapshot as { partial?: unknown; partialReason?: unknown } | undefined;
+  if (info?.partial !== true) return null;
+  return `The snapshot holds only part of ${queue.name}: ${typeof info.partialReason === 'string' && info.partialReason !== '' ? info.partialReason : 'the export did not read every message.'}`;
+}
+
+/** The report's `partial` / `partialReason`: the read's, and the snapshot's own when the file holds only part of the queue. */
+function withSnapshotPartial(read: ReadQueueResult, snapshotReason: string | null): { partial: boolean; partialReason: string | null } {
+  const reasons = [snapshotReason, read.partialReason].filter((x): x is string => x !== null);
+  return { partial: read.partial || snapshotReason !== null, partialReason: reasons.length > 0 ? reasons.join(' ') : null };
 }
 
 /** The snapshot file a queue was read from (`config.snapshot.file` of the snapshot adapter), or null for a broker. */

@@ -207,6 +207,14 @@ describe('queuescope inspect (RabbitMQ)', () => {
     expect(found.stderr).toMatch(/fail-on review: 500 messages flagged or to review; exit 6/);
     // Without --fail-on, a partial read is reported but is no failure.
     expect((await run(['inspect', AMQP_URL, deep])).code).toBe(0);
+    // Its export holds the same 500: the snapshot is read whole, but it is not the whole queue.
+    const file = join(dir, 'deep.jsonl');
+    expect((await run(['export', AMQP_URL, deep, '--out', file])).code).toBe(0);
+    const snap = await run(['inspect', file, '--fail-on', 'flag']);
+    expect(snap.stdout).toMatch(new RegExp(`Partial: The snapshot holds only part of ${deep}: ${deep} cannot be paged \\(rabbitmq-classic\\): one peek reads at most 500 messages`));
+    expect(snap.code).toBe(9);
+    expect(snap.stderr).toContain(`fail-on flag: nothing flagged in the 500 messages read, but the snapshot holds only part of ${deep}: ${deep} cannot be paged`);
+    expect(snap.stderr).toMatch(/Check the queue itself, or a snapshot that holds all of it\. Exit 9 \(incomplete\)\./);
   });
 });
 

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import Table from 'cli-table3';
 import { QueuescopeError, describeConnection } from '../../../shared/domain';
 import { loadProjectConfig } from '../../config/project-file';
-import { DEFAULT_ROW_LIMIT, inspectQueue, type CompareTarget, type InspectReport } from '../../inspect/inspect';
+import { DEFAULT_ROW_LIMIT, inspectQueue, snapshotPartialReason, type CompareTarget, type InspectReport } from '../../inspect/inspect';
 import { INSPECT_MAX_BODY_BYTES, MAX_INSPECT_BODY_BYTES } from '../../inspect/read';
 import type { InspectedMessage } from '../../../shared/api/inspect';
 import { resolveInspectSettings, type InspectSettingsSource } from '../../inspect/settings';
@@ -151,7 +151,8 @@ export function register(program: Command, ctx: CliContext): void {
           } else if (report.partial) {
             // Nothing found in the part read says nothing about the rest: a CI gate must not pass.
             ctx.setExitCode(EXIT.INCOMPLETE);
-            ctx.err(`${incompleteMessage(report, { failOn, limit, pageable: q.capabilities.canPageFromCursor, window })}\n`);
+            const snapshotPartial = snapshotPartialReason(adapter, q) !== null;
+            ctx.err(`${incompleteMessage(report, { failOn, limit, pageable: q.capabilities.canPageFromCursor, window, snapshotPartial })}\n`);
           }
         }
       } finally {
@@ -166,22 +167,30 @@ export function register(program: Command, ctx: CliContext): void {
  * {@link EXIT.INCOMPLETE}): how many messages were read of how many, why (the report's
  * `partialReason`), and how to read the rest — a larger or no `--limit`, or, for a queue that
  * cannot be paged (RabbitMQ classic/quorum, SQS: one peek of at most `window` messages), that the
- * rest cannot be read without consuming messages; a queue that changed while it was read: run again.
+ * rest cannot be read without consuming messages; a snapshot file that holds only part of its
+ * queue (`snapshotPartial`): the export's reason; a queue that changed while it was read: run again.
  */
-export function incompleteMessage(r: Pick<InspectReport, 'analysed' | 'total' | 'partialReason' | 'queue'>, o: { failOn: 'flag' | 'review'; limit: number | undefined; pageable: boolean; window: number }): string {
+export function incompleteMessage(
+  r: Pick<InspectReport, 'analysed' | 'total' | 'partialReason' | 'queue'>,
+  o: { failOn: 'flag' | 'review'; limit: number | undefined; pageable: boolean; window: number; snapshotPartial?: boolean },
+): string {
   const none = o.failOn === 'flag' ? 'nothing flagged' : 'nothing flagged or to review';
   const name = cell(r.queue.name, 120);
   const holds = r.total !== null && r.total > r.analysed ? `${name} holds about ${String(r.total)}` : `${name} may hold more`;
   const byLimit = o.limit !== undefined && r.analysed >= o.limit && (o.pageable || o.limit < o.window);
-  let why: string;
+  let but: string;
   if (byLimit) {
-    why = o.pageable ? `--limit ${String(o.limit)} stopped the read. Drop --limit (or raise it) to check every message.` : `--limit ${String(o.limit)} stopped the read. Raise --limit (up to ${String(o.window)}, one peek) or drop it.`;
+    but = `${holds}: --limit ${String(o.limit)} stopped the read. ${o.pageable ? 'Drop --limit (or raise it) to check every message.' : `Raise --limit (up to ${String(o.window)}, one peek) or drop it.`}`;
+  } else if (o.snapshotPartial === true) {
+    // partialReason starts with "The snapshot holds only part of <queue>: …" (snapshotPartialReason).
+    const reason = cell(r.partialReason ?? 'The snapshot holds only part of the queue.', 400);
+    but = `${reason.charAt(0).toLowerCase()}${reason.slice(1)} Check the queue itself, or a snapshot that holds all of it.`;
   } else if (!o.pageable) {
-    why = `a ${r.queue.kind} queue cannot be paged: one peek returns at most ${String(o.window)} messages, and the rest cannot be read without consuming them (export has the same limit). Check again once these are consumed, or gate on a queue that can be read whole.`;
+    but = `${holds}: a ${r.queue.kind} queue cannot be paged: one peek returns at most ${String(o.window)} messages, and the rest cannot be read without consuming them (export has the same limit). Check again once these are consumed, or gate on a queue that can be read whole.`;
   } else {
-    why = `${cell(r.partialReason ?? 'not every message was read', 300)} Run it again.`;
+    but = `${holds}: ${cell(r.partialReason ?? 'not every message was read', 300)} Run it again.`;
   }
-  return `fail-on ${o.failOn}: ${none} in the ${String(r.analysed)} messages read, but ${holds}: ${why} Exit ${String(EXIT.INCOMPLETE)} (incomplete).`;
+  return `fail-on ${o.failOn}: ${none} in the ${String(r.analysed)} messages read, but ${but} Exit ${String(EXIT.INCOMPLETE)} (incomplete).`;
 }
 
 const pct = (x: number): string => `${(x * 100).toFixed(x > 0 && x < 0.1 ? 1 : 0)}%`;
