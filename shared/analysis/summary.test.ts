@@ -254,6 +254,14 @@ describe('identical payloads without an idempotency key', () => {
     expect(s.samePayloadDifferentKeys[0]?.reason).toContain('3 messages carry the same payload, 2 without an idempotency key and 1 under one key');
   });
 
+  it('names both problems when copies without a key and under different keys meet', () => {
+    const s = summarizeQueue([msg({ id: 'n1', body: order }), msg({ id: 'k1', properties: { messageId: 'N-1:a' }, body: order }), msg({ id: 'k2', properties: { messageId: 'N-1:b' }, body: order })]);
+    expect(s.samePayloadDifferentKeys[0]).toMatchObject({ count: 3, keys: ['N-1:a', 'N-1:b'], distinctKeys: 2, withoutKey: 1, exampleIds: ['n1', 'k1', 'k2'] });
+    expect(s.samePayloadDifferentKeys[0]?.reason).toBe(
+      '3 messages carry the same payload, 1 without an idempotency key and 2 under 2 different keys: the copy without a key is not recognised as a duplicate, nor are those under different keys.',
+    );
+  });
+
   it('leaves out single messages without a key and copies under one key (those are duplicate groups)', () => {
     const s = summarizeQueue([msg({ id: 'n1', body: order }), msg({ id: 'k1', properties: { messageId: 'K' }, body: { orderId: 'X' } }), msg({ id: 'k2', properties: { messageId: 'K' }, body: { orderId: 'X' } })]);
     expect(s.samePayloadDifferentKeysCount).toBe(0);
