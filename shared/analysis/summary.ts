@@ -559,7 +559,7 @@ function samePayloadReason(count: number, distinct: number, withoutKey: number):
   const messages = `${plural(count, 'message')} ${verb(count, 'carries', 'carry')} the same payload`;
   const keys = distinct >= KEYS_PER_PAYLOAD ? `${String(KEYS_PER_PAYLOAD)}+ different keys` : distinct === 1 ? 'one key' : `${String(distinct)} different keys`;
   if (withoutKey === 0) return `${messages} under ${keys}: the key is not derived from the business data, so a re-send of the same operation is not recognised as a duplicate.`;
-  if (distinct === 0) return `${messages} without an idempotency key: a consumer cannot tell a redelivered or re-sent copy from a new operation; send a key derived from the business data (e.g. the entity id and the operation).`;
+  if (distinct === 0) return `${messages} without an idempotency key: a consumer cannot tell a redelivered or re-sent copy from a new operation; send a key derived from the business data.`;
   const copies = withoutKey === 1 ? 'the copy without a key is not recognised as a duplicate' : 'the copies without a key are not recognised as duplicates';
   return `${messages}, ${withoutKey.toLocaleString('en')} without an idempotency key and ${(count - withoutKey).toLocaleString('en')} under ${keys}: ${copies}${distinct > 1 ? ', nor are those under different keys' : ''}.`;
 }
