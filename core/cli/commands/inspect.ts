@@ -211,8 +211,11 @@ export function formatInspectReport(r: InspectReport, options: { rows: number; w
   if (r.partial) out.push(`Partial: ${cell(r.partialReason ?? 'not every message was read', 400)}`);
   out.push('');
   const kv = s.keyVerdicts;
-  out.push(`Idempotency keys: ${pct(s.businessDerivedShare)} business-derived (${String(kv['business-derived'])}), ${String(kv['opaque-random'])} opaque random, ${String(kv['time-derived'])} time-derived, ${String(kv['period-key'])} period keys, ${String(kv.missing)} missing`);
-  out.push(`Payloads: ${String(s.verdicts.flag)} flag, ${String(s.verdicts.review)} review, ${String(s.verdicts.ok)} ok; ${plural(s.largePayloads, 'large payload')}`);
+  if (s.total === 0) out.push('Idempotency keys and payloads: no messages were analysed.');
+  else {
+    out.push(`Idempotency keys: ${pct(s.businessDerivedShare)} business-derived (${String(kv['business-derived'])}), ${String(kv['opaque-random'])} opaque random, ${String(kv['time-derived'])} time-derived, ${plural(kv['period-key'], 'period key')}, ${String(kv.missing)} missing`);
+    out.push(`Payloads: ${String(s.verdicts.flag)} flag, ${String(s.verdicts.review)} review, ${String(s.verdicts.ok)} ok; ${plural(s.largePayloads, 'large payload')}`);
+  }
   // The sentence is the first message's (its size, its fields); the others share the rule, not the numbers.
   for (const reason of s.reasons.slice(0, 6)) {
     const worded = reason.count > 1 && reason.exampleIds[0] !== undefined ? ` (worded for ${cell(reason.exampleIds[0], 40)})` : '';
@@ -225,7 +228,7 @@ export function formatInspectReport(r: InspectReport, options: { rows: number; w
     for (const c of s.keyCollisions.slice(0, 10)) out.push(`  ${cell(c.reason, 200)}`);
   }
   if (s.samePayloadDifferentKeysCount > 0) {
-    out.push(`Same payload under different keys: ${plural(s.samePayloadDifferentKeysCount, 'group')}`);
+    out.push(`Same payload under different keys or without a key: ${plural(s.samePayloadDifferentKeysCount, 'group')}`);
     for (const g of s.samePayloadDifferentKeys.slice(0, 10)) out.push(`  ${cell(g.reason, 200)} e.g. ${ids(g.exampleIds, g.count)}`);
   }
   if (s.bounds.note !== null) out.push(`Note: ${cell(s.bounds.note, 300)}`);

@@ -257,7 +257,7 @@ function ReportDetails({ report, onPick }: { report: InspectReport; onPick: (id:
       )}
       {s.samePayloadDifferentKeysCount > 0 && (
         <details className="drill">
-          <summary>Same payload under different keys ({count(s.samePayloadDifferentKeysCount)})</summary>
+          <summary>Same payload under different keys or without a key ({count(s.samePayloadDifferentKeysCount)})</summary>
           <ul>
             {s.samePayloadDifferentKeys.map((g) => (
               <li key={g.hash}>
