@@ -150,15 +150,7 @@ describe('sortSmall = Array.prototype.sort (stable)', () => {
 
 /** The hash as first written (two UTF-16 units per step, one step per iteration). */
 function hashStringReference(s: string, seed: number): { a: number; b: number } {
-  const fmix = (h0: number): number => {
-    let h = h0;
-    h ^= h >>> 16;
-    h = Math.imul(h, 0x85ebca6b);
-    h ^= h >>> 13;
-    h = Math.imul(h, 0xc2b2ae35);
-    h ^= h >>> 16;
-    return h >>> 0;
-  };
+  const fmix = fmixRef;
   let a = (0x811c9dc5 ^ seed) >>> 0;
   let b = (0x9747b28c ^ seed) | 0;
   const n = s.length;
