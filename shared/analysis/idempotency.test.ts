@@ -474,3 +474,137 @@ describe('key verdict properties (member names)', () => {
     );
   });
 });
+
+describe('key verdict: SQS content-based deduplication ids (rule K3, meta.deduplicationIdSource)', () => {
+  // SHA-256 of the body as SQS makes it; the analysis trusts the adapter's check (core/adapters/sqs/message.ts).
+  const ID = 'ad3eb910f6d1e641dc53311fa11cffe6bb8eee7d26903aa30a09e5e4cc54cfdf';
+  const FIFO = 'sqs:http://127.0.0.1:4566/000000000000/orders.fifo';
+  const content = (body: unknown, extra: Partial<MsgInit> = {}): QueueMessage =>
+    msg({ queueId: FIFO, body, ...extra, meta: { messageGroupId: 'g', messageDeduplicationId: ID, deduplicationIdSource: 'content', ...extra.meta } });
+
+  it('names the source and is business-derived when the body carries no per-send or time member', () => {
+    const m = content({ orderId: 'A-1', op: 'charge', items: [{ sku: 'SKU-1', qty: 2 }] });
+    expect(extractIdempotencyKey(m)).toEqual({ key: ID, source: 'SQS content-based deduplication id (SHA-256 of the body)', origin: 'builtin', fields: ['meta.messageDeduplicationId'] });
+    const v = bothWays(m);
+    expect(v.verdict).toBe('business-derived');
+    expect(v.reason).toContain('(from SQS content-based deduplication id (SHA-256 of the body))');
+    expect(v.reason).toContain('identical sends share it');
+    expect(v.reason).toContain('5-minute deduplication interval');
+    expect(v.reason).not.toContain('random hex');
+  });
+
+  it('the same id without the content mark is still judged by its text (random hex)', () => {
+    const v = bothWays(msg({ queueId: FIFO, body: { orderId: 'A-1', op: 'charge' }, meta: { messageGroupId: 'g', messageDeduplicationId: ID } }));
+    expect(v.verdict).toBe('opaque-random');
+    expect(v.reason).toContain('random hex');
+    expect(extractIdempotencyKey(msg({ meta: { messageDeduplicationId: ID } }))?.source).toBe('SQS MessageDeduplicationId');
+  });
+
+  it('a time member in the body makes it time-derived, naming the member and the fix', () => {
+    const v = bothWays(content({ orderId: 'A-1', op: 'charge', requestedAt: '2026-12-02T03:04:05.123Z' }));
+    expect(v.verdict).toBe('time-derived');
+    expect(v.reason).toContain('body.requestedAt (2026-12-02T03:04:05.123Z), a time');
+    expect(v.reason).toContain('a retry that builds the body again later gets a new id and is not deduplicated');
+    expect(v.reason).toContain('send an explicit MessageDeduplicationId built from business values');
+    // Epoch digits from a time-named member, nested; a per-send time says "the send time".
+    expect(bothWays(content({ order: { id: 'A-1', createdAtMs: 1796182330132 } })).reason).toContain('body.order.createdAtMs (1796182330132), a time');
+    expect(bothWays(content({ orderId: 'A-1', meta: { sentAt: 1796182330 } })).reason).toContain('body.meta.sentAt (1796182330), the send time');
+    // An ISO timestamp counts from a member whose name does not say time, too.
+    expect(bothWays(content({ orderId: 'A-1', when: '2026-12-02 03:04' })).verdict).toBe('time-derived');
+  });
+
+  it('a per-send member makes it opaque-random, naming the member and what it is', () => {
+    const v = bothWays(content({ orderId: 'A-1', op: 'charge', attempt: 2 }));
+    expect(v.verdict).toBe('opaque-random');
+    expect(v.reason).toContain('body.attempt (2), a value that changes on every send (a retry counter)');
+    expect(v.reason).toContain('or leave body.attempt out of the body');
+    const r = bothWays(content({ orderId: 'A-1', requestId: 'req-77' }));
+    expect(r.verdict).toBe('opaque-random');
+    expect(r.reason).toContain('body.requestId (req-77)');
+    // A time member wins over a per-send one (as for other keys).
+    expect(bothWays(content({ attempt: 1, requestedAt: '2026-12-02T03:04:05Z' })).verdict).toBe('time-derived');
+  });
+
+  it('identifiers and dates are not times: an epoch-sized order number or a delivery date stays business-derived', () => {
+    expect(bothWays(content({ orderId: 1796182330, deliveryDate: '2026-12-05', invoiceNumber: 1796182330132 })).verdict).toBe('business-derived');
+  });
+
+  it('a text body: an ISO timestamp in it is a time; without one, identical sends share the id', () => {
+    const t = bothWays(content(undefined, { rawBody: 'charge A-1 at 2026-12-02T03:04:05Z' }));
+    expect(t.verdict).toBe('time-derived');
+    expect(t.reason).toContain('the body text (2026-12-02T03:04:05Z)');
+    const b = bothWays(content(undefined, { rawBody: 'charge A-1' }));
+    expect(b.verdict).toBe('business-derived');
+    expect(b.reason).toContain('which is not JSON and holds no timestamp');
+  });
+
+  it('a body cut at the read limit could not be checked: opaque-random, saying so', () => {
+    const m = content(undefined, { rawBody: '{"orderId":"A-1","op":"cha' });
+    m.body = { ...m.body, sizeBytes: 300_000, truncated: true };
+    const v = bothWays(m);
+    expect(v.verdict).toBe('opaque-random');
+    expect(v.reason).toContain('the body (300000 bytes) was cut at the read limit, so it could not be checked for per-send or time members');
+  });
+
+  it('an explicit key still wins, and a user rule on meta.messageDeduplicationId gets the content verdict', () => {
+    const m = content({ orderId: 'A-1', idempotencyKey: 'A-1:charge' });
+    expect(extractIdempotencyKey(m)?.key).toBe('A-1:charge');
+    expect(bothWays(m).verdict).toBe('business-derived');
+    const rule: KeyRule[] = [{ kind: 'jsonPath', path: 'meta.messageDeduplicationId' }];
+    const r = content({ orderId: 'A-1', attempt: 3 });
+    const ex = extractIdempotencyKey(r, rule);
+    expect(ex?.key).toBe(ID);
+    expect(classifyKey(ex?.key ?? '', r, ex ?? undefined)).toMatchObject({ verdict: 'opaque-random' });
+    // A template composing the id with other text is judged by its text, as before.
+    const tpl = extractIdempotencyKey(r, [{ kind: 'template', template: '{meta.messageDeduplicationId}:x' }]);
+    expect(classifyKey(tpl?.key ?? '', r, tpl ?? undefined).reason).toContain('random hex');
+  });
+
+  it('the summary verdict matches the sentence verdict', () => {
+    for (const body of [{ orderId: 'A-1' }, { orderId: 'A-1', attempt: 1 }, { orderId: 'A-1', ts: 1796182330 }]) {
+      const m = content(body);
+      const ex = extractIdempotencyKey(m);
+      expect(analyzeMessage(m, { detail: 'verdict' }).keyVerdict.verdict).toBe(classifyKey(ex?.key ?? '', m, ex ?? undefined).verdict);
+    }
+  });
+});
+
+describe('key extraction: binary Idempotency-Key attributes (SQS Binary, { base64 })', () => {
+  const b64 = (s: string): string => btoa(String.fromCharCode(...new TextEncoder().encode(s)));
+
+  it('reads a binary Idempotency-Key / X-Idempotency-Key as UTF-8 text and classifies it like a string', () => {
+    const m = msg({ headers: { 'Idempotency-Key': { base64: b64('A-1001:charge') } }, body: { orderId: 'A-1001', operation: 'charge' } });
+    expect(extractIdempotencyKey(m)).toEqual({ key: 'A-1001:charge', source: 'header Idempotency-Key (binary, read as UTF-8)', origin: 'builtin', fields: ['headers.Idempotency-Key'] });
+    expect(bothWays(m).verdict).toBe('business-derived');
+    const x = msg({ headers: { 'x-idempotency-key': { base64: b64('Bestellung-Ä7') } } });
+    expect(extractIdempotencyKey(x)?.key).toBe('Bestellung-Ä7');
+    expect(readMessagePath(x, 'headers.X-Idempotency-Key')).toBe('Bestellung-Ä7');
+    expect(extractIdempotencyKey(x, [{ kind: 'header', name: 'x-idempotency-key' }])?.source).toBe('header x-idempotency-key (binary, read as UTF-8)');
+  });
+
+  it('ignores binary values that are not valid printable UTF-8, empty, or not exactly { base64 }', () => {
+    const bad: HeaderValue[] = [
+      { base64: 'AQL/' }, // 01 02 FF: control characters and invalid UTF-8
+      { base64: '/w==' }, // FF
+      { base64: b64('a\u0000b') },
+      { base64: b64('   ') },
+      { base64: '' },
+      { base64: 'not base64!' },
+      { base64: b64('A-1'), extra: 'x' },
+    ];
+    for (const value of bad) expect(extractIdempotencyKey(msg({ headers: { 'Idempotency-Key': value }, meta: { messageDeduplicationId: 'fallback' } }))?.key).toBe('fallback');
+  });
+
+  it('any bytes: the key is exactly their UTF-8 text without control characters, or the header is skipped', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.uint8Array({ maxLength: 64 }), fc.string({ unit: 'binary', maxLength: 32 }).map((t) => new TextEncoder().encode(t)), fc.constant(Uint8Array.from([0xef, 0xbb, 0xbf, 0x41]))), (bytes) => {
+        const ex = extractIdempotencyKey(msg({ headers: { 'Idempotency-Key': { base64: btoa(String.fromCharCode(...bytes)) } } }));
+        if (ex === null) return;
+        expect(ex.source).toBe('header Idempotency-Key (binary, read as UTF-8)');
+        expect(Array.from(new TextEncoder().encode(ex.key))).toEqual(Array.from(bytes));
+        expect(/[\u0000-\u001f\u007f-\u009f]/.test(ex.key)).toBe(false);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});

@@ -10,7 +10,7 @@ import * as sort from './sort';
 // module's exports object, which the per-value hot paths below paid for (~8 % of the analysis in
 // bench/analysis.ts). Bundlers (electron-vite) produce plain calls either way.
 const { nameInfo } = fieldNames;
-const { bodyJson, hasOwnKeys, indexSeg, isRecord, own } = jsonBody;
+const { bodyJson, bodyView, hasOwnKeys, indexSeg, isRecord, own } = jsonBody;
 const { sortSmall } = sort;
 
 /**
@@ -110,8 +110,13 @@ function scalarText(v: unknown, name: string | null = null): string | undefined 
   return undefined;
 }
 
-/** Finds a header case-insensitively; returns its actual name and text value. */
-function findHeader(headers: Record<string, HeaderValue> | undefined, name: string): { name: string; value: string } | undefined {
+/**
+ * Finds a header case-insensitively; returns its actual name and text value. A binary value as the
+ * adapters write it (`{ base64: "…" }`: an SQS `Binary` message attribute, an AMQP byte array that
+ * is not UTF-8) is read as its UTF-8 text when that is valid and printable ({@link binaryText});
+ * `binary` is then true.
+ */
+function findHeader(headers: Record<string, HeaderValue> | undefined, name: string): { name: string; value: string; binary?: true } | undefined {
   if (!isRecord(headers) || !hasOwnKeys(headers)) return undefined;
   const wanted = name.toLowerCase();
   let seen = 0;
@@ -121,8 +126,40 @@ function findHeader(headers: Record<string, HeaderValue> | undefined, name: stri
     const raw = own(headers, k);
     const text = scalarText(raw) ?? scalarText(own(raw, 'StringValue')) ?? scalarText(own(raw, 'stringValue'));
     if (text !== undefined) return { name: k, value: text };
+    const bin = binaryText(raw);
+    if (bin !== undefined) return { name: k, value: bin, binary: true };
   }
   return undefined;
+}
+
+// ignoreBOM: a leading U+FEFF is kept, so the key is exactly the bytes' text.
+const utf8Strict = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+/** Base64 texts longer than this are not decoded (a key is at most 4 × {@link MAX_KEY_LENGTH} characters, up to 4 UTF-8 bytes each). */
+const MAX_BINARY_BASE64 = Math.ceil((MAX_KEY_LENGTH * 16) / 3) + 4;
+
+/**
+ * The text of a binary header value `{ base64: "…" }` (exactly that member) when its bytes are
+ * valid UTF-8 without control characters (C0, DEL, C1) and not empty; undefined otherwise, and for
+ * anything else. Never throws.
+ */
+function binaryText(raw: unknown): string | undefined {
+  if (!isRecord(raw)) return undefined;
+  const b64 = own(raw, 'base64');
+  if (typeof b64 !== 'string' || b64.length === 0 || b64.length > MAX_BINARY_BASE64 || Object.keys(raw).length !== 1) return undefined;
+  let text: string;
+  try {
+    const bin = atob(b64);
+    const bytes = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    text = utf8Strict.decode(bytes);
+  } catch {
+    return undefined;
+  }
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || (c >= 0x7f && c <= 0x9f)) return undefined;
+  }
+  return text.trim().length > 0 ? text : undefined;
 }
 
 /** Splits `body.items[0].sku` into `['body', 'items', 0, 'sku']`; null when malformed. */
@@ -167,6 +204,11 @@ export function readMessagePath(message: QueueMessage, path: string): unknown {
 // Extraction
 
 const KEY_HEADERS = ['Idempotency-Key', 'X-Idempotency-Key'];
+/** Appended to a header source when the value was binary, read as UTF-8 ({@link binaryText}). */
+const BINARY_NOTE = ' (binary, read as UTF-8)';
+/** {@link KeyExtraction.source} of an SQS MessageDeduplicationId that the adapter found to be the body's SHA-256 (`meta.deduplicationIdSource: 'content'`). */
+export const CONTENT_DEDUP_SOURCE = 'SQS content-based deduplication id (SHA-256 of the body)';
+const DEDUP_FIELD = 'meta.messageDeduplicationId';
 const BODY_KEY_FIELDS = ['idempotencyKey', 'idempotency_key', 'dedupKey', 'dedup_key'];
 /** `body.<field>` for each of {@link BODY_KEY_FIELDS}, made once. */
 const BODY_KEY_PATHS: Readonly<Record<string, string>> = Object.fromEntries(BODY_KEY_FIELDS.map((f) => [f, `body.${f}`]));
@@ -176,7 +218,7 @@ const ENVELOPES = ['data', 'payload', 'detail', 'body', 'message', 'args'];
 function fromRule(message: QueueMessage, rule: KeyRule): KeyExtraction | null {
   if (rule.kind === 'header') {
     const h = findHeader(message.headers, rule.name);
-    return h ? { key: h.value, source: `header ${h.name}`, origin: 'user', fields: [`headers.${h.name}`] } : null;
+    return h ? { key: h.value, source: `header ${h.name}${h.binary ? BINARY_NOTE : ''}`, origin: 'user', fields: [`headers.${h.name}`] } : null;
   }
   if (rule.kind === 'jsonPath') {
     const v = scalarText(readMessagePath(message, rule.path), lastMember(rule.path));
@@ -205,11 +247,14 @@ function isBullmq(message: QueueMessage): boolean {
  * rules, in this documented order — keys a sender sets on purpose first, then transport ids that
  * client libraries often fill per send (a fresh AMQP `message_id`, SQS `MessageDeduplicationId` or
  * BullMQ job id on every retry would not deduplicate anything):
- * 1. headers / message attributes `Idempotency-Key`, `X-Idempotency-Key` (any case);
+ * 1. headers / message attributes `Idempotency-Key`, `X-Idempotency-Key` (any case; a binary
+ *    value — an SQS `Binary` attribute — as its UTF-8 text when that is valid and printable);
  * 2. body fields `idempotencyKey`, `idempotency_key`, `dedupKey`, `dedup_key` at the top level of a
  *    JSON body, then one level inside `data`, `payload`, `detail`, `body`, `message`, `args[0]`;
  * 3. AMQP `message_id` (`properties.messageId`);
- * 4. SQS FIFO `MessageDeduplicationId` (`meta.messageDeduplicationId`);
+ * 4. SQS FIFO `MessageDeduplicationId` (`meta.messageDeduplicationId`); its source says "SQS
+ *    content-based deduplication id (SHA-256 of the body)" when `meta.deduplicationIdSource` is
+ *    `content` (see {@link classifyKey} for its verdict);
  * 5. BullMQ (messages from a `bullmq:` queue): the deduplication id (`properties.deduplicationId`),
  *    then a custom job id (`headers.jobId`, or a job id that is not purely numeric — numeric ids
  *    are BullMQ's auto-increment counter);
@@ -254,7 +299,7 @@ function builtin(message: QueueMessage): KeyExtraction | null {
   // 1. Explicit idempotency-key headers / message attributes.
   for (const name of KEY_HEADERS) {
     const h = findHeader(message.headers, name);
-    if (h) return b(h.value, `header ${name}`, [`headers.${h.name}`]);
+    if (h) return b(h.value, `header ${name}${h.binary ? BINARY_NOTE : ''}`, [`headers.${h.name}`]);
   }
   // 2. Explicit body fields: set by the sender on purpose, so they beat transport ids.
   const json = bodyJson(message);
@@ -265,7 +310,7 @@ function builtin(message: QueueMessage): KeyExtraction | null {
   const amqpId = scalarText(own(props, 'messageId')) ?? scalarText(own(props, 'message_id'));
   if (amqpId !== undefined) return b(amqpId, 'AMQP message_id', ['properties.messageId']);
   const dedup = scalarText(own(message.meta, 'messageDeduplicationId'));
-  if (dedup !== undefined) return b(dedup, 'SQS MessageDeduplicationId', ['meta.messageDeduplicationId']);
+  if (dedup !== undefined) return b(dedup, contentDedup(message) ? CONTENT_DEDUP_SOURCE : 'SQS MessageDeduplicationId', [DEDUP_FIELD]);
   if (isBullmq(message)) {
     const deid = scalarText(own(props, 'deduplicationId'));
     if (deid !== undefined) return b(deid, 'BullMQ deduplication id', ['properties.deduplicationId']);
@@ -482,15 +527,16 @@ export interface KeyEvidence {
 }
 
 /**
- * Evidence to gather for `extraction`'s key, or null when the key is empty (its verdict needs
- * none). See {@link KeyEvidence}.
+ * Evidence to gather for `extraction`'s key, or null when the key is empty or an SQS
+ * content-based deduplication id (their verdicts need none). See {@link KeyEvidence}.
  *
  * @internal for shared/analysis.
  */
 export function keyEvidence(extraction: KeyExtraction | null, message: QueueMessage): KeyEvidence | null {
   if (extraction === null || typeof extraction.key !== 'string') return null;
   const key = extraction.key.trim().slice(0, MAX_KEY_LENGTH);
-  if (key.length === 0) return null;
+  // An SQS content-based id is judged by the body's members, not by matching values (contentKeyVerdict).
+  if (key.length === 0 || isContentKey(key, message, extraction)) return null;
   const ex: string[][] = [];
   if (extraction.composed !== true) {
     for (const f of extraction.fields) {
@@ -980,6 +1026,12 @@ const list = (xs: string[]): string => (xs.length <= 1 ? (xs[0] ?? '') : `${xs.s
  * evidence.
  * Verdicts, first that applies:
  * - `missing`: empty key;
+ * - an SQS MessageDeduplicationId the adapter found to be the SHA-256 of the body
+ *   (`meta.deduplicationIdSource: 'content'`, the key read verbatim from
+ *   `meta.messageDeduplicationId`) is judged by what the body carries, not by the key's text
+ *   ({@link contentKeyVerdict}): `time-derived` when a body member holds a time, `opaque-random`
+ *   when one changes per send (or the body was cut at the read limit, so it could not be checked),
+ *   else `business-derived` — identical sends share it;
  * - `time-derived`: an epoch (s or ms, years 2001–2099) or ISO timestamp in the unmatched text, or
  *   a matched time value (above);
  * - `opaque-random`: a part from a per-send member — a retry gets a new key (the reason names it);
@@ -1048,6 +1100,7 @@ function classify(rawKey: string, message: QueueMessage, extraction: Pick<KeyExt
     }
     return { verdict: 'missing', reason: 'missing: no idempotency key was found in the headers, properties or body, so redelivered copies cannot be recognised.' };
   }
+  if (extraction !== undefined && isContentKey(key, message, extraction)) return contentKeyVerdict(key, message, extraction.source, sentences);
   const exclude = extraction?.composed === true ? [] : (extraction?.fields ?? []);
   // The payload walk's evidence when it is for this key and complete; else walk the body here.
   const walked: { out: Scalar[]; copies: Scalar[] } = evidence !== null && evidence.done && evidence.exact && evidence.key === key ? evidence : collectScalars(bodyJson(message), exclude, key);
@@ -1141,5 +1194,142 @@ function classify(rawKey: string, message: QueueMessage, extraction: Pick<KeyExt
   return {
     verdict: 'opaque-random',
     reason: `opaque-random: the key ${q}${from} matches no payload value${copied}, so it cannot be shown to be business-derived; if the sender makes a new one per send, retries are not deduplicated.`,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// SQS content-based deduplication ids
+
+/** The message's SQS MessageDeduplicationId is the SHA-256 of its body (the SQS adapter checked it; {@link MessageMeta.deduplicationIdSource}). */
+function contentDedup(message: QueueMessage): boolean {
+  return own(message.meta, 'deduplicationIdSource') === 'content';
+}
+
+/**
+ * True when `key` is the message's content-based MessageDeduplicationId, read verbatim (rule K3,
+ * or a user rule on `meta.messageDeduplicationId`): then the key's text says nothing — it is a hash
+ * — and the body is the evidence.
+ */
+function isContentKey(key: string, message: QueueMessage, extraction: Pick<KeyExtraction, 'fields' | 'composed'>): boolean {
+  if (extraction.composed === true || extraction.fields.length !== 1 || extraction.fields[0] !== DEDUP_FIELD || !contentDedup(message)) return false;
+  return scalarText(own(message.meta, 'messageDeduplicationId'))?.trim() === key;
+}
+
+/** What {@link contentMembers} found: the first body member holding a time, the first that changes per send. */
+interface ContentWalk {
+  time: Scalar | undefined;
+  perSend: Scalar | undefined;
+  visited: number;
+}
+
+/**
+ * Walks a JSON body for members that make its SHA-256 differ between sends of the same operation:
+ * a time (the member name and value judged as in {@link matchFlags}: ISO timestamps from any
+ * member but an identifier, epoch digits only from a member named as a time) and a per-send member
+ * ({@link NameInfo.perSend}: `attempt`, `requestId`, `nonce`, `sentAt`…). Bounded like
+ * {@link collect}: {@link MAX_BODY_DEPTH} levels, {@link MAX_BODY_FIELDS} members per container,
+ * 4 × {@link MAX_BODY_FIELDS} nodes in all; stops at the first time.
+ */
+function contentMembers(json: unknown): ContentWalk {
+  const w: ContentWalk = { time: undefined, perSend: undefined, visited: 0 };
+  walkContent(w, json, null, [], 0);
+  return w;
+}
+
+/** One value of {@link contentMembers}'s walk; true once a time was found (the walk stops). */
+function walkContent(w: ContentWalk, v: unknown, name: string | null, segs: string[], depth: number): boolean {
+  if (w.visited++ >= MAX_BODY_FIELDS * 4) return true;
+  if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') {
+    const info = name !== null ? nameInfo(name) : null;
+    const t = typeof v === 'string' ? (v.length > 0 ? v : undefined) : typeof v === 'number' ? numberText(v, rawBody, name) : String(v);
+    if (t === undefined) return false;
+    if (typeof v !== 'boolean' && t.length <= MAX_VALUE_LENGTH && hasDigit(t) && piecesClass(pieces(t), timeMode(info)) === MATCH_TIME) {
+      w.time = { path: scalarPath(segs), text: t, name };
+      return true;
+    }
+    if (w.perSend === undefined && info?.perSend === true) w.perSend = { path: scalarPath(segs), text: t, name };
+    return false;
+  }
+  if (depth >= MAX_BODY_DEPTH || v === null || typeof v !== 'object') return false;
+  if (Array.isArray(v)) {
+    const n = Math.min(v.length, MAX_BODY_FIELDS);
+    for (let i = 0; i < n; i++) {
+      segs.push(indexSeg(i));
+      const stop = walkContent(w, v[i], name, segs, depth + 1);
+      segs.pop();
+      if (stop) return true;
+    }
+    return false;
+  }
+  const keys = Object.keys(v);
+  const n = Math.min(keys.length, MAX_BODY_FIELDS);
+  for (let i = 0; i < n; i++) {
+    const k = keys[i] as string;
+    segs.push(k);
+    const stop = walkContent(w, (v as Record<string, unknown>)[k], k, segs, depth + 1);
+    segs.pop();
+    if (stop) return true;
+  }
+  return false;
+}
+
+/** Advice closing a content-based verdict that is not business-derived. */
+const EXPLICIT_ID = 'send an explicit MessageDeduplicationId built from business values (such as the order id and operation)';
+
+/**
+ * The verdict of an SQS content-based MessageDeduplicationId (SQS Developer Guide, "Using the
+ * message deduplication ID": with `ContentBasedDeduplication`, SQS makes the id as the SHA-256 of
+ * the body, so sends with identical bodies share it and SQS drops repeats within its 5-minute
+ * deduplication interval). The body decides, first that applies:
+ * - the body was cut at the read limit → `opaque-random` (it could not be checked; the reason says
+ *   to raise the read limit);
+ * - a JSON member holding a time ({@link contentMembers}; `body.requestedAt`) → `time-derived`;
+ *   a text body with an ISO timestamp → `time-derived`;
+ * - a per-send member (`body.attempt`, `body.requestId`) → `opaque-random`;
+ * - otherwise `business-derived`: identical sends share the id.
+ */
+function contentKeyVerdict(key: string, message: QueueMessage, source: string, sentences: boolean): KeyVerdict {
+  const q = `'${clip(key, 17)}'`;
+  const from = ` (from ${source})`;
+  if (message.body.truncated) {
+    if (!sentences) return { verdict: 'opaque-random', reason: '' };
+    return {
+      verdict: 'opaque-random',
+      reason: `opaque-random: the key ${q}${from} changes with the body, but the body (${String(message.body.sizeBytes)} bytes) was cut at the read limit, so it could not be checked for per-send or time members; raise the read limit (queuescope inspect --max-body-bytes) to check it.`,
+    };
+  }
+  const view = bodyView(message);
+  let time: Scalar | undefined;
+  let perSend: Scalar | undefined;
+  if (view.format === 'json') {
+    const w = contentMembers(view.json);
+    time = w.time;
+    perSend = w.perSend;
+  } else if (view.format === 'text' && typeof message.body.data === 'string') {
+    ISO_TIMESTAMP.lastIndex = 0;
+    const m = ISO_TIMESTAMP.exec(message.body.data);
+    ISO_TIMESTAMP.lastIndex = 0;
+    if (m !== null) time = { path: 'the body text', text: m[0], name: null };
+  }
+  if (time !== undefined) {
+    if (!sentences) return { verdict: 'time-derived', reason: '' };
+    const what = time.name !== null && nameInfo(time.name).perSend ? 'the send time' : 'a time';
+    return {
+      verdict: 'time-derived',
+      reason: `time-derived: the key ${q}${from} changes with the body, which carries ${cite(time)}, ${what}: a retry that builds the body again later gets a new id and is not deduplicated; ${EXPLICIT_ID}.`,
+    };
+  }
+  if (perSend !== undefined) {
+    if (!sentences) return { verdict: 'opaque-random', reason: '' };
+    return {
+      verdict: 'opaque-random',
+      reason: `opaque-random: the key ${q}${from} changes with the body, which carries ${cite(perSend)}, a value that changes on every send (${perSendWhat(perSend.name)}): a retry gets a new id and is not deduplicated; ${EXPLICIT_ID}, or leave ${perSend.path} out of the body.`,
+    };
+  }
+  if (!sentences) return { verdict: 'business-derived', reason: '' };
+  const carries = view.format === 'json' ? 'which carries no per-send or time member' : view.format === 'text' ? 'which is not JSON and holds no timestamp' : 'which holds nothing that changes per send';
+  return {
+    verdict: 'business-derived',
+    reason: `business-derived: the key ${q}${from} changes only with the body, ${carries}, so identical sends share it and SQS drops a repeat sent within its 5-minute deduplication interval.`,
   };
 }

@@ -67,6 +67,13 @@ export interface MessageMeta {
   /** SQS FIFO */
   messageGroupId?: string | null;
   messageDeduplicationId?: string | null;
+  /**
+   * Where {@link messageDeduplicationId} came from, when the adapter could tell: `content` = it is
+   * the lowercase hex SHA-256 of the body (UTF-8), i.e. SQS made it for a queue with
+   * `ContentBasedDeduplication` (the hash equality is the proof; the queue attribute is not read).
+   * Absent = not known to be content-based (an id the sender chose, or no id).
+   */
+  deduplicationIdSource?: 'content';
   sequenceNumber?: string | null;
 }
 

@@ -1,6 +1,7 @@
+import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { attributeToHeader, sqsBody, toQueueMessage } from './message';
+import { attributeToHeader, isContentDeduplicationId, sqsBody, toQueueMessage } from './message';
 
 describe('sqsBody', () => {
   it('keeps text whole under the limit and reports UTF-8 size', () => {
@@ -64,5 +65,37 @@ describe('attributes and messages', () => {
       MD5OfBody: 'abc',
       messageAttributeTypes: { 'x-request-id': 'String' },
     });
+  });
+});
+
+describe('content-based deduplication ids', () => {
+  const sha = (s: string): string => createHash('sha256').update(s, 'utf8').digest('hex');
+  const ctx = { queueId: 'sqs:http://x/0/q.fifo', queueName: 'q.fifo', position: 0, maxBodyBytes: 1000 };
+  const receive = (body: string, dedup: string | undefined) =>
+    toQueueMessage({ MessageId: 'm-1', Body: body, Attributes: { MessageGroupId: 'g', ...(dedup !== undefined ? { MessageDeduplicationId: dedup } : {}) } }, ctx);
+
+  it('marks an id that is the SHA-256 (hex) of the UTF-8 body, as SQS makes it (value from fauxqs)', () => {
+    const body = '{"orderId":"A-1","op":"charge"}';
+    // The id fauxqs returned for this body on a ContentBasedDeduplication queue.
+    expect(sha(body)).toBe('ad3eb910f6d1e641dc53311fa11cffe6bb8eee7d26903aa30a09e5e4cc54cfdf');
+    expect(receive(body, sha(body)).meta).toMatchObject({ messageDeduplicationId: sha(body), deduplicationIdSource: 'content' });
+    expect(receive('Grüße ✓', sha('Grüße ✓')).meta.deduplicationIdSource).toBe('content');
+    expect(isContentDeduplicationId(sha(body).toUpperCase(), body)).toBe(true);
+  });
+
+  it('leaves other ids unmarked: a sender id, another body\'s hash, a redrive id, none', () => {
+    const body = '{"orderId":"A-1"}';
+    for (const id of ['A-1:charge', sha(`${body} `), sha(body).slice(0, 63), `${sha(body)}0`, undefined]) {
+      const m = receive(body, id);
+      expect(m.meta.deduplicationIdSource).toBeUndefined();
+      expect('deduplicationIdSource' in m.meta).toBe(false);
+    }
+  });
+
+  it('hashes the whole body even when the mapped body is cut at the read limit', () => {
+    const body = JSON.stringify({ orderId: 'A-1', pad: 'x'.repeat(5000) });
+    const m = receive(body, sha(body));
+    expect(m.body.truncated).toBe(true);
+    expect(m.meta.deduplicationIdSource).toBe('content');
   });
 });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Message, MessageAttributeValue } from '@aws-sdk/client-sqs';
 import type { HeaderValue, MessageBody, QueueMessage } from '../../../shared/domain';
 
@@ -42,6 +43,21 @@ export function attributeToHeader(v: MessageAttributeValue): HeaderValue {
   return s;
 }
 
+const HEX64 = /^[0-9a-fA-F]{64}$/;
+
+/**
+ * True when `deduplicationId` is the SHA-256 (hex) of `body` as UTF-8: the id SQS makes for a FIFO
+ * queue with `ContentBasedDeduplication` when the sender gives none ("SQS uses a SHA-256 hash to
+ * generate the MessageDeduplicationId using the body of the message (but not the attributes of the
+ * message)", SQS Developer Guide, "Using the message deduplication ID"). Only a 64-hex-digit id is
+ * hashed against, so other ids cost nothing; hex case is ignored. Takes the full body, not the
+ * truncated {@link sqsBody}.
+ */
+export function isContentDeduplicationId(deduplicationId: string | undefined, body: string | undefined): boolean {
+  if (deduplicationId === undefined || !HEX64.test(deduplicationId)) return false;
+  return createHash('sha256').update(body ?? '', 'utf8').digest('hex') === deduplicationId.toLowerCase();
+}
+
 function num(v: string | undefined): number | null {
   if (v === undefined || v === '') return null;
   const n = Number(v);
@@ -68,7 +84,9 @@ export interface SqsMessageContext {
  *   a redrive can re-send attributes with their exact types). The receipt handle is not kept.
  * - `meta.receiveCount` = ApproximateReceiveCount **including the peek's own receive**;
  *   `meta.enqueuedAt` = SentTimestamp (ms); `meta.firstReceivedAt` = ApproximateFirstReceiveTimestamp (ms);
- *   FIFO `messageGroupId`, `messageDeduplicationId`, `sequenceNumber`; `state` = `visible`.
+ *   FIFO `messageGroupId`, `messageDeduplicationId`, `sequenceNumber`; `state` = `visible`;
+ *   `deduplicationIdSource: 'content'` when the MessageDeduplicationId is the SHA-256 of the body
+ *   ({@link isContentDeduplicationId}: SQS content-based deduplication), absent otherwise.
  */
 export function toQueueMessage(m: Message, ctx: SqsMessageContext): QueueMessage {
   const sys = m.Attributes ?? {};
@@ -98,6 +116,7 @@ export function toQueueMessage(m: Message, ctx: SqsMessageContext): QueueMessage
       receiveCount: num(sys.ApproximateReceiveCount),
       messageGroupId: sys.MessageGroupId ?? null,
       messageDeduplicationId: sys.MessageDeduplicationId ?? null,
+      ...(isContentDeduplicationId(sys.MessageDeduplicationId, m.Body) ? { deduplicationIdSource: 'content' as const } : {}),
       sequenceNumber: sys.SequenceNumber ?? null,
     },
   };
