@@ -143,6 +143,15 @@ describe('panel wording', () => {
     expect(line).not.toContain('opaque-random:');
   });
 
+  it('names a content-based SQS deduplication id as such in the message details', () => {
+    const meta = { messageDeduplicationId: 'a'.repeat(64), messageGroupId: 'g1' };
+    const { unmount } = render(<MessageView message={message('c1', '{"orderId":"A-1"}', { queueId: 'sqs:http://127.0.0.1:4566/000000000000/orders.fifo', meta: { ...meta, deduplicationIdSource: 'content' } })} onClose={() => undefined} />);
+    expect(screen.getByText('Deduplication id (content-based: SHA-256 of the body)')).toBeTruthy();
+    unmount();
+    render(<MessageView message={message('c2', '{"orderId":"A-1"}', { queueId: 'sqs:http://127.0.0.1:4566/000000000000/orders.fifo', meta })} onClose={() => undefined} />);
+    expect(screen.getByText('Deduplication id')).toBeTruthy();
+  });
+
   it('says "1 field classified" for one field', () => {
     render(<MessageView message={message('w2', JSON.stringify({ orderId: 'A-1' }), { properties: { messageId: 'A-1:charge' } })} onClose={() => undefined} />);
     const summaryText = screen.getByTestId('annotated-body').parentElement?.querySelector('summary')?.textContent ?? '';

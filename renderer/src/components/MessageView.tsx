@@ -191,7 +191,7 @@ function metaRows(m: MessageMeta): [string, ReactNode][] {
   if (m.firstDeathQueue != null) rows.push(['First death queue', m.firstDeathQueue]);
   if (m.firstDeathExchange != null) rows.push(['First death exchange', m.firstDeathExchange === '' ? '(default)' : m.firstDeathExchange]);
   if (m.messageGroupId != null) rows.push(['Message group', m.messageGroupId]);
-  if (m.messageDeduplicationId != null) rows.push(['Deduplication id', m.messageDeduplicationId]);
+  if (m.messageDeduplicationId != null) rows.push([m.deduplicationIdSource === 'content' ? 'Deduplication id (content-based: SHA-256 of the body)' : 'Deduplication id', m.messageDeduplicationId]);
   if (m.sequenceNumber != null) rows.push(['Sequence number', m.sequenceNumber]);
   return rows;
 }
