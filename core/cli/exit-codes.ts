@@ -17,7 +17,7 @@ export const EXIT = {
   PEEK_REFUSED: 5,
   /** The command ran and found what `--fail-on` asks to fail on (e.g. `inspect --fail-on flag`: flagged payloads). For CI. */
   FINDINGS: 6,
-  /** A move (redrive / reinject) finished but some messages failed or may be duplicated; they are listed. */
+  /** A move (redrive / reinject) finished but some messages failed, may be duplicated, or were left in the DLQ (held by a reader); they are listed or counted. */
   PARTIAL: 7,
   /** A change to a broker needs confirmation: no `--yes` and no terminal to ask on, or the answer was no. */
   NOT_CONFIRMED: 8,

@@ -5,7 +5,7 @@ import type { ConfirmChannel } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main, type CliIo } from '../../core/cli/main';
 import type { InspectReport } from '../../shared/api/inspect';
-import { AMQP_URL, RABBITMQ_MANAGEMENT_URL, uniqueName } from './env';
+import { AMQP_URL, RABBITMQ_MANAGEMENT_URL, REDIS_URL, uniqueName } from './env';
 import { closeNative, nativeChannel, nativeCount, nativeDeleteQueue } from './rabbitmq-native';
 
 /**
@@ -288,5 +288,13 @@ describe('queuescope inspect (snapshot): rows, --why, --max-body-bytes, project 
     const explicit = await run(['inspect', demo, 'invoices.work', '--config', 'queuescope.config.yaml'], both);
     expect(explicit.stderr).not.toMatch(/note: using/);
     expect(explicit.stdout).toMatch(/\(from yaml\)/);
+    // audit and tune read the same project file and say the same.
+    const note = `note: using ${join(both, 'queuescope.config.json')}; ${join(both, 'queuescope.config.yaml')} in the same folder is ignored`;
+    const audit = await run(['audit', `${REDIS_URL}/15`, '--queues', `no-such-queue-${String(process.pid)}`], both);
+    expect(audit.code).toBe(4);
+    expect(audit.stderr).toContain(note);
+    const tune = await run(['tune', demo, 'orders.work'], both);
+    expect(tune.stderr).toContain(note);
+    expect((await run(['tune', demo, 'orders.work', '--config', 'queuescope.config.yaml'], both)).stderr).not.toMatch(/note: using/);
   });
 });

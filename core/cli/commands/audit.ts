@@ -1,13 +1,16 @@
+import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
 import { Option, type Command } from 'commander';
 import { QueuescopeError } from '../../../shared/domain';
 import { AUDIT_FORMATS, AUDIT_RULES, failsThreshold, formatAuditReport, summaryLine, unusedSuppressionText, type AuditFormat } from '../../../shared/audit';
 import { runAudit } from '../../audit/run';
+import { findProjectConfig } from '../../config/project-file';
 import type { BrokerAdapter } from '../../adapters/types';
 import { brokerConnectionOptions, refuseSnapshot, type CliContext, type CommonOpts } from '../context';
 import { EXIT } from '../exit-codes';
 import { escapeForTerminal, toJson } from '../format';
+import { projectFileNote } from '../resolve-config';
 
 interface AuditOpts extends CommonOpts {
   queues?: string;
@@ -77,6 +80,8 @@ export function register(program: Command, ctx: CliContext): void {
         adapters.push(adapter);
         refuseSnapshot('audit', SNAPSHOT_WHY, adapter, 'audit');
       }
+      const fileNote = opts.config === undefined ? projectFileNote(findProjectConfig(ctx.cwd), existsSync) : null;
+      if (fileNote !== null) ctx.err(`${escapeForTerminal(fileNote)}\n`);
       const report = await runAudit(
         adapters,
         {

@@ -33,7 +33,8 @@ Body read limit: a message whose body is larger than --max-body-bytes (default $
 1 MiB + 1 KiB) cannot be moved (it could not be backed up whole); the dry run lists each one with its
 id. Raise the limit up to ${MAX_REDRIVE_MAX_BODY_BYTES} (128 MiB, RabbitMQ's largest message) to move them:
 memory grows with it (a batch holds up to batch × limit bytes; lower --batch for big bodies).
-Picked --ids that are not in the DLQ are listed and make the exit code 7.`;
+Picked --ids that are not in the DLQ are listed and make the exit code 7, as does a run that examined
+fewer messages than its dry run (the others were held by a reader and are still in the DLQ).`;
 
 interface RedriveOpts extends CommonOpts {
   to?: string;
@@ -254,6 +255,8 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
       const note = `the run examined ${r.examined} messages, the dry run ${plan.examined}: the others were held by a reader when the run started and are still in the DLQ; run the command again to move them`;
       r.notes.push(note);
       if (opts.json !== true) ctx.err(`warning: ${note}.\n`);
+      // Not "done": a script that redrives and then trusts exit 0 would leave these behind.
+      ctx.setExitCode(EXIT.PARTIAL);
     }
     finish(ctx, final, opts.json === true, (x) => formatResult(x as RedriveResult, final.status));
   });

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import { Option, type Command } from 'commander';
 import { QueuescopeError } from '../../../shared/domain';
@@ -11,6 +12,7 @@ import type { DurationFormat, DurationUnit } from '../../../shared/tuning';
 import { flagsOf, resolveQueue, splitPositionals, throwOperationFailure, waitWithProgress, type CliContext } from '../context';
 import { EXIT, EXIT_CODES_HELP } from '../exit-codes';
 import { cell, escapeForTerminal, toJson } from '../format';
+import { projectFileNote } from '../resolve-config';
 
 interface TuneOpts {
   source?: TuningSource;
@@ -104,6 +106,8 @@ ${EXIT_CODES_HELP}
     .action(async (a1: string | undefined, a2: string | undefined, opts: TuneOpts) => {
       const { connection, queue } = splitPositionals(a1, a2, opts.profile !== undefined ? { profile: opts.profile } : {});
       const project = opts.factor === undefined ? await loadProjectConfig({ cwd: ctx.cwd, ...(opts.config !== undefined ? { explicitPath: opts.config } : {}) }) : null;
+      const fileNote = project !== null && opts.config === undefined ? projectFileNote(project.path, existsSync) : null;
+      if (fileNote !== null) ctx.err(`${escapeForTerminal(fileNote)}\n`);
       const factor = opts.factor !== undefined ? Number(opts.factor) : (project?.config.tune.safetyFactor ?? DEFAULT_FACTOR);
       if (!Number.isFinite(factor) || factor < 1 || factor > 100) throw new QueuescopeError('INVALID_INPUT', `--factor must be a number from 1 to 100, got "${cell(opts.factor ?? String(factor), 40)}".`);
       if (opts.source === 'file' && opts.file === undefined) throw new QueuescopeError('INVALID_INPUT', '--source file needs --file <path>.');
