@@ -21,7 +21,12 @@ export interface CompareTarget {
   label?: string;
   /** Rules to analyse that side with (default: the inspected queue's). */
   rules?: AnalyzeOptions['rules'];
+  /** States of that queue to read (`capabilities.peekStates`), together as one side; default the queue's default. */
+  states?: string[];
 }
+
+/** BullMQ states whose jobs will still run (a failed job's key found there is run again by a retry). */
+const BULLMQ_LIVE_STATES = ['waiting', 'prioritized', 'delayed', 'paused', 'active'];
 
 /** Options of {@link inspectQueue}. */
 export interface InspectQueueOptions {
@@ -270,7 +275,7 @@ export async function inspectQueue(adapter: BrokerAdapter, queueId: string, opti
   const targets: CompareTarget[] = [];
   const notCompared: InspectComparison[] = [];
   if (options.compareDeadLetter ?? true) {
-    const partners = deadLetterPartners(adapter, queue);
+    const partners = deadLetterPartners(adapter, queue, options.state);
     targets.push(...partners.targets);
     notCompared.push(...partners.absent);
   }
@@ -382,9 +387,10 @@ export async function readBrokerVersion(adapter: BrokerAdapter, signal?: AbortSi
  * Targets without a name (RabbitMQ routes that cannot be resolved statically, dead letters that
  * are dropped) are not partners and are left out.
  */
-export function deadLetterPartners(adapter: BrokerAdapter, queue: QueueSummary): { targets: CompareTarget[]; absent: InspectComparison[] } {
+export function deadLetterPartners(adapter: BrokerAdapter, queue: QueueSummary, state?: string): { targets: CompareTarget[]; absent: InspectComparison[] } {
   const out: CompareTarget[] = [];
   const absent: InspectComparison[] = [];
+  out.push(...bullmqPartners(adapter, queue, state));
   const seen = new Set<string>([queue.id]);
   const snapshotFile = snapshotFileOf(adapter, queue);
   const where = snapshotFile !== null ? `is not in this snapshot (${snapshotFile}): export it into the same file to compare duplicate keys with it.` : 'was not found on this connection, so duplicate keys shared with it were not compared.';
@@ -425,6 +431,29 @@ export function deadLetterPartners(adapter: BrokerAdapter, queue: QueueSummary):
     });
   }
   return { targets: out, absent };
+}
+
+/**
+ * A BullMQ queue keeps its dead letters itself: a job that exhausts its attempts moves to the
+ * queue's `failed` set (BullMQ docs, "Retrying failing jobs"). So its dead-letter partner is the same
+ * queue in other states:
+ * - inspecting `failed`: the jobs that will still run ({@link BULLMQ_LIVE_STATES} that the queue
+ *   has, and holds jobs in, by `counts`), read together (relation `dead-letter-source`);
+ * - inspecting a live state (default `waiting`): the `failed` set, when it holds jobs
+ *   (relation `dead-letter-target`).
+ * Other states (completed…), and queues that are not BullMQ, have none.
+ */
+export function bullmqPartners(adapter: BrokerAdapter, queue: QueueSummary, state: string | undefined): CompareTarget[] {
+  const states = queue.capabilities.peekStates;
+  if (queue.kind !== 'bullmq' || !states.includes('failed')) return [];
+  const holds = (s: string): boolean => states.includes(s) && (queue.counts[s] === undefined || (queue.counts[s] ?? 0) > 0);
+  const inspected = state ?? 'waiting';
+  if (inspected === 'failed') {
+    const live = BULLMQ_LIVE_STATES.filter(holds);
+    return live.length === 0 ? [] : [{ relation: 'dead-letter-source', adapter, queueId: queue.id, label: `${queue.name} (${live.join(', ')} jobs)`, states: live }];
+  }
+  if (!BULLMQ_LIVE_STATES.includes(inspected) || !holds('failed')) return [];
+  return [{ relation: 'dead-letter-target', adapter, queueId: queue.id, label: `${queue.name} (failed jobs)`, states: ['failed'] }];
 }
 
 /**
@@ -471,28 +500,41 @@ async function compareWithTarget(
   }
   const label = t.label ?? other.name;
   const otherMessages: QueueMessage[] = [];
-  let read: ReadQueueResult;
+  const limit = Math.min(options.limit ?? MAX_COMPARED_MESSAGES, MAX_COMPARED_MESSAGES);
+  let readCount = 0;
+  const partialReasons: string[] = [];
   try {
-    read = await readQueue(
-      t.adapter,
-      other,
-      {
-        limit: Math.min(options.limit ?? MAX_COMPARED_MESSAGES, MAX_COMPARED_MESSAGES),
-        ...(options.acceptSideEffects !== undefined ? { acceptSideEffects: options.acceptSideEffects } : {}),
-        ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
-        ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
-        ...(signal !== undefined ? { signal } : {}),
-      },
-      (msgs) => {
-        for (const m of msgs) otherMessages.push(m);
-      },
-    );
+    // Each state in turn (one side: e.g. a BullMQ queue's waiting and delayed jobs), within one limit.
+    for (const state of t.states ?? [undefined]) {
+      const room = limit - otherMessages.length;
+      if (room <= 0) {
+        partialReasons.push(`${state ?? 'the rest'} not read: the first ${String(limit)} messages were compared.`);
+        continue;
+      }
+      const r: ReadQueueResult = await readQueue(
+        t.adapter,
+        other,
+        {
+          limit: room,
+          ...(state !== undefined ? { state } : {}),
+          ...(options.acceptSideEffects !== undefined ? { acceptSideEffects: options.acceptSideEffects } : {}),
+          ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
+          ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+          ...(signal !== undefined ? { signal } : {}),
+        },
+        (msgs) => {
+          for (const m of msgs) otherMessages.push(m);
+        },
+      );
+      readCount += r.read;
+      if (r.partial) partialReasons.push(`${t.states !== undefined && state !== undefined ? `${state}: ` : ''}${r.partialReason ?? 'not every message was read'}`);
+    }
   } catch (e) {
     if (e instanceof QueuescopeError && e.code === 'CANCELLED') throw e;
     const why = e instanceof QueuescopeError && e.code === 'PEEK_REFUSED' ? `${e.message} (the comparison with ${label} was skipped)` : `${label} could not be read: ${e instanceof Error ? e.message : String(e)}`;
     return { ...base, label, queueId: other.id, result: null, read: 0, partial: false, note: why };
   }
   const result = compareDuplicates(own, { label, messages: otherMessages, options: { ...analyzeOptions, ...(t.rules !== undefined ? { rules: t.rules } : {}) } });
-  const notes = [capNote, read.partial ? `${label}: ${read.partialReason ?? 'not every message was read'}` : null].filter((x): x is string => x !== null);
-  return { ...base, label, queueId: other.id, result, read: read.read, partial: read.partial || capNote !== null, note: notes.length > 0 ? notes.join(' ') : null };
+  const notes = [capNote, partialReasons.length > 0 ? `${label}: ${partialReasons.join(' ')}` : null].filter((x): x is string => x !== null);
+  return { ...base, label, queueId: other.id, result, read: readCount, partial: partialReasons.length > 0 || capNote !== null, note: notes.length > 0 ? notes.join(' ') : null };
 }

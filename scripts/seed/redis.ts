@@ -4,7 +4,8 @@
  * - BullMQ queue `payments` (prefix `bull`): a Worker really processes charges. Transient failures
  *   (`ETIMEDOUT …`, `HTTP 503 …`) are retried 3 times with exponential backoff and end in the failed
  *   set; non-retryable ones (`HTTP 422 …`, `HTTP 404 …`) throw BullMQ's `UnrecoverableError` and go
- *   straight to failed; some charges succeed after one retry. Waiting and delayed jobs are left behind.
+ *   straight to failed; some charges succeed after one retry. Waiting and delayed jobs are left behind,
+ *   one of them a failed charge sent again under the same key (a retry of the failed one would charge twice).
  * - Stream `orders-stream` with consumer group `billing`: `worker-1` read entries and "crashed"
  *   (never acknowledged: stranded pending entries), `worker-2` read and acknowledged some, the rest is unread.
  * - List `emails:outbox`: messages LPUSHed by a producer (the oldest is at the right end).
@@ -159,6 +160,10 @@ export async function seedRedis(url: string): Promise<string[]> {
     await queue.add('charge', { orderId: 'A-2003', operation: 'charge', amountCents: 1200, idempotencyKey: randomUUID() }, { attempts: 3 });
     await queue.add('refund', { orderId: 'A-1003', operation: 'refund', amountCents: 1999, idempotencyKey: 'A-1003:refund' }, { jobId: 'A-1003-refund', attempts: 3 });
     await queue.add('charge', { operation: 'charge', order: fullOrder('A-2004', 'C-12', 4300) }, { attempts: 3 });
+    // The shop re-sent a charge that had failed for good (same key): retrying the failed job as
+    // well would charge twice. `inspect … --state failed` lists the shared key.
+    const resent = (await queue.getFailed()).map((j) => j.data as Charge).find((d) => typeof d.orderId === 'string' && d.idempotencyKey === `${d.orderId}:charge`);
+    if (resent !== undefined) await queue.add('charge', { ...resent }, { attempts: 3 });
     for (const [i, delayMin] of [30, 60, 120].entries()) {
       await queue.add('charge', { orderId: `A-30${i + 1}`, operation: 'charge', idempotencyKey: `A-30${i + 1}:charge` }, { delay: delayMin * 60_000, attempts: 3 });
     }

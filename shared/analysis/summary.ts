@@ -677,7 +677,7 @@ export function compareDuplicates(a: CompareSide, b: CompareSide, options: Pick<
   else if (totalA === 0) reasons.push(`${code(a.label)} has no messages: nothing in ${code(b.label)} can repeat one of its keys or payloads.`);
   if (bInA > 0) {
     reasons.push(
-      `${plural(bInA, 'message')} in ${code(b.label)} share${bInA === 1 ? 's' : ''} a key with ${code(a.label)} (${plural(shared.size, 'key')}): replaying them (redrive, re-send) repeats operations the other side already carries; safe only if the consumer checks the key.`,
+      `${plural(bInA, 'message')} in ${code(b.label)} share${bInA === 1 ? 's' : ''} a key with ${code(a.label)} (${plural(shared.size, 'key')}): replaying ${verb(bInA, 'it', 'them')} (redrive, re-send) repeats operations the other side already carries; safe only if the consumer checks the key.`,
     );
   }
   const sameCount = sameList.reduce((s, g) => s + g.countB, 0);

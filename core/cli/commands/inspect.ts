@@ -69,7 +69,7 @@ export function register(program: Command, ctx: CliContext): void {
       .option('--config <file>', 'project file with inspect rules (default: queuescope.config.json/.yaml found upward)')
       .option('--fail-on <verdict>', 'exit 6 when any message read is at least this bad (flag or review); exit 9 when none is but not every message was read')
       .option('--compare <snapshot>', 'also compare duplicate keys with the same queue in another snapshot file')
-      .option('--no-dead-letter', "do not compare with the queue's DLQ / dead-letter source queues")
+      .option('--no-dead-letter', "do not compare with the queue's DLQ / dead-letter source queues (BullMQ: failed jobs / live jobs of the same queue)")
       .option('--accept-side-effects', 'read even where a peek can move messages to a dead-letter queue (also for compared queues)')
       .addHelpText('after', HELP),
   ).action(async (a1: string | undefined, a2: string | undefined, opts: InspectOpts) => {
