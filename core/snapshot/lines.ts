@@ -163,20 +163,31 @@ const READ_CHUNK_BYTES = 256 * 1024;
  * file handle instead of a ReadStream: a snapshot peek reads one page and stops, and stopping a
  * stream's iterator creates an AbortError with its stack trace every time; the stream machinery
  * also cost more per page than the reads (the inspect bench peeks 391 pages per 100k messages).
- * The handle is closed when the caller stops iterating.
+ * The next chunk is read while the caller works on this one (one read ahead), so the wait for the
+ * thread pool overlaps with parsing. The handle is closed when the caller stops iterating.
  */
 async function* fileChunks(path: string, start: number): AsyncGenerator<Buffer, void, undefined> {
   const fh = await open(path, 'r');
+  const readAt = async (position: number): Promise<Buffer> => {
+    const buf = Buffer.allocUnsafe(READ_CHUNK_BYTES);
+    const { bytesRead } = await fh.read(buf, 0, READ_CHUNK_BYTES, position);
+    return bytesRead === READ_CHUNK_BYTES ? buf : buf.subarray(0, bytesRead);
+  };
+  let ahead: Promise<Buffer> | null = null;
   try {
     let position = start;
+    ahead = readAt(position);
     for (;;) {
-      const buf = Buffer.allocUnsafe(READ_CHUNK_BYTES);
-      const { bytesRead } = await fh.read(buf, 0, READ_CHUNK_BYTES, position);
-      if (bytesRead === 0) return;
-      position += bytesRead;
-      yield bytesRead === READ_CHUNK_BYTES ? buf : buf.subarray(0, bytesRead);
+      const chunk: Buffer = await ahead;
+      ahead = null;
+      if (chunk.length === 0) return;
+      position += chunk.length;
+      ahead = readAt(position);
+      yield chunk;
     }
   } finally {
+    // A read still in flight must end before its handle closes (its result is not needed).
+    if (ahead !== null) await ahead.catch(() => undefined);
     await fh.close();
   }
 }

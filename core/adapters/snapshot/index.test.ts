@@ -1,9 +1,11 @@
-import { appendFile, copyFile, mkdtemp, rm } from 'node:fs/promises';
+import { appendFile, copyFile, mkdtemp, readdir, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { QueuescopeError } from '../../../shared/domain';
+import { QueuescopeError, type QueueMessage, type QueueSummary } from '../../../shared/domain';
+import { SnapshotWriter } from '../../snapshot/writer';
+import type { BrokerAdapter } from '../types';
 import { createSnapshotAdapter, truncateBody } from './index';
 
 const fixtures = fileURLToPath(new URL('../../../test/fixtures/snapshots/', import.meta.url));
@@ -182,5 +184,110 @@ describe('a file that changes', () => {
     const dup = await a.peek('stream:orders-stream#2', { limit: 10 });
     expect(dup.messages).toHaveLength(3);
     expect(dup.messages.every((m) => m.queueId === 'stream:orders-stream#2')).toBe(true);
+  });
+});
+
+describe('paging resumes where the last page stopped', () => {
+  const N = 1500;
+  const queue = (name: string): QueueSummary => ({
+    id: `bullmq:${name}`, name, broker: 'redis', kind: 'bullmq', depth: N, inFlight: 0, delayed: 0, consumers: null, counts: {}, deadLetterTargets: [], deadLetterSources: [], isDeadLetterQueue: false,
+    capabilities: { canPeekNonDestructively: true, peekSideEffects: [], peekMayDeadLetter: false, canPageFromCursor: true, maxPeekWindow: 1000, peekStates: ['waiting', 'failed'] }, config: {},
+  });
+  const message = (q: QueueSummary, i: number): QueueMessage => {
+    const data = JSON.stringify({ orderId: `A-${String(i)}`, idempotencyKey: `A-${String(i)}:charge`, pad: 'p'.repeat(200 + (i % 50)) });
+    return { id: `${q.name}-${String(i)}`, queueId: q.id, queueName: q.name, position: i, body: { encoding: 'utf8', data, sizeBytes: data.length, truncated: false }, headers: {}, properties: {}, meta: { state: i % 3 === 0 ? 'waiting' : 'failed' } };
+  };
+  let dir: string;
+  const write = async (path: string, sizes: [number, number]): Promise<void> => {
+    const w = await SnapshotWriter.create(path, { overwrite: true });
+    for (const [k, name] of ['a', 'b'].entries()) {
+      const q = queue(name);
+      await w.writeHeader({ exportedAt: 1764441600000, source: { broker: 'redis', connection: 'test', queue: q }, selection: 'all' });
+      for (let i = 0; i < (sizes[k] as number); i++) await w.writeMessage(message(q, i));
+    }
+    await w.finish();
+  };
+  /** Every message id of a selection, page by page. */
+  const walk = async (adapter: BrokerAdapter, queueId: string, opts: { limit: number; state?: string; direction?: 'oldest' | 'newest' }): Promise<string[]> => {
+    const ids: string[] = [];
+    let cursor: string | null = null;
+    for (;;) {
+      const p = await adapter.peek(queueId, { ...opts, cursor });
+      ids.push(...p.messages.map((m) => m.id));
+      if (p.nextCursor === null) return ids;
+      cursor = p.nextCursor;
+    }
+  };
+  const expected = (name: string, count: number, state?: string): string[] =>
+    Array.from({ length: count }, (_, i) => i)
+      .filter((i) => state === undefined || (i % 3 === 0 ? 'waiting' : 'failed') === state)
+      .map((i) => `${name}-${String(i)}`);
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'qs-resume-'));
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  it.each([['plain', 'p.jsonl'], ['gzip', 'p.jsonl.gz']])('reads every message once, in order, in pages of any size (%s)', async (_kind, file) => {
+    const path = join(dir, file);
+    await write(path, [N, 700]);
+    const adapter = createSnapshotAdapter({ kind: 'snapshot', path });
+    try {
+      for (const limit of [7, 37, 256, 1000]) {
+        expect(await walk(adapter, 'bullmq:a', { limit })).toEqual(expected('a', N));
+        expect(await walk(adapter, 'bullmq:a', { limit, state: 'waiting' })).toEqual(expected('a', N, 'waiting'));
+      }
+      // Newest first reads backwards: every page starts again at a checkpoint (gzip: from the start).
+      expect(await walk(adapter, 'bullmq:a', { limit: 300, direction: 'newest' })).toEqual(expected('a', N).reverse());
+      // The second section starts after the first one's last page: the reader stops at its header.
+      expect(await walk(adapter, 'bullmq:b', { limit: 256 })).toEqual(expected('b', 700));
+      // Two selections paged in turn, and a page asked for again: each page is still right.
+      const all: string[] = [];
+      const failed: string[] = [];
+      let ca: string | null = null;
+      let cf: string | null = null;
+      do {
+        const pa = await adapter.peek('bullmq:a', { limit: 100, cursor: ca });
+        const again = await adapter.peek('bullmq:a', { limit: 100, cursor: ca });
+        expect(again.messages.map((m) => m.id)).toEqual(pa.messages.map((m) => m.id));
+        all.push(...pa.messages.map((m) => m.id));
+        ca = pa.nextCursor;
+        if (cf !== null || failed.length === 0) {
+          const pf = await adapter.peek('bullmq:a', { limit: 64, cursor: cf, state: 'failed' });
+          failed.push(...pf.messages.map((m) => m.id));
+          cf = pf.nextCursor;
+        }
+      } while (ca !== null);
+      expect(all).toEqual(expected('a', N));
+      expect(failed.length).toBeGreaterThan(64);
+      expect(failed).toEqual(expected('a', N, 'failed').slice(0, failed.length));
+    } finally {
+      await adapter.close();
+    }
+  }, 30_000);
+
+  it('does not resume into a file that changed between pages, and closes the file when the adapter closes', async () => {
+    const path = join(dir, 'changing.jsonl');
+    await write(path, [N, 10]);
+    const adapter = createSnapshotAdapter({ kind: 'snapshot', path });
+    try {
+      const first = await adapter.peek('bullmq:a', { limit: 300 });
+      expect(first.messages.at(-1)?.id).toBe('a-299');
+      const openFiles = async (): Promise<number> => {
+        let n = 0;
+        for (const fd of await readdir('/proc/self/fd')) if ((await readlink(`/proc/self/fd/${fd}`).catch(() => '')) === path) n++;
+        return n;
+      };
+      if (process.platform === 'linux') expect(await openFiles()).toBe(1); // kept open for the next page
+      await new Promise((r) => setTimeout(r, 20)); // a different mtime
+      await write(path, [N + 1, 10]); // rewritten: the same name, new contents
+      const second = await adapter.peek('bullmq:a', { limit: 300, cursor: first.nextCursor });
+      expect(second.total).toBe(N + 1);
+      expect(second.messages.map((m) => m.id)).toEqual(expected('a', N + 1).slice(300, 600));
+      await adapter.close();
+      if (process.platform === 'linux') expect(await openFiles()).toBe(0);
+    } finally {
+      await adapter.close();
+    }
   });
 });

@@ -20,7 +20,7 @@ import {
   type SnapshotHeaderLine,
   type SnapshotMessageLine,
 } from '../../snapshot/format';
-import { fileError, isGzipFile, readRawLines, throwIfAborted, type LineStart } from '../../snapshot/lines';
+import { fileError, isGzipFile, readRawLines, throwIfAborted, type LineStart, type RawLine } from '../../snapshot/lines';
 import { readFirstHeader } from '../../snapshot/reader';
 import type { BrokerAdapter, ListQueuesOptions } from '../types';
 import { abortable } from '../../lib/abort';
@@ -105,6 +105,26 @@ export { truncateBody };
 
 const CURSOR = /^p:(\d{1,12})$/;
 
+/** A resume point left unused this long is closed (its file handle released: Windows cannot delete an open file), ms. */
+const RESUME_IDLE_MS = 5000;
+
+/**
+ * Where the last page of a selection stopped: its line reader, still open after the page's last
+ * message, so the next page (which starts at `ordinal`) reads on from there instead of opening the
+ * file again at a checkpoint (and, for gzip, decompressing everything before it again: without
+ * this, paging a gzip snapshot was quadratic).
+ */
+interface ResumePoint {
+  /** The index it was made with: a rebuilt index (a changed file) is never resumed. */
+  idx: FileIndex;
+  sel: Selection;
+  state: string | null;
+  /** Ordinal (in `sel`) of the next message `lines` yields. */
+  ordinal: number;
+  lines: AsyncGenerator<RawLine, void, undefined>;
+  timer: NodeJS.Timeout;
+}
+
 /**
  * Read-only adapter over a snapshot file (format: `core/snapshot/format.ts`), plain or gzip.
  *
@@ -136,6 +156,7 @@ class SnapshotAdapter implements BrokerAdapter {
   private readonly label: string;
   private cached: FileIndex | null = null;
   private building: Promise<FileIndex> | null = null;
+  private resume: ResumePoint | null = null;
 
   constructor(config: SnapshotConnectionConfig) {
     this.path = resolve(config.path);
@@ -232,7 +253,34 @@ class SnapshotAdapter implements BrokerAdapter {
 
   async close(): Promise<void> {
     this.cached = null;
-    await Promise.resolve();
+    await this.dropResume();
+  }
+
+  /** The resume point for a page of `sel` starting at `lo`, taken (a concurrent page opens its own), or null. */
+  private takeResume(idx: FileIndex, sel: Selection, state: string | null, lo: number): ResumePoint | null {
+    const r = this.resume;
+    if (r === null || r.idx !== idx || r.sel !== sel || r.state !== state || r.ordinal !== lo) return null;
+    clearTimeout(r.timer);
+    this.resume = null;
+    return r;
+  }
+
+  /** Keeps a page's line reader for the next page (closing the one kept before, and this one when unused for {@link RESUME_IDLE_MS}). */
+  private keepResume(point: Omit<ResumePoint, 'timer'>): void {
+    void this.dropResume();
+    const timer = setTimeout(() => {
+      if (this.resume?.lines === point.lines) void this.dropResume();
+    }, RESUME_IDLE_MS);
+    timer.unref();
+    this.resume = { ...point, timer };
+  }
+
+  private async dropResume(): Promise<void> {
+    const r = this.resume;
+    if (r === null) return;
+    this.resume = null;
+    clearTimeout(r.timer);
+    await r.lines.return(undefined).catch(() => undefined);
   }
 
   /** Reads messages `lo..hi` (0-based, inclusive) of a selection. */
@@ -246,35 +294,58 @@ class SnapshotAdapter implements BrokerAdapter {
     maxBodyBytes: number,
     signal: AbortSignal | undefined,
   ): Promise<QueueMessage[]> {
-    const cpIndex = Math.floor(lo / SNAPSHOT_CHECKPOINT_EVERY);
-    const from = sel.checkpoints[cpIndex];
-    if (from === undefined) throw new QueuescopeError('INTERNAL', `Snapshot index has no checkpoint ${cpIndex}.`);
-    let ordinal = cpIndex * SNAPSHOT_CHECKPOINT_EVERY;
+    let lines: AsyncGenerator<RawLine, void, undefined>;
+    let ordinal: number;
+    const resumed = this.takeResume(idx, sel, state, lo);
+    if (resumed !== null) {
+      lines = resumed.lines;
+      ordinal = lo;
+    } else {
+      const cpIndex = Math.floor(lo / SNAPSHOT_CHECKPOINT_EVERY);
+      const from = sel.checkpoints[cpIndex];
+      if (from === undefined) throw new QueuescopeError('INTERNAL', `Snapshot index has no checkpoint ${cpIndex}.`);
+      // No signal here: the reader may outlive this call (a resume point); this loop checks it.
+      lines = readRawLines(this.path, { from, gzip: idx.gzip, fileLabel: this.label });
+      ordinal = cpIndex * SNAPSHOT_CHECKPOINT_EVERY;
+    }
     const out: QueueMessage[] = [];
-    for await (const raw of readRawLines(this.path, { from, gzip: idx.gzip, fileLabel: this.label }, signal)) {
-      if (raw.bytes.length === 0) continue;
-      const loc = { file: this.label, line: raw.lineNo };
-      const needed = ordinal >= lo;
-      // Lines before `lo` only need to be counted; with a state filter their state must be read.
-      if (!needed && state === null) {
+    let keep = false;
+    try {
+      for (;;) {
+        throwIfAborted(signal);
+        const next = await lines.next();
+        if (next.done === true) break;
+        const raw = next.value;
+        if (raw.bytes.length === 0) continue;
+        const loc = { file: this.label, line: raw.lineNo };
+        const needed = ordinal >= lo;
+        // Lines before `lo` only need to be counted; with a state filter their state must be read.
+        if (!needed && state === null) {
+          ordinal++;
+          continue;
+        }
+        const obj = parseJsonLine(raw.bytes.toString('utf8'), loc);
+        if (obj.type === 'queue') break; // end of section
+        if (state !== null && !isState(obj, state)) continue;
+        if (ordinal >= lo) {
+          // The index pass validated every line of the file at this size and mtime (index() rebuilds
+          // it when either changes), so a page skips zod here (~0.2 s per 100k lines); a line that
+          // is not a message object still fails loudly.
+          if (obj.type !== 'message') validateSnapshotLine(obj, loc);
+          const m = toQueueMessage(obj as unknown as SnapshotMessageLine);
+          m.queueId = section.id;
+          m.body = truncateBody(m.body, maxBodyBytes);
+          out.push(m);
+        }
         ordinal++;
-        continue;
+        if (ordinal > hi) {
+          keep = ordinal < sel.count;
+          break;
+        }
       }
-      const obj = parseJsonLine(raw.bytes.toString('utf8'), loc);
-      if (obj.type === 'queue') break; // end of section
-      if (state !== null && !isState(obj, state)) continue;
-      if (ordinal >= lo) {
-        // The index pass validated every line of the file at this size and mtime (index() rebuilds
-        // it when either changes), so a page skips zod here (~0.2 s per 100k lines); a line that
-        // is not a message object still fails loudly.
-        if (obj.type !== 'message') validateSnapshotLine(obj, loc);
-        const m = toQueueMessage(obj as unknown as SnapshotMessageLine);
-        m.queueId = section.id;
-        m.body = truncateBody(m.body, maxBodyBytes);
-        out.push(m);
-      }
-      ordinal++;
-      if (ordinal > hi) break;
+    } finally {
+      if (keep) this.keepResume({ idx, sel, state, ordinal, lines });
+      else await lines.return(undefined).catch(() => undefined);
     }
     return out;
   }
