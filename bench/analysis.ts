@@ -7,7 +7,9 @@
  * orders, CloudEvents, SNS-wrapped events, BullMQ jobs with random keys, duplicates), then times
  * the per-queue summary (`createQueueSummary().add()` for every message: key extraction, key
  * verdict, payload verdict, size check, grouping) over 10k and 100k messages, and
- * `analyzeMessage(detail: 'full')` (with field annotations, what the message view uses) over 100k.
+ * `analyzeMessage(detail: 'full')` (with field annotations, what the message view uses) over 100k,
+ * and, as a machine reference (no target), `JSON.parse` alone of the same 100k bodies: machines
+ * differ by 2× and more (and a shared one from run to run), the ratio of a row to it much less.
  * Messages are built before timing, all sets before the warm-up (all 210k are held in memory, and
  * the numbers include the garbage collector working around them); an untimed warm-up of 3 × 10k
  * messages runs first so the JIT has settled, and each row is timed {@link REPS} times, the 10k
@@ -37,6 +39,10 @@ export interface AnalysisBenchResult {
   cpuPerSecond: number;
   /** 1-minute load average when the row was measured. */
   loadAverage: number;
+  /** CPU time of the fastest timed run, s (on a shared machine, the run least slowed by others). */
+  minCpuSeconds: number;
+  /** A machine reference, not a target: `JSON.parse` of the same bodies alone. */
+  reference?: boolean;
 }
 
 /** Timed repetitions per row (median by CPU time reported); `ANALYSIS_BENCH_REPS` overrides. */
@@ -142,8 +148,14 @@ function timed(name: string, messages: QueueMessage[], run: (ms: QueueMessage[])
     cpuSeconds: med.cpuSeconds,
     cpuPerSecond: messages.length / med.cpuSeconds,
     loadAverage: loadavg()[0] ?? 0,
+    minCpuSeconds: runs[0]?.cpuSeconds ?? 0,
   };
 }
+
+/** The machine reference: what `JSON.parse` of each body alone costs (every analysis parses each body once). */
+const parseOnly = (ms: QueueMessage[]): void => {
+  for (const m of ms) JSON.parse(m.body.data);
+};
 
 const summarize = (ms: QueueMessage[]): void => {
   const acc = createQueueSummary();
@@ -166,11 +178,15 @@ export function benchAnalysis(): AnalysisBenchResult[] {
   const small = timed('analysis: queue summary, 10k msgs', sets[0], summarize, 3 * REPS);
   const large = timed('analysis: queue summary, 100k msgs', sets[1], summarize);
   const full = timed('analysis: analyzeMessage full detail, 100k', sets[2], analyzeFull);
+  // This machine's speed, for comparing runs across machines: the analysis rows' time ÷ this one
+  // is about the same on any machine; the msg/s are not.
+  const reference = { ...timed('reference: JSON.parse of the same bodies, 100k', sets[1], parseOnly), reference: true };
   const rates = (r: AnalysisBenchResult): string => `${k(r.cpuPerSecond)} msg/s by CPU time, ${k(r.perSecond)} by wall time, load ${r.loadAverage.toFixed(1)}`;
   small.name += ` (${rates(small)})`;
   large.name += ` (${rates(large)}; 100k/10k time ${(large.cpuSeconds / small.cpuSeconds).toFixed(1)}× by CPU, ${(large.seconds / small.seconds).toFixed(1)}× by wall, 10 = linear)`;
   full.name += ` (${rates(full)})`;
-  return [small, large, full];
+  reference.name += ` (${k(reference.cpuPerSecond)} msg/s by CPU time; the queue summary costs ${(large.cpuSeconds / reference.cpuSeconds).toFixed(1)}× this, full detail ${(full.cpuSeconds / reference.cpuSeconds).toFixed(1)}×)`;
+  return [small, large, full, reference];
 }
 
 const k = (x: number): string => `${Math.round(x / 1000)}k`;
@@ -189,6 +205,7 @@ if (require.main === module && process.argv.includes('--json')) {
     );
   }
   const [small, large] = rows;
+  process.stdout.write(`fastest run by CPU time: ${rows.map((r) => `${r.name.replace(/ \(.*$/, '').replace(/^analysis: /, '')} ${Math.round(r.messages / r.minCpuSeconds).toLocaleString('en')}/s`).join('; ')}\n`);
   if (small !== undefined && large !== undefined) {
     process.stdout.write(`linearity (100k time / 10k time, 10 = linear): ${(large.cpuSeconds / small.cpuSeconds).toFixed(2)} by CPU time, ${(large.seconds / small.seconds).toFixed(2)} by wall time\n`);
   }

@@ -7,7 +7,7 @@
  * groups — end to end, on 100,000 ~1 KiB JSON messages (a mix of ID-only commands with
  * business-derived keys, random-UUID keys, missing keys, full mutable orders, and re-sends that
  * form duplicate groups):
- * - from a snapshot file (JSONL, through the snapshot adapter);
+ * - from a snapshot file (JSONL, through the snapshot adapter), plain and gzip-compressed;
  * - from a Redis list (LRANGE pages through the Redis adapter) in its own database
  *   (`QUEUESCOPE_BENCH_REDIS_DB`, default 15), removed afterwards.
  * with the options the app's `inspect.queue` handler passes (built-in rules, dead-letter comparison
@@ -127,8 +127,8 @@ async function timed(name: string, run: (limit?: number) => Promise<{ analysed: 
   return { ...median, cpuRuns: rows.map((r) => r.cpuSeconds), load: [load0, loadavg()[0] ?? 0] };
 }
 
-async function snapshotRow(dir: string): Promise<InspectSummaryResult> {
-  const path = join(dir, 'inspect-bench.jsonl');
+async function snapshotRow(dir: string, gzip = false): Promise<InspectSummaryResult> {
+  const path = join(dir, gzip ? 'inspect-bench.jsonl.gz' : 'inspect-bench.jsonl');
   const queue: QueueSummary = {
     id: 'rabbitmq:%2F/bench.orders',
     name: 'bench.orders',
@@ -166,7 +166,7 @@ async function snapshotRow(dir: string): Promise<InspectSummaryResult> {
   try {
     const [q] = await adapter.listQueues({});
     if (q === undefined) throw new Error('the bench snapshot has no queue');
-    return await timed('inspect summary, snapshot file (100k × ~1 KiB JSON)', async (limit) => {
+    return await timed(`inspect summary, ${gzip ? 'gzip ' : ''}snapshot file (100k × ~1 KiB JSON)`, async (limit) => {
       const r = await inspectQueue(adapter, q.id, appOptions(q, limit));
       return { analysed: r.analysed, flagged: r.summary.flagged, duplicateGroups: r.summary.duplicateGroupCount };
     });
@@ -199,11 +199,11 @@ async function redisRow(): Promise<InspectSummaryResult> {
   }
 }
 
-/** Both rows (snapshot file, Redis list). */
+/** The rows: snapshot file, gzip snapshot file, Redis list. */
 export async function benchInspectSummary(): Promise<InspectSummaryResult[]> {
   const dir = await mkdtemp(join(tmpdir(), 'qs-bench-inspect-'));
   try {
-    return [await snapshotRow(dir), await redisRow()];
+    return [await snapshotRow(dir), await snapshotRow(dir, true), await redisRow()];
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
