@@ -26,7 +26,7 @@ export interface CompareTarget {
 }
 
 /** BullMQ states whose jobs will still run (a failed job's key found there is run again by a retry). */
-const BULLMQ_LIVE_STATES = ['waiting', 'prioritized', 'delayed', 'paused', 'active'];
+const BULLMQ_LIVE_STATES = ['waiting', 'prioritized', 'delayed', 'paused', 'active', 'waiting-children'];
 
 /** Options of {@link inspectQueue}. */
 export interface InspectQueueOptions {
@@ -278,6 +278,9 @@ export async function inspectQueue(adapter: BrokerAdapter, queueId: string, opti
     const partners = deadLetterPartners(adapter, queue, options.state);
     targets.push(...partners.targets);
     notCompared.push(...partners.absent);
+    const fromFile = await bullmqSnapshotPartners(adapter, queue, options.state, ctx.signal);
+    targets.push(...fromFile.targets);
+    notCompared.push(...fromFile.absent);
   }
   targets.push(...(options.compareWith ?? []));
   const wantCompare = targets.length > 0;
@@ -445,7 +448,8 @@ export function deadLetterPartners(adapter: BrokerAdapter, queue: QueueSummary, 
  */
 export function bullmqPartners(adapter: BrokerAdapter, queue: QueueSummary, state: string | undefined): CompareTarget[] {
   const states = queue.capabilities.peekStates;
-  if (queue.kind !== 'bullmq' || !states.includes('failed')) return [];
+  // Snapshot sections: bullmqSnapshotPartners (the partner may be another section of the file).
+  if (queue.kind !== 'bullmq' || adapter.broker === 'snapshot' || !states.includes('failed')) return [];
   const holds = (s: string): boolean => states.includes(s) && (queue.counts[s] === undefined || (queue.counts[s] ?? 0) > 0);
   const inspected = state ?? 'waiting';
   if (inspected === 'failed') {
@@ -454,6 +458,60 @@ export function bullmqPartners(adapter: BrokerAdapter, queue: QueueSummary, stat
   }
   if (!BULLMQ_LIVE_STATES.includes(inspected) || !holds('failed')) return [];
   return [{ relation: 'dead-letter-target', adapter, queueId: queue.id, label: `${queue.name} (failed jobs)`, states: ['failed'] }];
+}
+
+/** The `meta.state`s a snapshot section holds (from `config.snapshot.states`). */
+function sectionStates(q: QueueSummary): string[] {
+  const info = (q.config as Record<string, unknown> | undefined)?.snapshot as { states?: unknown } | undefined;
+  return info?.states !== null && typeof info?.states === 'object' ? Object.keys(info.states) : [];
+}
+
+/**
+ * {@link bullmqPartners} for a BullMQ queue read from a snapshot file, where the failed jobs and the
+ * live ones may sit in one section (an export of several states) or in sections of their own (one
+ * export per state into the same file: the same original queue id). The partners are found in both;
+ * when the file holds none, the comparison is listed as not made, with how to make it.
+ * The inspected state: `state`, else the section's only state. A section mixing states inspected
+ * without `state` has no partner (its failed and live jobs are already compared as one set).
+ */
+export async function bullmqSnapshotPartners(adapter: BrokerAdapter, queue: QueueSummary, state: string | undefined, signal?: AbortSignal): Promise<{ targets: CompareTarget[]; absent: InspectComparison[] }> {
+  const none = { targets: [], absent: [] };
+  if (adapter.broker !== 'snapshot' || queue.kind !== 'bullmq') return none;
+  const own = sectionStates(queue);
+  const inspected = state ?? (own.length === 1 ? own[0] : undefined);
+  if (inspected === undefined) return none;
+  const failed = inspected === 'failed';
+  if (!failed && !BULLMQ_LIVE_STATES.includes(inspected)) return none;
+  const wanted = failed ? BULLMQ_LIVE_STATES : ['failed'];
+  const relation: InspectComparison['relation'] = failed ? 'dead-letter-source' : 'dead-letter-target';
+  const targets: CompareTarget[] = [];
+  const add = (q: QueueSummary, sameSection: boolean): void => {
+    const held = sectionStates(q).filter((x) => wanted.includes(x));
+    if (held.length === 0) return;
+    const states = sameSection || sectionStates(q).length > 1 ? held : undefined;
+    targets.push({ relation, adapter, queueId: q.id, label: `${q.name} (${held.join(', ')} jobs)`, ...(states !== undefined ? { states } : {}) });
+  };
+  add(queue, true);
+  const originalId = (queue.config as { snapshot?: { originalId?: unknown } }).snapshot?.originalId;
+  for (const q of await adapter.listQueues({}, signal)) {
+    if (q.id !== queue.id && q.kind === 'bullmq' && (q.config as { snapshot?: { originalId?: unknown } }).snapshot?.originalId === originalId) add(q, false);
+  }
+  if (targets.length > 0) return { targets, absent: [] };
+  const what = failed ? 'live jobs (waiting, delayed…)' : 'failed jobs';
+  return {
+    targets: [],
+    absent: [
+      {
+        relation,
+        label: `${queue.name} (${what})`,
+        queueId: null,
+        result: null,
+        read: 0,
+        partial: false,
+        note: `The ${what} of ${queue.name} are not in this snapshot (${snapshotFileOf(adapter, queue) ?? 'the file'}), so their keys were not compared with the ${failed ? 'failed' : inspected} jobs: export them too (export --state ${failed ? 'waiting' : 'failed'}) and join the two files (cat a.jsonl b.jsonl > both.jsonl; a snapshot file holds several queues).`,
+      },
+    ],
+  };
 }
 
 /**
@@ -500,7 +558,9 @@ async function compareWithTarget(
   }
   const label = t.label ?? other.name;
   const otherMessages: QueueMessage[] = [];
-  const limit = Math.min(options.limit ?? MAX_COMPARED_MESSAGES, MAX_COMPARED_MESSAGES);
+  // Not the inspection's `limit`: that bounds the messages inspected, and a partner cut to as few
+  // would hide the keys they share (10 failed jobs against the first 10 waiting ones: "no shared keys").
+  const limit = MAX_COMPARED_MESSAGES;
   let readCount = 0;
   const partialReasons: string[] = [];
   try {

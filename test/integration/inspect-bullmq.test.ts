@@ -1,7 +1,12 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { Queue, Worker } from 'bullmq';
+import { createAdapter } from '../../core/adapters';
 import { createRedisAdapter } from '../../core/adapters/redis';
+import { exportQueue } from '../../core/services/export';
 import { inspectQueue } from '../../core/inspect/inspect';
 import { REDIS_URL, uniqueName } from './env';
 
@@ -66,5 +71,62 @@ describe('inspect (BullMQ): failed jobs against the live ones', () => {
     expect((await inspectQueue(adapter, queueId as string, { state: 'completed' })).comparisons).toEqual([]);
     await q.clean(0, 100, 'failed');
     expect((await inspectQueue(adapter, queueId as string)).comparisons).toEqual([]);
+  });
+});
+
+describe('inspect (BullMQ): --limit and snapshot files', () => {
+  it('compares the inspected jobs with every live job, not only as many as --limit, and finds the partner in another section of a snapshot', async () => {
+    const prefix = uniqueName('bq');
+    const name = 'charges';
+    const q = new Queue(name, { connection: native, prefix });
+    cleanups.push(() => q.obliterate({ force: true }).then(() => q.close()));
+    await q.addBulk(Array.from({ length: 30 }, (_, i) => ({ name: 'charge', data: charge(`B-${String(i)}`), opts: { attempts: 1 } })));
+    const conn = native.duplicate();
+    const w = new Worker(name, () => Promise.reject(new Error('HTTP 503')), { connection: conn, prefix });
+    w.on('error', () => undefined);
+    const until = Date.now() + 30_000;
+    while ((await q.getFailedCount()) < 30) {
+      if (Date.now() > until) throw new Error('the jobs did not fail in time');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await w.close();
+    conn.disconnect();
+    // All 30 sent again, newest first: the oldest failed job's key is the last waiting one.
+    for (let i = 29; i >= 0; i--) await q.add('charge', charge(`B-${String(i)}`));
+    const queueId = (await adapter.listQueues({})).find((x) => x.kind === 'bullmq' && x.name === name && x.id.includes(prefix))?.id as string;
+
+    const limited = await inspectQueue(adapter, queueId, { state: 'failed', limit: 1 });
+    expect(limited.analysed).toBe(1);
+    expect(limited.comparisons[0]).toMatchObject({ read: 30, partial: false });
+    expect(limited.comparisons[0]?.result?.sharedKeyCount).toBe(1);
+
+    // The failed and the waiting jobs exported into two files and joined into one.
+    const dir = await mkdtemp(join(tmpdir(), 'qs-bq-snap-'));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    const ctx = { signal: new AbortController().signal, report: () => undefined, setTotal: () => undefined, checkpoint: () => Promise.resolve() };
+    await exportQueue(adapter, queueId, { path: join(dir, 'failed.jsonl'), state: 'failed' }, ctx);
+    await exportQueue(adapter, queueId, { path: join(dir, 'waiting.jsonl'), state: 'waiting' }, ctx);
+    const failedOnly = createAdapter({ kind: 'snapshot', path: join(dir, 'failed.jsonl') });
+    const [fq] = await failedOnly.listQueues({});
+    const alone = await inspectQueue(failedOnly, fq?.id as string);
+    expect(alone.comparisons).toEqual([expect.objectContaining({ relation: 'dead-letter-source', result: null, note: expect.stringMatching(/are not in this snapshot .*export them too \(export --state waiting\)/) as unknown })]);
+    await failedOnly.close();
+    await writeFile(join(dir, 'both.jsonl'), Buffer.concat([await readFile(join(dir, 'failed.jsonl')), await readFile(join(dir, 'waiting.jsonl'))]));
+    const both = createAdapter({ kind: 'snapshot', path: join(dir, 'both.jsonl') });
+    try {
+      const sections = await both.listQueues({});
+      expect(sections).toHaveLength(2);
+      const failedSection = sections.find((s) => (s.config as { snapshot: { state: string } }).snapshot.state === 'failed');
+      const r = await inspectQueue(both, failedSection?.id as string);
+      expect(r.analysed).toBe(30);
+      expect(r.comparisons).toHaveLength(1);
+      expect(r.comparisons[0]).toMatchObject({ relation: 'dead-letter-source', label: `${name} (waiting jobs)`, read: 30 });
+      expect(r.comparisons[0]?.result?.sharedKeyCount).toBe(30);
+      const waitingSection = sections.find((s) => s.id !== failedSection?.id);
+      const back = await inspectQueue(both, waitingSection?.id as string);
+      expect(back.comparisons[0]).toMatchObject({ relation: 'dead-letter-target', label: `${name} (failed jobs)`, read: 30 });
+    } finally {
+      await both.close();
+    }
   });
 });

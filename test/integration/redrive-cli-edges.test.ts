@@ -132,6 +132,7 @@ describe('redrive on a Redis list: picked ids, Ctrl+C, --file', () => {
     const missing = `${real}-does-not-exist`;
     const dryIds = await cli(['redrive', REDIS_URL, `list:${key}`, '--to', `list:${targetKey}`, '--dry-run', '--ids', `${real},${missing}`]);
     expect(dryIds.stdout).toContain(`1 picked id was not found in the DLQ: ${missing}`);
+    expect(dryIds.code).toBe(EXIT.PARTIAL); // the dry run says it too
     const r = await cli(['redrive', REDIS_URL, `list:${key}`, '--to', `list:${targetKey}`, '--ids', `${real},${missing}`, '--yes', '--json']);
     expect(r.code).toBe(EXIT.PARTIAL);
     const out = JSON.parse(r.stdout) as { result: { moved: number; notFoundIds: string[] } };

@@ -209,11 +209,12 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
       if (opts.dryRun === true && opts.json !== true) ctx.err(formatPlan(plan));
       throw new QueuescopeError('INVALID_INPUT', `--native: the broker's native move cannot do this run (${plan.native.why}); drop --native to move client-side.`);
     }
+    // Picked ids that are not in the DLQ: exit 7, for a dry run too (a script checks it first).
+    if (plan.notFoundIds.length > 0) ctx.setExitCode(EXIT.PARTIAL);
     if (opts.dryRun === true) {
       ctx.out(opts.json === true ? toJson(plan) : formatPlan(plan));
       return;
     }
-    if (plan.notFoundIds.length > 0) ctx.setExitCode(EXIT.PARTIAL);
     if (opts.json !== true) ctx.err(formatPlan(plan));
     if (plan.toMove === 0) {
       // Selected messages that cannot go anywhere (no target, a missing target, a loop, a body over
