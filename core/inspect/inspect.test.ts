@@ -11,6 +11,7 @@ import { analyzeMessage, compareDuplicates, createQueueSummary } from './analysi
 import { atLeast, forComparison, inspectQueue, readBrokerVersion, toInspectedMessage, withQueueSizeLimit } from './inspect';
 import { INSPECT_MAX_BODY_BYTES, INSPECT_PAGE_BYTES, INSPECT_SNAPSHOT_MAX_BODY_BYTES, MAX_INSPECT_BODY_BYTES, readQueue } from './read';
 import { resolveInspectSettings } from './settings';
+import { SnapshotWriter } from '../snapshot/writer';
 
 const fixture = fileURLToPath(new URL('../../test/fixtures/snapshots/two-queues.jsonl', import.meta.url));
 const adapter = createAdapter({ kind: 'snapshot', path: fixture });
@@ -383,6 +384,37 @@ describe('dead-letter partners missing from the source', () => {
         expect((await inspectQueue(only, 'rabbitmq:%2F/orders.dlq', { compareDeadLetter: false })).comparisons).toEqual([]);
       } finally {
         await only.close();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a snapshot of messages picked by id', () => {
+  it('is a partial read of its queue (a --fail-on gate must not pass on it)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'qs-ids-'));
+    try {
+      const path = join(dir, 'picked.jsonl');
+      const queue: QueueSummary = {
+        id: 'list:jobs', name: 'jobs', broker: 'redis', kind: 'redis-list', depth: 3000, inFlight: 0, delayed: 0, consumers: null, counts: {}, deadLetterTargets: [], deadLetterSources: [], isDeadLetterQueue: false,
+        capabilities: { canPeekNonDestructively: true, peekSideEffects: [], peekMayDeadLetter: false, canPageFromCursor: true, maxPeekWindow: 1000, peekStates: [] }, config: {},
+      };
+      const w = await SnapshotWriter.create(path);
+      await w.writeHeader({ exportedAt: 1764441600000, source: { broker: 'redis', connection: 'test', queue }, selection: 'ids' });
+      for (const i of [1, 2, 3]) {
+        const data = JSON.stringify({ orderId: `A-${String(i)}` });
+        await w.writeMessage({ id: String(i), queueId: queue.id, queueName: 'jobs', position: i, body: { encoding: 'utf8', data, sizeBytes: data.length, truncated: false }, headers: {}, properties: {}, meta: {} });
+      }
+      await w.finish();
+      const snap = createAdapter({ kind: 'snapshot', path });
+      try {
+        const r = await inspectQueue(snap, 'list:jobs');
+        expect(r.analysed).toBe(3);
+        expect(r.partial).toBe(true);
+        expect(r.partialReason).toBe('The snapshot holds only the 3 messages picked by id from jobs (export --ids), not the whole queue.');
+      } finally {
+        await snap.close();
       }
     } finally {
       await rm(dir, { recursive: true, force: true });

@@ -497,7 +497,7 @@ export async function bullmqSnapshotPartners(adapter: BrokerAdapter, queue: Queu
     if (q.id !== queue.id && q.kind === 'bullmq' && (q.config as { snapshot?: { originalId?: unknown } }).snapshot?.originalId === originalId) add(q, false);
   }
   if (targets.length > 0) return { targets, absent: [] };
-  const what = failed ? 'live jobs (waiting, delayed…)' : 'failed jobs';
+  const what = failed ? 'live jobs' : 'failed jobs';
   return {
     targets: [],
     absent: [
@@ -508,7 +508,7 @@ export async function bullmqSnapshotPartners(adapter: BrokerAdapter, queue: Queu
         result: null,
         read: 0,
         partial: false,
-        note: `The ${what} of ${queue.name} are not in this snapshot (${snapshotFileOf(adapter, queue) ?? 'the file'}), so their keys were not compared with the ${failed ? 'failed' : inspected} jobs: export them too (export --state ${failed ? 'waiting' : 'failed'}) and join the two files (cat a.jsonl b.jsonl > both.jsonl; a snapshot file holds several queues).`,
+        note: `The ${failed ? 'live jobs (waiting, delayed…)' : what} of ${queue.name} are not in this snapshot (${snapshotFileOf(adapter, queue) ?? 'the file'}), so their keys were not compared with the ${failed ? 'failed' : inspected} jobs: export them too (export --state ${failed ? 'waiting' : 'failed'}) and join the two files (cat a.jsonl b.jsonl > both.jsonl; a snapshot file holds several queues).`,
       },
     ],
   };
@@ -516,12 +516,18 @@ export async function bullmqSnapshotPartners(adapter: BrokerAdapter, queue: Queu
 
 /**
  * Why a snapshot section does not hold the whole queue it was exported from (its header's
- * `partial` / `partialReason`, in `config.snapshot`: e.g. a RabbitMQ queue deeper than one peek),
- * or null when it holds all of it or the adapter is not a snapshot.
+ * `partial` / `partialReason`, in `config.snapshot`: e.g. a RabbitMQ queue deeper than one peek;
+ * or `selection: 'ids'`, an export of picked messages), or null when it holds all of it or the
+ * adapter is not a snapshot.
  */
 export function snapshotPartialReason(adapter: BrokerAdapter, queue: QueueSummary): string | null {
   if (adapter.broker !== 'snapshot') return null;
-  const info = (queue.config as Record<string, unknown> | undefined)?.snapshot as { partial?: unknown; partialReason?: unknown } | undefined;
+  const info = (queue.config as Record<string, unknown> | undefined)?.snapshot as { partial?: unknown; partialReason?: unknown; selection?: unknown; messages?: unknown } | undefined;
+  if (info?.selection === 'ids') {
+    // Exported with --ids: the picked messages, whatever else the queue held.
+    const n = typeof info.messages === 'number' ? info.messages : null;
+    return `The snapshot holds only ${n === null ? 'the' : `the ${String(n)}`} message${n === 1 ? '' : 's'} picked by id from ${queue.name} (export --ids), not the whole queue.`;
+  }
   if (info?.partial !== true) return null;
   return `The snapshot holds only part of ${queue.name}: ${typeof info.partialReason === 'string' && info.partialReason !== '' ? info.partialReason : 'the export did not read every message.'}`;
 }

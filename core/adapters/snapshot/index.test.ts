@@ -239,6 +239,12 @@ describe('paging resumes where the last page stopped', () => {
       }
       // Newest first reads backwards: every page starts again at a checkpoint (gzip: from the start).
       expect(await walk(adapter, 'bullmq:a', { limit: 300, direction: 'newest' })).toEqual(expected('a', N).reverse());
+      // The direction travels with the cursor: following it without `direction` keeps going back.
+      const newest = await adapter.peek('bullmq:a', { limit: 3, direction: 'newest' });
+      expect(newest.nextCursor).toBe(`n:${String(N - 4)}`);
+      const after = await adapter.peek('bullmq:a', { limit: 3, cursor: newest.nextCursor });
+      expect(after.messages.map((m) => m.id)).toEqual(expected('a', N).reverse().slice(3, 6));
+      expect(after.nextCursor).toBe(`n:${String(N - 7)}`);
       // The second section starts after the first one's last page: the reader stops at its header.
       expect(await walk(adapter, 'bullmq:b', { limit: 256 })).toEqual(expected('b', 700));
       // Two selections paged in turn, and a page asked for again: each page is still right.

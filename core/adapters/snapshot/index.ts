@@ -103,7 +103,8 @@ function globToRegExp(pattern: string): RegExp {
 /** Re-exported for callers that imported it from here; the one implementation is core/adapters/body.ts. */
 export { truncateBody };
 
-const CURSOR = /^p:(\d{1,12})$/;
+/** `p:<n>` pages oldest first, `n:<n>` newest first (the direction travels with the cursor). */
+const CURSOR = /^([pn]):(\d{1,12})$/;
 
 /** A resume point left unused this long is closed (its file handle released: Windows cannot delete an open file), ms. */
 const RESUME_IDLE_MS = 5000;
@@ -141,7 +142,8 @@ interface ResumePoint {
  * `config.snapshot` ({@link SnapshotQueueInfo}: messages, per-state counts, exportedAt, partial,
  * partialReason, state, selection). Capabilities are non-destructive; the adapter's own
  * `broker` is `snapshot`. Queue ids are the original ids; a second section with the same id gets
- * `#2` appended (and so on). Cursors are `p:<n>` (the n-th message of the selection, 0-based).
+ * `#2` appended (and so on). Cursors are `p:<n>` (the n-th message of the selection, 0-based; `n:<n>`
+ * for a page newest first, so following a cursor keeps the direction).
  *
  * Every line is validated during the pass, so a bad file fails on open with `SNAPSHOT_INVALID`
  * naming the line and field, not halfway through paging.
@@ -228,12 +230,14 @@ class SnapshotAdapter implements BrokerAdapter {
       sel = s;
     }
     let start: number | null = null;
+    let cursorNewest = false;
     if (options.cursor !== undefined && options.cursor !== null && options.cursor !== '') {
       const m = CURSOR.exec(options.cursor);
-      if (m === null) throw new QueuescopeError('INVALID_INPUT', `"${options.cursor.slice(0, 40)}" is not a snapshot cursor (expected p:<number> from a previous page).`);
-      start = Number(m[1]);
+      if (m === null) throw new QueuescopeError('INVALID_INPUT', `"${options.cursor.slice(0, 40)}" is not a snapshot cursor (expected p:<number> or n:<number> from a previous page).`);
+      start = Number(m[2]);
+      cursorNewest = m[1] === 'n';
     }
-    const newest = options.direction === 'newest';
+    const newest = cursorNewest || options.direction === 'newest';
     let lo: number;
     let hi: number;
     let next: number | null;
@@ -248,7 +252,7 @@ class SnapshotAdapter implements BrokerAdapter {
     }
     const messages = lo <= hi && lo < sel.count ? await this.readRange(idx, section, sel, state && state !== '' ? state : null, lo, hi, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, signal) : [];
     if (newest) messages.reverse();
-    return { messages, nextCursor: next === null || messages.length === 0 ? null : `p:${next}`, total: sel.count, sideEffects: [] };
+    return { messages, nextCursor: next === null || messages.length === 0 ? null : `${newest ? 'n' : 'p'}:${next}`, total: sel.count, sideEffects: [] };
   }
 
   async close(): Promise<void> {

@@ -190,7 +190,7 @@ export function incompleteMessage(
   } else {
     but = `${holds}: ${cell(r.partialReason ?? 'not every message was read', 300)} Run it again.`;
   }
-  return `fail-on ${o.failOn}: ${none} in the ${String(r.analysed)} messages read, but ${but} Exit ${String(EXIT.INCOMPLETE)} (incomplete).`;
+  return `fail-on ${o.failOn}: ${none} in the ${plural(r.analysed, 'message')} read, but ${but} Exit ${String(EXIT.INCOMPLETE)} (incomplete).`;
 }
 
 const pct = (x: number): string => `${(x * 100).toFixed(x > 0 && x < 0.1 ? 1 : 0)}%`;

@@ -3,7 +3,7 @@ import { resolve as resolvePath } from 'node:path';
 import { Option, type Command } from 'commander';
 import { QueuescopeError } from '../../../shared/domain';
 import { DEFAULT_FACTOR, TUNING_SOURCES, formatMs, smallSampleWarning, type DurationStats, type HerdSimulation, type RetryPolicy, type TuningReport, type TuningSource } from '../../../shared/tuning';
-import { loadProjectConfig } from '../../config/project-file';
+import { findProjectConfig, loadProjectConfig } from '../../config/project-file';
 import { AuditLog } from '../../services/audit-log';
 import { defaultConfigDir } from '../../services/profile-store';
 import { OperationManager } from '../../services/operations';
@@ -105,9 +105,10 @@ ${EXIT_CODES_HELP}
     )
     .action(async (a1: string | undefined, a2: string | undefined, opts: TuneOpts) => {
       const { connection, queue } = splitPositionals(a1, a2, opts.profile !== undefined ? { profile: opts.profile } : {});
-      const project = opts.factor === undefined ? await loadProjectConfig({ cwd: ctx.cwd, ...(opts.config !== undefined ? { explicitPath: opts.config } : {}) }) : null;
-      const fileNote = project !== null && opts.config === undefined ? projectFileNote(project.path, existsSync) : null;
+      // Before loading: a file that does not load should still say which one was picked.
+      const fileNote = opts.factor === undefined && opts.config === undefined ? projectFileNote(findProjectConfig(ctx.cwd), existsSync) : null;
       if (fileNote !== null) ctx.err(`${escapeForTerminal(fileNote)}\n`);
+      const project = opts.factor === undefined ? await loadProjectConfig({ cwd: ctx.cwd, ...(opts.config !== undefined ? { explicitPath: opts.config } : {}) }) : null;
       const factor = opts.factor !== undefined ? Number(opts.factor) : (project?.config.tune.safetyFactor ?? DEFAULT_FACTOR);
       if (!Number.isFinite(factor) || factor < 1 || factor > 100) throw new QueuescopeError('INVALID_INPUT', `--factor must be a number from 1 to 100, got "${cell(opts.factor ?? String(factor), 40)}".`);
       if (opts.source === 'file' && opts.file === undefined) throw new QueuescopeError('INVALID_INPUT', '--source file needs --file <path>.');
