@@ -239,7 +239,8 @@ export function formatInspectReport(r: InspectReport, options: { rows: number; w
       continue;
     }
     const res = c.result;
-    out.push(`Compared with ${rel} ${cell(c.label, 100)} (${plural(c.read, 'message')}): ${plural(res.sharedKeyCount, 'shared key')}, ${plural(res.samePayloadDifferentKeysCount, 'payload')} under different keys`);
+    // A partial side can hide shared keys: said on the heading line, not only in the note below.
+    out.push(`Compared with ${rel} ${cell(c.label, 100)} (${plural(c.read, 'message')}${c.partial ? ', PARTIAL: see the note' : ''}): ${plural(res.sharedKeyCount, 'shared key')}, ${plural(res.samePayloadDifferentKeysCount, 'payload')} under different keys${c.partial ? ' in the messages read' : ''}`);
     for (const reason of res.reasons.slice(0, 5)) out.push(`  ${cell(reason, 300)}`);
     for (const g of res.sharedKeys.slice(0, 10)) out.push(`  ${cell(g.key, 60)}: ${String(g.countA)} here (${ids(g.exampleIdsA, g.countA)}), ${String(g.countB)} there (${ids(g.exampleIdsB, g.countB)})`);
     if (c.note !== null) out.push(`  note: ${cell(c.note, 300)}`);

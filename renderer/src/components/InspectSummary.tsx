@@ -271,7 +271,7 @@ function ReportDetails({ report, onPick }: { report: InspectReport; onPick: (id:
         <details className="drill" key={`${c.relation}:${c.label}`} open={(c.result?.sharedKeyCount ?? 0) > 0} data-testid="dlq-comparison">
           <summary>
             {c.relation === 'dead-letter-source' ? 'Shared with source queue' : c.relation === 'dead-letter-target' ? 'Shared with dead-letter queue' : 'Shared with snapshot'} {c.label}:{' '}
-            {c.result === null ? 'not compared' : `${count(c.result.sharedKeyCount)} duplicate key${c.result.sharedKeyCount === 1 ? '' : 's'}`}
+            {c.result === null ? 'not compared' : `${count(c.result.sharedKeyCount)} duplicate key${c.result.sharedKeyCount === 1 ? '' : 's'}${c.partial ? ` in the ${count(c.read)} messages read (partial)` : ''}`}
           </summary>
           {c.note !== null && <div className="muted">{c.note}</div>}
           {c.result !== null && (
