@@ -112,11 +112,14 @@ export async function readQueue(adapter: BrokerAdapter, queue: QueueSummary, opt
   };
   const sideEffects = new Set<string>();
   let read = 0;
+  /** Entries the adapter counted in `total` that hold no message (PeekPage.missing: e.g. orphan BullMQ job ids). */
+  let missing = 0;
   const minPage = Math.min(MIN_ADAPTIVE_PAGE, pageSize);
   // Until a page shows how large the bodies are, a raised limit could fill a page with pageSize of them.
   let pageLimit = maxBodyBytes > INSPECT_MAX_BODY_BYTES ? Math.max(minPage, Math.min(pageSize, Math.floor(INSPECT_PAGE_BYTES / maxBodyBytes))) : pageSize;
   const take = (page: PeekPage, room: number): void => {
     for (const s of page.sideEffects) sideEffects.add(s);
+    missing += page.missing ?? 0;
     const msgs = page.messages.length > room ? page.messages.slice(0, room) : page.messages;
     read += msgs.length;
     if (msgs.length > 0) {
@@ -151,7 +154,8 @@ export async function readQueue(adapter: BrokerAdapter, queue: QueueSummary, opt
       seen.add(page.nextCursor);
       cursor = page.nextCursor;
     }
-    const total = cutoff;
+    // Entries without a message (a job id whose job is gone) are not messages left unread.
+    const total = cutoff === null ? null : Math.max(read, cutoff - missing);
     if (partialReason === null && total !== null && read < total) {
       partialReason = read >= limit ? `Limited to the first ${String(limit)} of ${String(total)} messages.` : `Read ${String(read)} of ${String(total)} messages (the queue changed while it was read).`;
     }

@@ -122,4 +122,10 @@ export interface PeekPage {
   total: number | null;
   /** Side effects this peek actually caused, one sentence each for people (empty when non-destructive). */
   sideEffects: string[];
+  /**
+   * Entries of this page's range that `total` counts but that hold no message, so none is returned
+   * for them (BullMQ: a job id in the state whose job hash is gone — removed after its id was read,
+   * or an orphan id). Absent = 0.
+   */
+  missing?: number;
 }

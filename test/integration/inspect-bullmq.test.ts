@@ -53,8 +53,11 @@ describe('inspect (BullMQ): failed jobs against the live ones', () => {
 
     const queueId = (await adapter.listQueues({})).find((x) => x.kind === 'bullmq' && x.name === name && x.id.includes(prefix))?.id;
     expect(queueId).toBeDefined();
+    // An orphan id in the failed set (its job hash is gone) is not a message left unread.
+    await native.zadd(`${prefix}:${name}:failed`, Date.now(), 'orphan-1');
     const failed = await inspectQueue(adapter, queueId as string, { state: 'failed' });
     expect(failed.analysed).toBe(3);
+    expect(failed).toMatchObject({ total: 3, partial: false, partialReason: null });
     expect(failed.comparisons).toHaveLength(1);
     const toLive = failed.comparisons[0];
     expect(toLive).toMatchObject({ relation: 'dead-letter-source', label: `${name} (waiting, delayed jobs)`, read: 3, partial: false, note: null });

@@ -309,6 +309,8 @@ export async function peekBullmq(ctx: RedisContext, prefix: string, name: string
   const base = `${prefix}:${name}:`;
   let pageIds: string[] | null = null;
   let hasMore = false;
+  /** Ids of the page whose job hash is gone (PeekPage.missing). */
+  let missing = 0;
   if (!noSort.has(client) && !base.includes('*') && start < total) {
     // One native command per 250 jobs returns ids and job fields together (SORT_RO … GET).
     const count = Math.min(limit, total - start);
@@ -318,7 +320,10 @@ export async function peekBullmq(ctx: RedisContext, prefix: string, name: string
     // Jobs written by BullMQ < 5 keep attempts in `attemptsMade` instead of `atm`: patched below.
     const legacy: QueueMessage[] = [];
     const got = await readPageBySort(client, key, base, state, start, count, desc, (i, id, job) => {
-      if (!job) return;
+      if (!job) {
+        missing++;
+        return;
+      }
       const msg = bullmqJobMessage(id, job, at(start + i));
       messages.push(msg);
       if (isLegacyJob(job)) legacy.push(msg);
@@ -347,6 +352,7 @@ export async function peekBullmq(ctx: RedisContext, prefix: string, name: string
         (i, job) => {
           // A job removed between reading its id and its hash is skipped (as BullMQ's getJobs does).
           if (job) messages.push(bullmqJobMessage(ids2[i] as string, job, at(start + i)));
+          else missing++;
         },
         signal,
       );
@@ -361,6 +367,7 @@ export async function peekBullmq(ctx: RedisContext, prefix: string, name: string
         : null,
     total,
     sideEffects: [],
+    ...(missing > 0 ? { missing } : {}),
   };
 }
 
