@@ -28,24 +28,30 @@ afterAll(async () => {
 
 const charge = (orderId: string): { orderId: string; operation: string; idempotencyKey: string } => ({ orderId, operation: 'charge', idempotencyKey: `${orderId}:charge` });
 
+/** A queue (unique prefix) whose charges for `orders` all failed for good (attempts 1, HTTP 503). */
+async function queueWithFailedCharges(name: string, orders: string[]): Promise<{ q: Queue; prefix: string }> {
+  const prefix = uniqueName('bq');
+  const q = new Queue(name, { connection: native, prefix });
+  cleanups.push(() => q.obliterate({ force: true }).then(() => q.close()));
+  await q.addBulk(orders.map((o) => ({ name: 'charge', data: charge(o), opts: { attempts: 1 } })));
+  const conn = native.duplicate();
+  const w = new Worker(name, () => Promise.reject(new Error('HTTP 503')), { connection: conn, prefix });
+  w.on('error', () => undefined);
+  const until = Date.now() + 30_000;
+  while ((await q.getFailedCount()) < orders.length) {
+    if (Date.now() > until) throw new Error('the jobs did not fail in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  await w.close();
+  conn.disconnect();
+  return { q, prefix };
+}
+
 describe('inspect (BullMQ): failed jobs against the live ones', () => {
   it('compares failed with waiting + delayed, and waiting with failed', async () => {
-    const prefix = uniqueName('bq');
     const name = 'payments';
-    const q = new Queue(name, { connection: native, prefix });
-    cleanups.push(() => q.obliterate({ force: true }).then(() => q.close()));
-    // Three charges fail for good (attempts 1).
-    await q.addBulk(['A-1', 'A-2', 'A-3'].map((o) => ({ name: 'charge', data: charge(o), opts: { attempts: 1 } })));
-    const conn = native.duplicate();
-    const w = new Worker(name, () => Promise.reject(new Error('HTTP 503')), { connection: conn, prefix });
-    w.on('error', () => undefined);
-    const until = Date.now() + 30_000;
-    while ((await q.getFailedCount()) < 3) {
-      if (Date.now() > until) throw new Error('the jobs did not fail in time');
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    await w.close();
-    conn.disconnect();
+    // Three charges fail for good.
+    const { q, prefix } = await queueWithFailedCharges(name, ['A-1', 'A-2', 'A-3']);
     // A-1 was sent again (waiting), A-2 again with a delay, A-9 is new.
     await q.add('charge', charge('A-1'));
     await q.add('charge', charge('A-9'));
@@ -79,21 +85,8 @@ describe('inspect (BullMQ): failed jobs against the live ones', () => {
 
 describe('inspect (BullMQ): --limit and snapshot files', () => {
   it('compares the inspected jobs with every live job, not only as many as --limit, and finds the partner in another section of a snapshot', async () => {
-    const prefix = uniqueName('bq');
     const name = 'charges';
-    const q = new Queue(name, { connection: native, prefix });
-    cleanups.push(() => q.obliterate({ force: true }).then(() => q.close()));
-    await q.addBulk(Array.from({ length: 30 }, (_, i) => ({ name: 'charge', data: charge(`B-${String(i)}`), opts: { attempts: 1 } })));
-    const conn = native.duplicate();
-    const w = new Worker(name, () => Promise.reject(new Error('HTTP 503')), { connection: conn, prefix });
-    w.on('error', () => undefined);
-    const until = Date.now() + 30_000;
-    while ((await q.getFailedCount()) < 30) {
-      if (Date.now() > until) throw new Error('the jobs did not fail in time');
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    await w.close();
-    conn.disconnect();
+    const { q, prefix } = await queueWithFailedCharges(name, Array.from({ length: 30 }, (_, i) => `B-${String(i)}`));
     // All 30 sent again, newest first: the oldest failed job's key is the last waiting one.
     for (let i = 29; i >= 0; i--) await q.add('charge', charge(`B-${String(i)}`));
     const queueId = (await adapter.listQueues({})).find((x) => x.kind === 'bullmq' && x.name === name && x.id.includes(prefix))?.id as string;
