@@ -11,12 +11,18 @@ import { runCli } from './fixtures/run-cli';
 import { AMQP_URL, RABBITMQ_MANAGEMENT_URL, uniqueName } from './env';
 import { closeNative, nativeConnection, nativeCount, nativeDeleteQueue } from './rabbitmq-native';
 import { idOf, makeDeadLettered, publishKeys } from './fixtures/redrive-rabbitmq-util';
+import { ShovelMover } from '../../core/adapters/rabbitmq/redrive-shovel';
+import { ManagementClient } from '../../core/adapters/rabbitmq/management';
+import { resolveRabbitmqSettings } from '../../core/adapters/rabbitmq/settings';
+import { decodeQueueId } from '../../core/adapters/rabbitmq/queue-id';
+import { QueuescopeError } from '../../shared/domain';
 
 /**
  * The dynamic-shovel native move against a target that refuses publishes (RabbitMQ 3.10.8): a
  * queue with `x-max-length: 3` and `x-overflow: reject-publish` nacks every publish past 3; the
  * shovel (ack-mode on-confirm) then nacks the DLQ delivery (requeue) and still deletes itself after
- * as many confirms as the DLQ held. The status must report what left the DLQ, not the start depth.
+ * as many confirms or nacks as it was to move (src-delete-after = the DLQ's count at the start).
+ * The status must report what left the DLQ, not the start depth.
  */
 
 const config = { kind: 'rabbitmq' as const, url: AMQP_URL, managementUrl: RABBITMQ_MANAGEMENT_URL };
@@ -120,11 +126,60 @@ describe('native move (dynamic shovel) into a target that refuses publishes', ()
     }
     await ch.close();
     const st = await pollUntilDone(h);
-    const inTarget = await nativeCount(target);
-    expect(inTarget + (await nativeCount(dlq))).toBe(3100);
-    expect(st.status).toBe('completed');
-    expect(st.moved).toBeGreaterThanOrEqual(3000);
-    expect(st.moved).toBeLessThanOrEqual(inTarget);
+    // The shovel forwards the 3000 counted at the start (src-delete-after 3000); the 100 that
+    // arrived during the move stay in the DLQ, however slowly the shovel started.
+    expect(await nativeCount(target)).toBe(3000);
+    expect(await nativeCount(dlq)).toBe(100);
+    expect(st).toMatchObject({ status: 'completed', moved: 3000, total: 3000, error: null });
+  }, 60_000);
+
+  it('a DLQ holding fewer messages than counted (another reader took some): the waiting shovel is removed; failed with exactly what it moved', async () => {
+    const { dlq, target } = await setup('shovel-idle', 200, null);
+    // The mover counts 205 ready messages: as if 5 left the DLQ between the count and the shovel's start.
+    const ch = await conn.createChannel();
+    let extra = 5;
+    const shovels = new ShovelMover({
+      vhost: '/',
+      mgmt: new ManagementClient(resolveRabbitmqSettings(config)),
+      queueRef: (id) => decodeQueueId(id).name,
+      mgmtStatusError: (res, path) => new QueuescopeError('BROKER_ERROR', `HTTP ${res.status} on ${path}`),
+      readyCount: async (name) => {
+        const n = (await ch.checkQueue(name)).messageCount;
+        if (name !== dlq || extra === 0) return n;
+        const counted = n + extra;
+        extra = 0;
+        return counted;
+      },
+    });
+    const summary = await adapter.getQueue(idOf(dlq));
+    const h = await shovels.start(summary, idOf(target), null);
+    expect(h.total).toBe(205);
+    let st = await shovels.status(h);
+    for (let i = 0; i < 400 && st.status === 'running'; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      st = await shovels.status(h);
+    }
+    await ch.close();
+    expect(st).toMatchObject({ status: 'failed', moved: 200, total: 205 });
+    expect(st.error).toMatch(/moved 200 of the 205 messages and then waited on an empty DLQ: the other 5 left the DLQ another way/);
+    // The shovel parameter is gone, and nothing was lost or doubled.
+    const res = await fetch(`${RABBITMQ_MANAGEMENT_URL}/api/parameters/shovel/%2F/${encodeURIComponent(h.id)}`, { headers: { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` } });
+    expect(res.status).toBe(404);
+    expect(await nativeCount(target)).toBe(200);
+    expect(await nativeCount(dlq)).toBe(0);
+  }, 90_000);
+
+  it('an empty DLQ creates no shovel: completed at once, nothing moved', async () => {
+    const dlq = uniqueName('shovel-empty-dlq');
+    const target = uniqueName('shovel-empty-target');
+    queues.push(dlq, target);
+    const ch = await conn.createChannel();
+    await ch.assertQueue(dlq, { durable: true });
+    await ch.assertQueue(target, { durable: true });
+    await ch.close();
+    const summary = await adapter.getQueue(idOf(dlq));
+    const h = await mover.startNativeMove(summary, idOf(target), null);
+    expect(await mover.nativeMoveStatus(h)).toEqual({ status: 'completed', moved: 0, total: 0, error: null });
   }, 60_000);
 
   it('the CLI (native path chosen automatically) does not report the refused messages as moved', async () => {

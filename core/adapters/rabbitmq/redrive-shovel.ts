@@ -32,6 +32,13 @@ const SETTLE_READS = 12;
  */
 const STATS_SETTLE_MS = 15_000;
 const STATS_POLL_MS = 500;
+/**
+ * How long a running shovel must see an empty DLQ (no ready message on the AMQP count, none
+ * unacknowledged in the management statistics) before it is taken as waiting for messages that
+ * are not there, ms: more than two statistics intervals, so messages the shovel still holds
+ * (a target blocked by an alarm) show as unacknowledged first.
+ */
+const IDLE_MS = 12_000;
 
 /**
  * The DLQ's ack counter (`message_stats.ack` of `GET /api/queues/<vhost>/<name>`: messages removed
@@ -54,15 +61,19 @@ function shovelName(dlq: string): string {
  * Native whole-queue moves through a dynamic shovel, the mechanism behind the management UI's
  * "Move messages" (https://www.rabbitmq.com/docs/shovel-dynamic): `PUT
  * /api/parameters/shovel/<vhost>/<name>` with `src-queue` = the DLQ, `dest-queue` = the target
- * (published through the default exchange), `src-delete-after: "queue-length"` (the shovel moves
- * the messages present when it starts, then deletes itself), `ack-mode: "on-confirm"` (a message
+ * (published through the default exchange), `src-delete-after: <n>` where n is the DLQ's ready
+ * count just before (the shovel forwards that many messages from the head of the DLQ, then deletes
+ * itself; the UI's `"queue-length"` would read the depth when the shovel initialises, so messages
+ * dead-lettered in between were moved too and nobody could tell how many), `ack-mode: "on-confirm"` (a message
  * is acked on the DLQ only after the target confirmed it) and `src-prefetch-count` 1000. Needs the
  * `rabbitmq_shovel` and `rabbitmq_shovel_management` plugins and a user with the `policymaker`
  * (or `administrator`) tag. Body, properties and headers (x-death included) are kept; no redrive
  * counter is added; shovels have no rate setting. A publish the target refuses (nack: a full queue
  * with `x-overflow: reject-publish`…) is nacked back to the DLQ and still counts towards the
- * queue-length the shovel moves before deleting itself, so its end is not a success by itself:
- * {@link ShovelMover.status} measures what left the DLQ.
+ * n the shovel forwards before deleting itself, so its end is not a success by itself:
+ * {@link ShovelMover.status} measures what left the DLQ. When fewer than n messages are there
+ * (another consumer took some, a message TTL, a purge) the shovel would wait for new ones for ever:
+ * after {@link IDLE_MS} of an empty DLQ the status removes it and reports what it moved.
  */
 export class ShovelMover {
   private readonly cancelled = new Set<string>();
@@ -70,6 +81,8 @@ export class ShovelMover {
   private readonly baselines = new Map<string, Baseline>();
   /** The final status of each finished shovel, by name (computed once; later polls return it). */
   private readonly finals = new Map<string, NativeMoveStatus>();
+  /** When a running shovel was first seen with an empty DLQ, by name (ms since the epoch). */
+  private readonly idleSince = new Map<string, number>();
 
   constructor(private readonly d: ShovelDeps) {}
 
@@ -99,7 +112,7 @@ export class ShovelMover {
   async support(dlq: QueueSummary, targetQueueId: string | null, signal?: AbortSignal): Promise<NativeMoveSupport> {
     const base = { mechanism: MECHANISM, supportsRate: false, supportsTarget: true };
     const note =
-      'Moves every message in the DLQ when it starts (src-delete-after queue-length) to one queue through the default exchange, acking each after the target confirmed it; body, properties and headers (x-death) are kept; no redrive counter is added, messages cannot be filtered and the rate cannot be limited; cancelling mid-move can leave up to 1,000 messages (its prefetch) in both queues.';
+      'Moves the messages in the DLQ when it starts (src-delete-after: that count; later dead letters stay) to one queue through the default exchange, acking each after the target confirmed it; body, properties and headers (x-death) are kept; no redrive counter is added, messages cannot be filtered and the rate cannot be limited; cancelling mid-move can leave up to 1,000 messages (its prefetch) in both queues.';
     if (dlq.kind === 'rabbitmq-stream') return { ...base, available: false, note: 'The DLQ is a stream: a shovel would copy it, not move it.' };
     const target = this.target(dlq, targetQueueId);
     if (target === null) {
@@ -115,7 +128,8 @@ export class ShovelMover {
   }
 
   /**
-   * Creates the shovel. `total` is the DLQ's ready count just before.
+   * Creates the shovel, which forwards `total` messages (the DLQ's ready count just before) and
+   * then deletes itself. An empty DLQ creates no shovel: the handle is completed at once.
    * @throws QueuescopeError UNSUPPORTED (not available, or a rate was asked for), PERMISSION_DENIED
    *   (the user may not set parameters: needs the policymaker tag), QUEUE_NOT_FOUND, BROKER_ERROR
    *   (the broker refused the definition, with its reason).
@@ -131,13 +145,19 @@ export class ShovelMover {
     const total = await this.d.readyCount(src, signal);
     const baseline = await this.dlqStats(src, signal);
     const name = shovelName(src);
+    const handle: NativeMoveHandle = { id: name, sourceQueueId: dlq.id, targetQueueId: targetQueueId ?? (dlq.deadLetterSources[0] ?? null), startedAt: Date.now(), total };
+    if (total === 0) {
+      // src-delete-after 0 is not "nothing": the shovel would wait for a message.
+      this.finals.set(name, { status: 'completed', moved: 0, total, error: null });
+      return handle;
+    }
     const uri = `amqp:///${encodeURIComponent(this.d.vhost)}`;
     const value = {
       'src-protocol': 'amqp091',
       'src-uri': uri,
       'src-queue': src,
       'src-prefetch-count': SHOVEL_PREFETCH,
-      'src-delete-after': 'queue-length',
+      'src-delete-after': total,
       'dest-protocol': 'amqp091',
       'dest-uri': uri,
       'dest-queue': dest,
@@ -148,7 +168,7 @@ export class ShovelMover {
     if (res.status === 400) throw new QueuescopeError('BROKER_ERROR', `RabbitMQ refused the shovel definition: ${res.reason ?? 'bad request'}.`, { shovel: name });
     if (res.status < 200 || res.status >= 300) throw this.d.mgmtStatusError(res, path);
     this.baselines.set(name, baseline);
-    return { id: name, sourceQueueId: dlq.id, targetQueueId: targetQueueId ?? (dlq.deadLetterSources[0] ?? null), startedAt: Date.now(), total };
+    return handle;
   }
 
   /**
@@ -158,16 +178,20 @@ export class ShovelMover {
    * when terminated.
    *
    * Once the parameter is gone the shovel has deleted itself, which it does after the target
-   * confirmed OR REFUSED as many publishes as the DLQ held when it started (`src-delete-after
-   * queue-length` counts nacks too: a target that rejects publishes — a full queue with
-   * `x-overflow: reject-publish`, a quorum queue without a leader — gets each message nacked and
-   * returned to the DLQ, and the shovel still ends). So the outcome is measured on the DLQ: after
-   * the messages it held are back (two equal readings of its ready count), none left = `completed`
-   * with `moved = total`; some left = either refused messages or messages dead-lettered during the
-   * move, told apart by the DLQ's ack counter (management statistics, waited for up to
-   * {@link STATS_SETTLE_MS}): `moved` = acks since the start (at least `total − left`). When fewer
-   * than `total` moved the status is `failed`, `moved` is exact (what left the DLQ) and the error
-   * says how many of the `total` stayed. RabbitMQ 3.10 reports no transferred count itself.
+   * confirmed OR REFUSED `total` publishes (`src-delete-after` counts nacks too: a target that
+   * rejects publishes — a full queue with `x-overflow: reject-publish`, a quorum queue without a
+   * leader — gets each message nacked and returned to the DLQ, and the shovel still ends). So the
+   * outcome is measured on the DLQ: after the messages it held are back (two equal readings of its
+   * ready count), none left = `completed` with `moved = total`; some left = refused messages or
+   * messages dead-lettered since the start (which the shovel does not take), told apart by the
+   * DLQ's ack counter (management statistics, waited for up to {@link STATS_SETTLE_MS}): `moved` =
+   * acks since the start (at least `total − left`). When fewer than `total` moved the status is
+   * `failed`, `moved` is exact (what left the DLQ) and the error says how many of the `total`
+   * stayed. RabbitMQ 3.10 reports no transferred count itself.
+   *
+   * A running shovel that has seen an empty DLQ for {@link IDLE_MS} is waiting for messages that
+   * left another way (another consumer, a TTL, a purge): its parameter is deleted and the outcome
+   * is measured the same way (`failed` when fewer than `total` went through the shovel).
    */
   async status(handle: NativeMoveHandle, signal?: AbortSignal): Promise<NativeMoveStatus> {
     const done = this.finals.get(handle.id);
@@ -185,37 +209,55 @@ export class ShovelMover {
     }
     if (entry === undefined) {
       const param = await this.d.mgmt.get(this.paramPath(handle.id), signal);
-      if (param.status === 404) {
-        const final = await this.outcome(handle, src, signal);
-        this.finals.set(handle.id, final);
-        this.baselines.delete(handle.id);
-        return final;
-      }
+      if (param.status === 404) return this.finish(handle, src, false, signal);
     }
-    return { status: 'running', moved: await this.estimate(src, total, signal), total, error: null };
+    const ready = await this.d.readyCount(src, signal).catch(() => null);
+    if (ready === 0 && (await this.unacked(src, signal)) === 0) {
+      const now = Date.now();
+      const since = this.idleSince.get(handle.id) ?? now;
+      this.idleSince.set(handle.id, since);
+      if (now - since >= IDLE_MS) {
+        const path = this.paramPath(handle.id);
+        const res = await this.d.mgmt.request('DELETE', path, undefined, signal);
+        if (res.status !== 404 && (res.status < 200 || res.status >= 300)) throw this.d.mgmtStatusError(res, path);
+        return this.finish(handle, src, true, signal);
+      }
+    } else {
+      this.idleSince.delete(handle.id);
+    }
+    return { status: 'running', moved: total === null || ready === null ? 0 : Math.max(0, total - ready), total, error: null };
   }
 
-  /** The outcome of a shovel that deleted itself, measured on the DLQ (see {@link status}). */
-  private async outcome(handle: NativeMoveHandle, src: string, signal?: AbortSignal): Promise<NativeMoveStatus> {
+  /** Measures the outcome of a shovel that is gone (deleted itself, or removed when idle) once, and keeps it. */
+  private async finish(handle: NativeMoveHandle, src: string, idle: boolean, signal?: AbortSignal): Promise<NativeMoveStatus> {
+    const final = await this.outcome(handle, src, idle, signal);
+    this.finals.set(handle.id, final);
+    this.baselines.delete(handle.id);
+    this.idleSince.delete(handle.id);
+    return final;
+  }
+
+  /** The outcome of a shovel that is gone, measured on the DLQ (see {@link status}). */
+  private async outcome(handle: NativeMoveHandle, src: string, idle: boolean, signal?: AbortSignal): Promise<NativeMoveStatus> {
     const total = handle.total;
     if (total === null) return { status: 'completed', moved: 0, total, error: null };
     const left = await this.settledReady(src, signal);
-    if (left === 0) return { status: 'completed', moved: total, total, error: null };
-    // Some messages are in the DLQ: refused by the target and returned, or dead-lettered during the move.
-    const atLeast = Math.max(0, total - left);
+    if (left === 0 && !idle) return { status: 'completed', moved: total, total, error: null };
+    // Messages in the DLQ were refused by the target and returned, or dead-lettered since the start;
+    // an idle shovel's DLQ lost messages another way. The ack counter tells what went through the shovel.
+    const atLeast = idle ? 0 : Math.max(0, total - left);
     let moved = atLeast;
     let counted = false;
     const base = this.baselines.get(handle.id);
     if (base !== undefined && base.acks !== null) {
       // Acks since the start = messages that left the DLQ through the shovel (ack-mode on-confirm
-      // acks only what the target confirmed). They can be at most `total + left`: the shovel moves
-      // the DLQ's depth when it initialised (`total` plus what arrived in the few ms before), and
-      // messages arriving later are still there. More = someone else acked on the DLQ, or acks made
-      // just before the start were not in the statistics yet: the counter is then not used.
+      // acks only what the target confirmed). The shovel forwards `total` at most, so more = someone
+      // else acked on the DLQ, or acks made just before the start were not in the statistics yet:
+      // the counter is then not used.
       const until = Date.now() + STATS_SETTLE_MS;
       for (;;) {
         const now = await this.dlqStats(src, signal);
-        if (now.acks !== null && now.acks >= base.acks && now.acks - base.acks <= total + left) {
+        if (now.acks !== null && now.acks >= base.acks && now.acks - base.acks <= total) {
           counted = true;
           moved = Math.max(atLeast, now.acks - base.acks);
         }
@@ -225,9 +267,24 @@ export class ShovelMover {
     }
     if (moved >= total) return { status: 'completed', moved, total, error: null };
     const stayed = total - moved;
+    if (idle) {
+      return counted
+        ? {
+            status: 'failed',
+            moved,
+            total,
+            error: `The shovel moved ${moved} of the ${total} messages and then waited on an empty DLQ: the other ${stayed} left the DLQ another way during the move (another consumer, a message TTL, a purge). The shovel was removed.`,
+          }
+        : {
+            status: 'failed',
+            moved: total,
+            total,
+            error: `The shovel waited on an empty DLQ: fewer than the ${total} messages it was to move were there (another consumer, a message TTL, a purge), and without the DLQ's ack statistics how many it moved cannot be told. The shovel was removed.`,
+          };
+    }
     const why = counted
       ? 'the target refused them (a full queue with x-overflow reject-publish, a queue without a leader…) and RabbitMQ returned them to the DLQ'
-      : 'the target refused them and RabbitMQ returned them to the DLQ, or they were dead-lettered during the move (the DLQ\'s ack statistics were not available to tell them apart)';
+      : 'the target refused them and RabbitMQ returned them to the DLQ (the DLQ\'s ack statistics were not available to tell them from messages dead-lettered since the start)';
     return {
       status: 'failed',
       moved,
@@ -249,6 +306,19 @@ export class ShovelMover {
       last = now;
     }
     return last;
+  }
+
+  /** The DLQ's unacknowledged messages from the management statistics; null when they cannot be read. */
+  private async unacked(src: string, signal?: AbortSignal): Promise<number | null> {
+    try {
+      const res = await this.d.mgmt.get(`/api/queues/${this.vhostPath()}/${encodeURIComponent(src)}?columns=messages_unacknowledged`, signal);
+      if (res.status !== 200 || res.body === null || typeof res.body !== 'object') return null;
+      const n = (res.body as { messages_unacknowledged?: unknown }).messages_unacknowledged;
+      return typeof n === 'number' ? n : null;
+    } catch {
+      throwIfAborted(signal);
+      return null;
+    }
   }
 
   /** The DLQ's ack counter from the management API (`GET /api/queues/<vhost>/<name>`); null when it cannot be read. */
