@@ -450,14 +450,21 @@ export function bullmqPartners(adapter: BrokerAdapter, queue: QueueSummary, stat
   const states = queue.capabilities.peekStates;
   // Snapshot sections: bullmqSnapshotPartners (the partner may be another section of the file).
   if (queue.kind !== 'bullmq' || adapter.broker === 'snapshot' || !states.includes('failed')) return [];
-  const holds = (s: string): boolean => states.includes(s) && (queue.counts[s] === undefined || (queue.counts[s] ?? 0) > 0);
-  const inspected = state ?? 'waiting';
-  if (inspected === 'failed') {
-    const live = BULLMQ_LIVE_STATES.filter(holds);
-    return live.length === 0 ? [] : [{ relation: 'dead-letter-source', adapter, queueId: queue.id, label: `${queue.name} (${live.join(', ')} jobs)`, states: live }];
-  }
-  if (!BULLMQ_LIVE_STATES.includes(inspected) || !holds('failed')) return [];
-  return [{ relation: 'dead-letter-target', adapter, queueId: queue.id, label: `${queue.name} (failed jobs)`, states: ['failed'] }];
+  const partner = bullmqPartnerStates(state ?? 'waiting');
+  if (partner === null) return [];
+  const held = partner.states.filter((s) => states.includes(s) && (queue.counts[s] === undefined || (queue.counts[s] ?? 0) > 0));
+  return held.length === 0 ? [] : [{ relation: partner.relation, adapter, queueId: queue.id, label: `${queue.name} (${held.join(', ')} jobs)`, states: held }];
+}
+
+/**
+ * The BullMQ states that hold the dead-letter partner of an inspected state, and the relation:
+ * `failed` → the live states (`dead-letter-source`); a live state → `failed`
+ * (`dead-letter-target`); any other state (completed…) → null.
+ */
+function bullmqPartnerStates(inspected: string): { states: readonly string[]; relation: InspectComparison['relation'] } | null {
+  if (inspected === 'failed') return { states: BULLMQ_LIVE_STATES, relation: 'dead-letter-source' };
+  if (BULLMQ_LIVE_STATES.includes(inspected)) return { states: ['failed'], relation: 'dead-letter-target' };
+  return null;
 }
 
 /** The `meta.state`s a snapshot section holds (from `config.snapshot.states`). */
@@ -480,13 +487,13 @@ export async function bullmqSnapshotPartners(adapter: BrokerAdapter, queue: Queu
   const own = sectionStates(queue);
   const inspected = state ?? (own.length === 1 ? own[0] : undefined);
   if (inspected === undefined) return none;
+  const partner = bullmqPartnerStates(inspected);
+  if (partner === null) return none;
   const failed = inspected === 'failed';
-  if (!failed && !BULLMQ_LIVE_STATES.includes(inspected)) return none;
-  const wanted = failed ? BULLMQ_LIVE_STATES : ['failed'];
-  const relation: InspectComparison['relation'] = failed ? 'dead-letter-source' : 'dead-letter-target';
+  const relation = partner.relation;
   const targets: CompareTarget[] = [];
   const add = (q: QueueSummary, sameSection: boolean): void => {
-    const held = sectionStates(q).filter((x) => wanted.includes(x));
+    const held = sectionStates(q).filter((x) => partner.states.includes(x));
     if (held.length === 0) return;
     const states = sameSection || sectionStates(q).length > 1 ? held : undefined;
     targets.push({ relation, adapter, queueId: q.id, label: `${q.name} (${held.join(', ')} jobs)`, ...(states !== undefined ? { states } : {}) });
