@@ -137,8 +137,14 @@ export interface NativeMoveHandle {
   sourceQueueId: string;
   targetQueueId: string | null;
   startedAt: number;
-  /** Messages in the DLQ when the move started, when known. */
+  /** Messages in the DLQ when the move started, when known (with `limited`, at most `maxMessages`). */
   total: number | null;
+  /**
+   * True when the mover honoured `maxMessages` ({@link RedriveMover.startNativeMove}): the move
+   * takes at most that many from the head of the DLQ and later arrivals stay. Absent = the broker
+   * moves whatever the DLQ holds while it runs (SQS, BullMQ).
+   */
+  limited?: boolean;
 }
 
 /** Progress of a native move, polled by the engine. */
@@ -198,9 +204,12 @@ export interface RedriveMover {
 
   /**
    * Starts a native move of the whole DLQ. `ratePerSecond` null = the broker's default.
+   * `maxMessages`: move at most this many, from the head of the DLQ (the engine passes the count
+   * its backup pre-pass read, so messages dead-lettered after it are not moved unbacked); a mover
+   * that can count sets {@link NativeMoveHandle.limited}, the others ignore it.
    * @throws QueuescopeError `UNSUPPORTED` when {@link nativeMove} says it is not available.
    */
-  startNativeMove(dlq: QueueSummary, targetQueueId: string | null, ratePerSecond: number | null, signal?: AbortSignal): Promise<NativeMoveHandle>;
+  startNativeMove(dlq: QueueSummary, targetQueueId: string | null, ratePerSecond: number | null, signal?: AbortSignal, maxMessages?: number): Promise<NativeMoveHandle>;
 
   /** Polls a native move. */
   nativeMoveStatus(handle: NativeMoveHandle, signal?: AbortSignal): Promise<NativeMoveStatus>;

@@ -624,13 +624,21 @@ async function nativePath(env: RedriveEnv, r: RedriveRequest, p: Prepared, backu
   if (p.decider.toSkip > 0 || failed > 0) return null;
   const total = p.decider.examined.count;
   ctx.setTotal(total);
-  notes.push(`backup of ${total} message${total === 1 ? '' : 's'} written before the native move; messages dead-lettered while it runs may be moved too and are not in the backup`);
   if (support.note !== null) notes.push(support.note);
   const pollMs = env.nativePollMs ?? NATIVE_POLL_MS;
   let movedBefore = 0;
   onStart();
   for (;;) {
-    const handle = await p.mover.startNativeMove(p.dlq, r.targetQueueId ?? null, r.ratePerSecond ?? null, ctx.signal);
+    // At most what the backup holds and is not moved yet: a mover that can count (a RabbitMQ
+    // shovel) then leaves messages dead-lettered since the pre-pass in the DLQ.
+    const handle = await p.mover.startNativeMove(p.dlq, r.targetQueueId ?? null, r.ratePerSecond ?? null, ctx.signal, Math.max(0, total - movedBefore));
+    if (movedBefore === 0) {
+      notes.push(
+        handle.limited === true
+          ? `backup of ${total} message${total === 1 ? '' : 's'} written before the native move, which takes only those; messages dead-lettered since stay in the DLQ`
+          : `backup of ${total} message${total === 1 ? '' : 's'} written before the native move; messages dead-lettered while it runs may be moved too and are not in the backup`,
+      );
+    }
     const outcome = await pollNative(p.mover, handle, ctx, pollMs, (moved) => {
       totals.moved = movedBefore + moved;
       totals.examined = totals.moved;

@@ -16,6 +16,10 @@ import { ManagementClient } from '../../core/adapters/rabbitmq/management';
 import { resolveRabbitmqSettings } from '../../core/adapters/rabbitmq/settings';
 import { decodeQueueId } from '../../core/adapters/rabbitmq/queue-id';
 import { QueuescopeError } from '../../shared/domain';
+import { startRedrive, type RedriveEnv, type RedriveResult } from '../../core/redrive/engine';
+import { AuditLog } from '../../core/services/audit-log';
+import { OperationManager } from '../../core/services/operations';
+import { readSnapshotFile } from '../../core/snapshot/reader';
 
 /**
  * The dynamic-shovel native move against a target that refuses publishes (RabbitMQ 3.10.8): a
@@ -167,6 +171,42 @@ describe('native move (dynamic shovel) into a target that refuses publishes', ()
     expect(res.status).toBe(404);
     expect(await nativeCount(target)).toBe(200);
     expect(await nativeCount(dlq)).toBe(0);
+  }, 90_000);
+
+  it('the engine limits the shovel to the messages its backup holds: dead letters that arrive before the shovel starts stay in the DLQ', async () => {
+    const { work, dlq } = await setup('shovel-engine-late', 300, null);
+    // Between the backup pre-pass and the shovel's start, 20 more messages are dead-lettered.
+    const startNativeMove: RedriveMover['startNativeMove'] = async (...a) => {
+      const ch = await conn.createConfirmChannel();
+      await publishKeys(ch, dlq, 0, 20, 'late');
+      await ch.close();
+      return mover.startNativeMove(...a);
+    };
+    const late = new Proxy(mover, {
+      get: (t, k) => {
+        if (k === 'startNativeMove') return startNativeMove;
+        const v: unknown = Reflect.get(t, k, t);
+        return typeof v === 'function' ? (v as (...x: unknown[]) => unknown).bind(t) : v;
+      },
+    });
+    const env: RedriveEnv = {
+      adapter: { getQueue: (id, s) => adapter.getQueue(id, s), listQueues: (o, s) => adapter.listQueues(o, s), redrive: late },
+      connectionLabel: AMQP_URL,
+      actor: 'cli',
+      auditLog: new AuditLog({ path: join(dir, 'audit-late.jsonl') }),
+      configDir: dir,
+      nativePollMs: 100,
+    };
+    const ops = new OperationManager();
+    const snap = startRedrive(ops, env, { dlqId: idOf(dlq), selection: { kind: 'all' }, backupPath: join(dir, 'late-backup.jsonl') });
+    const final = await ops.wait(snap.id);
+    const result = final.result as RedriveResult;
+    expect(final.errors).toEqual([]);
+    expect(result).toMatchObject({ mode: 'native', moved: 300 });
+    expect(result.notes.join(' ')).toMatch(/backup of 300 messages written before the native move, which takes only those; messages dead-lettered since stay in the DLQ/);
+    expect((await readSnapshotFile(join(dir, 'late-backup.jsonl')))[0]?.messages).toHaveLength(300);
+    expect(await nativeCount(work)).toBe(300);
+    expect(await nativeCount(dlq)).toBe(20);
   }, 90_000);
 
   it('an empty DLQ creates no shovel: completed at once, nothing moved', async () => {

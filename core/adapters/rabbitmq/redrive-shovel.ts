@@ -128,13 +128,15 @@ export class ShovelMover {
   }
 
   /**
-   * Creates the shovel, which forwards `total` messages (the DLQ's ready count just before) and
-   * then deletes itself. An empty DLQ creates no shovel: the handle is completed at once.
+   * Creates the shovel, which forwards `total` messages (the DLQ's ready count just before, at
+   * most `maxMessages`; given, the handle is `limited`) and then deletes itself. An
+   * empty DLQ (or `maxMessages` 0) creates no shovel: the handle is completed at once.
    * @throws QueuescopeError UNSUPPORTED (not available, or a rate was asked for), PERMISSION_DENIED
    *   (the user may not set parameters: needs the policymaker tag), QUEUE_NOT_FOUND, BROKER_ERROR
    *   (the broker refused the definition, with its reason).
    */
-  async start(dlq: QueueSummary, targetQueueId: string | null, ratePerSecond: number | null, signal?: AbortSignal): Promise<NativeMoveHandle> {
+  async start(dlq: QueueSummary, targetQueueId: string | null, ratePerSecond: number | null, signal?: AbortSignal, maxMessages?: number): Promise<NativeMoveHandle> {
+    if (maxMessages !== undefined && (!Number.isSafeInteger(maxMessages) || maxMessages < 0)) throw new QueuescopeError('INVALID_INPUT', `maxMessages must be a whole number ≥ 0, not ${maxMessages}.`);
     if (ratePerSecond !== null) throw new QueuescopeError('UNSUPPORTED', 'A RabbitMQ dynamic shovel cannot be rate-limited: use a client-side redrive for a rate limit.');
     const support = await this.support(dlq, targetQueueId, signal);
     if (!support.available) throw new QueuescopeError('UNSUPPORTED', `A dynamic shovel cannot move '${dlq.name}': ${support.note ?? ''}`);
@@ -142,10 +144,11 @@ export class ShovelMover {
     const dest = this.target(dlq, targetQueueId);
     if (dest === null) throw new QueuescopeError('INVALID_INPUT', 'No target queue.');
     await this.d.readyCount(dest, signal);
-    const total = await this.d.readyCount(src, signal);
+    const ready = await this.d.readyCount(src, signal);
+    const total = maxMessages === undefined ? ready : Math.min(ready, maxMessages);
     const baseline = await this.dlqStats(src, signal);
     const name = shovelName(src);
-    const handle: NativeMoveHandle = { id: name, sourceQueueId: dlq.id, targetQueueId: targetQueueId ?? (dlq.deadLetterSources[0] ?? null), startedAt: Date.now(), total };
+    const handle: NativeMoveHandle = { id: name, sourceQueueId: dlq.id, targetQueueId: targetQueueId ?? (dlq.deadLetterSources[0] ?? null), startedAt: Date.now(), total, ...(maxMessages !== undefined ? { limited: true } : {}) };
     if (total === 0) {
       // src-delete-after 0 is not "nothing": the shovel would wait for a message.
       this.finals.set(name, { status: 'completed', moved: 0, total, error: null });

@@ -211,8 +211,8 @@ export class RabbitmqRedriveMover implements RedriveMover {
   }
 
   /** See {@link ShovelMover.start}. */
-  startNativeMove(dlq: QueueSummary, targetQueueId: string | null, ratePerSecond: number | null, signal?: AbortSignal): Promise<NativeMoveHandle> {
-    return this.shovels.start(dlq, targetQueueId, ratePerSecond, signal);
+  startNativeMove(dlq: QueueSummary, targetQueueId: string | null, ratePerSecond: number | null, signal?: AbortSignal, maxMessages?: number): Promise<NativeMoveHandle> {
+    return this.shovels.start(dlq, targetQueueId, ratePerSecond, signal, maxMessages);
   }
 
   /** See {@link ShovelMover.status}. */
