@@ -654,7 +654,7 @@ async function nativePath(env: RedriveEnv, r: RedriveRequest, p: Prepared, backu
     }
     if (outcome.kind === 'partial') {
       totals.failed = Math.max(0, total - totals.moved);
-      notes.push(`the native move ended with ${totals.failed} of ${total} still in the DLQ: ${outcome.error}`);
+      notes.push(`the native move ended with ${totals.failed} of ${total} not moved: ${outcome.error}`);
       ctx.addError(new QueuescopeError('BROKER_ERROR', `${support.mechanism}: ${outcome.error}`, { moved: totals.moved, stayed: totals.failed }));
       ctx.report({ processed: totals.examined, moved: totals.moved, failed: totals.failed });
       return true;
