@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ChannelModel } from 'amqplib';
+import type { Channel, ChannelModel } from 'amqplib';
 import { createRabbitmqAdapter } from '../../core/adapters/rabbitmq';
 import type { NativeMoveHandle, NativeMoveStatus, RedriveMover } from '../../core/adapters/redrive-types';
 import type { BrokerAdapter } from '../../core/adapters/types';
@@ -134,43 +134,88 @@ describe('native move (dynamic shovel) into a target that refuses publishes', ()
     // arrived during the move stay in the DLQ, however slowly the shovel started.
     expect(await nativeCount(target)).toBe(3000);
     expect(await nativeCount(dlq)).toBe(100);
-    expect(st).toMatchObject({ status: 'completed', moved: 3000, total: 3000, error: null });
+    expect(st, st.error ?? '').toMatchObject({ status: 'completed', moved: 3000, total: 3000, error: null });
   }, 60_000);
 
-  it('a DLQ holding fewer messages than counted (another reader took some): the waiting shovel is removed; failed with exactly what it moved', async () => {
-    const { dlq, target } = await setup('shovel-idle', 200, null);
-    // The mover counts 205 ready messages: as if 5 left the DLQ between the count and the shovel's start.
-    const ch = await conn.createChannel();
+  /**
+   * A shovel mover whose first count of `dlq` is 5 more than its ready messages: as if 5 left the
+   * DLQ (or were taken by another consumer) between the count and the shovel's start.
+   */
+  function overCountingMover(dlq: string, ch: Channel, timings: { idleMs?: number; stalledMs?: number } = {}): ShovelMover {
     let extra = 5;
-    const shovels = new ShovelMover({
-      vhost: '/',
-      mgmt: new ManagementClient(resolveRabbitmqSettings(config)),
-      queueRef: (id) => decodeQueueId(id).name,
-      mgmtStatusError: (res, path) => new QueuescopeError('BROKER_ERROR', `HTTP ${res.status} on ${path}`),
-      readyCount: async (name) => {
-        const n = (await ch.checkQueue(name)).messageCount;
-        if (name !== dlq || extra === 0) return n;
-        const counted = n + extra;
-        extra = 0;
-        return counted;
+    return new ShovelMover(
+      {
+        vhost: '/',
+        mgmt: new ManagementClient(resolveRabbitmqSettings(config)),
+        queueRef: (id) => decodeQueueId(id).name,
+        mgmtStatusError: (res, path) => new QueuescopeError('BROKER_ERROR', `HTTP ${res.status} on ${path}`),
+        readyCount: async (name) => {
+          const n = (await ch.checkQueue(name)).messageCount;
+          if (name !== dlq || extra === 0) return n;
+          const counted = n + extra;
+          extra = 0;
+          return counted;
+        },
       },
-    });
-    const summary = await adapter.getQueue(idOf(dlq));
-    const h = await shovels.start(summary, idOf(target), null);
-    expect(h.total).toBe(205);
+      timings,
+    );
+  }
+
+  async function pollShovel(shovels: ShovelMover, h: NativeMoveHandle): Promise<NativeMoveStatus> {
     let st = await shovels.status(h);
     for (let i = 0; i < 400 && st.status === 'running'; i++) {
       await new Promise((r) => setTimeout(r, 100));
       st = await shovels.status(h);
     }
+    return st;
+  }
+
+  async function shovelParamStatus(name: string): Promise<number> {
+    const res = await fetch(`${RABBITMQ_MANAGEMENT_URL}/api/parameters/shovel/%2F/${encodeURIComponent(name)}`, { headers: { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` } });
+    return res.status;
+  }
+
+  it('a DLQ holding fewer messages than counted (they left another way): the waiting shovel is removed; failed with exactly what it moved', async () => {
+    const { dlq, target } = await setup('shovel-idle', 200, null);
+    const ch = await conn.createChannel();
+    const shovels = overCountingMover(dlq, ch);
+    const summary = await adapter.getQueue(idOf(dlq));
+    const h = await shovels.start(summary, idOf(target), null);
+    expect(h.total).toBe(205);
+    const st = await pollShovel(shovels, h);
     await ch.close();
     expect(st).toMatchObject({ status: 'failed', moved: 200, total: 205 });
     expect(st.error).toMatch(/moved 200 of the 205 messages and then waited on an empty DLQ: the other 5 left the DLQ another way/);
     // The shovel parameter is gone, and nothing was lost or doubled.
-    const res = await fetch(`${RABBITMQ_MANAGEMENT_URL}/api/parameters/shovel/%2F/${encodeURIComponent(h.id)}`, { headers: { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` } });
-    expect(res.status).toBe(404);
+    expect(await shovelParamStatus(h.id)).toBe(404);
     expect(await nativeCount(target)).toBe(200);
     expect(await nativeCount(dlq)).toBe(0);
+  }, 90_000);
+
+  it('a shovel stalled by messages another consumer holds unacknowledged is removed (no hang); failed with exactly what it moved, the held ones back in the DLQ', async () => {
+    const { dlq, target } = await setup('shovel-stalled', 205, null);
+    // Another consumer takes 5 and never acks them.
+    const holder = await conn.createChannel();
+    await holder.prefetch(5);
+    let held = 0;
+    await holder.consume(dlq, () => {
+      held++;
+    });
+    for (let i = 0; i < 100 && held < 5; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(held).toBe(5);
+    const ch = await conn.createChannel();
+    const shovels = overCountingMover(dlq, ch, { stalledMs: 8_000 });
+    const summary = await adapter.getQueue(idOf(dlq));
+    const h = await shovels.start(summary, idOf(target), null);
+    expect(h.total).toBe(205);
+    const st = await pollShovel(shovels, h);
+    expect(st).toMatchObject({ status: 'failed', moved: 200, total: 205 });
+    expect(st.error).toMatch(/moved 200 of the 205 messages and then made no progress for 8 s with nothing ready in the DLQ and messages unacknowledged: held by another consumer/);
+    expect(await shovelParamStatus(h.id)).toBe(404);
+    await holder.close();
+    await ch.close();
+    expect(await nativeCount(target)).toBe(200);
+    expect(await nativeCount(dlq)).toBe(5);
   }, 90_000);
 
   it('the engine limits the shovel to the messages its backup holds: dead letters that arrive before the shovel starts stay in the DLQ', async () => {

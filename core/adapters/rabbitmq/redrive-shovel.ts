@@ -25,20 +25,40 @@ const SETTLE_POLL_MS = 250;
 /** At most this many readings until two in a row agree. */
 const SETTLE_READS = 12;
 /**
- * How long to wait after a shovel finished with messages left in the DLQ for the management
- * statistics (collected every `collect_statistics_interval`, 5 s by default) to include its acks, ms:
- * three intervals. With 7 s, a CI run read 175 of 200 acks and called 25 messages that arrived
- * after the shovel refused (the statistics had not caught up).
+ * After a shovel finished with messages left in the DLQ, the management statistics (collected every
+ * `collect_statistics_interval`, 5 s by default, and later under load) must include its acks before
+ * the rest are called refused. The DLQ's ack counter is read every {@link STATS_POLL_MS} until it
+ * accounts for every message, or has not changed for {@link STATS_STABLE_MS} (two intervals and a
+ * margin), or {@link STATS_MAX_MS} have passed, ms. With a fixed 7 s, a CI run read 175 of 200 acks
+ * and called 25 late arrivals refused; with a fixed 15 s, a run beside a 20k-message move read
+ * fewer than 2,900 of 3,000.
  */
-const STATS_SETTLE_MS = 15_000;
+const STATS_STABLE_MS = 11_000;
+const STATS_MAX_MS = 40_000;
 const STATS_POLL_MS = 500;
 /**
  * How long a running shovel must see an empty DLQ (no ready message on the AMQP count, none
- * unacknowledged in the management statistics) before it is taken as waiting for messages that
- * are not there, ms: more than two statistics intervals, so messages the shovel still holds
- * (a target blocked by an alarm) show as unacknowledged first.
+ * unacknowledged in the management statistics) and no new ack before it is taken as waiting for
+ * messages that are not there, ms: more than two statistics intervals, so messages the shovel
+ * still holds show as unacknowledged first.
  */
 const IDLE_MS = 12_000;
+/**
+ * How long a running shovel may make no progress (nothing ready in the DLQ, some messages
+ * unacknowledged, the DLQ's ack counter unchanged) before it is taken as stalled, ms: the
+ * unacknowledged messages are held by another consumer, or by the shovel for a target that does
+ * not confirm (a memory or disk alarm, a quorum queue without a leader).
+ */
+const STALLED_MS = 60_000;
+
+/** Why a running shovel was removed: `empty` = fewer messages than it was to move; `stalled` = no progress. */
+type Removed = 'empty' | 'stalled';
+
+/** A running shovel seen with nothing ready in its DLQ: since when, at which ack count. */
+interface Watch {
+  since: number;
+  acks: number | null;
+}
 
 /**
  * The DLQ's ack counter (`message_stats.ack` of `GET /api/queues/<vhost>/<name>`: messages removed
@@ -73,7 +93,8 @@ function shovelName(dlq: string): string {
  * n the shovel forwards before deleting itself, so its end is not a success by itself:
  * {@link ShovelMover.status} measures what left the DLQ. When fewer than n messages are there
  * (another consumer took some, a message TTL, a purge) the shovel would wait for new ones for ever:
- * after {@link IDLE_MS} of an empty DLQ the status removes it and reports what it moved.
+ * after {@link IDLE_MS} of an empty DLQ the status removes it and reports what it moved; so it does
+ * after {@link STALLED_MS} without progress while messages are held unacknowledged.
  */
 export class ShovelMover {
   private readonly cancelled = new Set<string>();
@@ -81,10 +102,19 @@ export class ShovelMover {
   private readonly baselines = new Map<string, Baseline>();
   /** The final status of each finished shovel, by name (computed once; later polls return it). */
   private readonly finals = new Map<string, NativeMoveStatus>();
-  /** When a running shovel was first seen with an empty DLQ, by name (ms since the epoch). */
-  private readonly idleSince = new Map<string, number>();
+  /** Running shovels seen with nothing ready in their DLQ, by name. */
+  private readonly watches = new Map<string, Watch>();
+  private readonly idleMs: number;
+  private readonly stalledMs: number;
 
-  constructor(private readonly d: ShovelDeps) {}
+  /** `timings` shortens the waits before an empty or stalled shovel is removed (tests). */
+  constructor(
+    private readonly d: ShovelDeps,
+    timings: { idleMs?: number; stalledMs?: number } = {},
+  ) {
+    this.idleMs = timings.idleMs ?? IDLE_MS;
+    this.stalledMs = timings.stalledMs ?? STALLED_MS;
+  }
 
   private vhostPath(): string {
     return encodeURIComponent(this.d.vhost);
@@ -187,14 +217,17 @@ export class ShovelMover {
    * outcome is measured on the DLQ: after the messages it held are back (two equal readings of its
    * ready count), none left = `completed` with `moved = total`; some left = refused messages or
    * messages dead-lettered since the start (which the shovel does not take), told apart by the
-   * DLQ's ack counter (management statistics, waited for up to {@link STATS_SETTLE_MS}): `moved` =
+   * DLQ's ack counter (management statistics, read until it stands still: {@link STATS_STABLE_MS}): `moved` =
    * acks since the start (at least `total − left`). When fewer than `total` moved the status is
    * `failed`, `moved` is exact (what left the DLQ) and the error says how many of the `total`
    * stayed. RabbitMQ 3.10 reports no transferred count itself.
    *
-   * A running shovel that has seen an empty DLQ for {@link IDLE_MS} is waiting for messages that
-   * left another way (another consumer, a TTL, a purge): its parameter is deleted and the outcome
-   * is measured the same way (`failed` when fewer than `total` went through the shovel).
+   * A running shovel is removed (its parameter deleted) and the outcome measured the same way
+   * (`failed` when fewer than `total` went through it) when, with nothing ready in the DLQ and the
+   * DLQ's ack counter unchanged, either nothing is unacknowledged for {@link IDLE_MS} (it waits for
+   * messages that left another way: another consumer, a TTL, a purge) or something is for
+   * {@link STALLED_MS} (held by another consumer, or a target that does not confirm). Without
+   * management statistics it is never removed (cancel it).
    */
   async status(handle: NativeMoveHandle, signal?: AbortSignal): Promise<NativeMoveStatus> {
     const done = this.finals.get(handle.id);
@@ -212,36 +245,54 @@ export class ShovelMover {
     }
     if (entry === undefined) {
       const param = await this.d.mgmt.get(this.paramPath(handle.id), signal);
-      if (param.status === 404) return this.finish(handle, src, false, signal);
+      if (param.status === 404) return this.finish(handle, src, null, signal);
     }
     const ready = await this.d.readyCount(src, signal).catch(() => null);
-    if (ready === 0 && (await this.unacked(src, signal)) === 0) {
-      const now = Date.now();
-      const since = this.idleSince.get(handle.id) ?? now;
-      this.idleSince.set(handle.id, since);
-      if (now - since >= IDLE_MS) {
+    if (ready === 0) {
+      const removed = await this.watch(handle.id, src, signal);
+      if (removed !== null) {
         const path = this.paramPath(handle.id);
         const res = await this.d.mgmt.request('DELETE', path, undefined, signal);
         if (res.status !== 404 && (res.status < 200 || res.status >= 300)) throw this.d.mgmtStatusError(res, path);
-        return this.finish(handle, src, true, signal);
+        return this.finish(handle, src, removed, signal);
       }
     } else {
-      this.idleSince.delete(handle.id);
+      this.watches.delete(handle.id);
     }
     return { status: 'running', moved: total === null || ready === null ? 0 : Math.max(0, total - ready), total, error: null };
   }
 
-  /** Measures the outcome of a shovel that is gone (deleted itself, or removed when idle) once, and keeps it. */
-  private async finish(handle: NativeMoveHandle, src: string, idle: boolean, signal?: AbortSignal): Promise<NativeMoveStatus> {
-    const final = await this.outcome(handle, src, idle, signal);
+  /**
+   * Watches a running shovel whose DLQ has nothing ready: the reason to remove it once it has made
+   * no progress (same ack counter) for {@link IDLE_MS} with nothing unacknowledged, or for
+   * {@link STALLED_MS} with something unacknowledged; else null (also when statistics are missing).
+   */
+  private async watch(name: string, src: string, signal?: AbortSignal): Promise<Removed | null> {
+    const unacked = await this.unacked(src, signal);
+    const acks = (await this.dlqStats(src, signal)).acks;
+    const now = Date.now();
+    let w = this.watches.get(name);
+    if (w === undefined || w.acks !== acks) {
+      w = { since: now, acks };
+      this.watches.set(name, w);
+    }
+    if (unacked === null || acks === null) return null;
+    if (unacked === 0) return now - w.since >= this.idleMs ? 'empty' : null;
+    return now - w.since >= this.stalledMs ? 'stalled' : null;
+  }
+
+  /** Measures the outcome of a shovel that is gone (deleted itself, or removed: `removed`) once, and keeps it. */
+  private async finish(handle: NativeMoveHandle, src: string, removed: Removed | null, signal?: AbortSignal): Promise<NativeMoveStatus> {
+    const final = await this.outcome(handle, src, removed, signal);
     this.finals.set(handle.id, final);
     this.baselines.delete(handle.id);
-    this.idleSince.delete(handle.id);
+    this.watches.delete(handle.id);
     return final;
   }
 
   /** The outcome of a shovel that is gone, measured on the DLQ (see {@link status}). */
-  private async outcome(handle: NativeMoveHandle, src: string, idle: boolean, signal?: AbortSignal): Promise<NativeMoveStatus> {
+  private async outcome(handle: NativeMoveHandle, src: string, removed: Removed | null, signal?: AbortSignal): Promise<NativeMoveStatus> {
+    const idle = removed !== null;
     const total = handle.total;
     if (total === null) return { status: 'completed', moved: 0, total, error: null };
     const left = await this.settledReady(src, signal);
@@ -257,32 +308,39 @@ export class ShovelMover {
       // acks only what the target confirmed). The shovel forwards `total` at most, so more = someone
       // else acked on the DLQ, or acks made just before the start were not in the statistics yet:
       // the counter is then not used.
-      const until = Date.now() + STATS_SETTLE_MS;
+      const started = Date.now();
+      let last: number | null = null;
+      let changedAt = started;
       for (;;) {
         const now = await this.dlqStats(src, signal);
+        const t = Date.now();
+        if (now.acks !== last) {
+          last = now.acks;
+          changedAt = t;
+        }
         if (now.acks !== null && now.acks >= base.acks && now.acks - base.acks <= total) {
           counted = true;
           moved = Math.max(atLeast, now.acks - base.acks);
         }
-        if (moved >= total || Date.now() >= until) break;
+        // A removed shovel's counter has already stood still for a while: one reading is enough.
+        if (moved >= total || idle || t - changedAt >= STATS_STABLE_MS || t - started >= STATS_MAX_MS) break;
         await sleep(STATS_POLL_MS, signal);
       }
     }
     if (moved >= total) return { status: 'completed', moved, total, error: null };
     const stayed = total - moved;
-    if (idle) {
+    if (removed !== null) {
+      const what =
+        removed === 'empty'
+          ? `waited on an empty DLQ: the other ${stayed} left the DLQ another way during the move (another consumer, a message TTL, a purge)`
+          : `made no progress for ${Math.round(this.stalledMs / 1000)} s with nothing ready in the DLQ and messages unacknowledged: held by another consumer, or by the shovel for a target that does not confirm (a memory or disk alarm, a queue without a leader); the other ${stayed} are in the DLQ (${left} ready now) or held by that consumer`;
       return counted
-        ? {
-            status: 'failed',
-            moved,
-            total,
-            error: `The shovel moved ${moved} of the ${total} messages and then waited on an empty DLQ: the other ${stayed} left the DLQ another way during the move (another consumer, a message TTL, a purge). The shovel was removed.`,
-          }
+        ? { status: 'failed', moved, total, error: `The shovel moved ${moved} of the ${total} messages and then ${what}. The shovel was removed.` }
         : {
             status: 'failed',
-            moved: total,
+            moved: total - left,
             total,
-            error: `The shovel waited on an empty DLQ: fewer than the ${total} messages it was to move were there (another consumer, a message TTL, a purge), and without the DLQ's ack statistics how many it moved cannot be told. The shovel was removed.`,
+            error: `The shovel ${removed === 'empty' ? 'waited on an empty DLQ' : 'made no progress'} and was removed; without the DLQ's ack statistics how many of the ${total} it moved cannot be told (${left} ready in the DLQ now).`,
           };
     }
     const why = counted
