@@ -152,6 +152,12 @@ export interface NativeMoveStatus {
   status: 'running' | 'completed' | 'failed' | 'cancelled';
   /** Messages moved so far (SQS ApproximateNumberOfMessagesMoved, shovel transferred count, BullMQ jobs retried). */
   moved: number;
+  /**
+   * Optional: messages that may now be in both the DLQ and the target (an upper bound: a cancelled
+   * RabbitMQ shovel's messages in flight, up to its prefetch, are requeued even when the target
+   * already confirmed them). Absent = none.
+   */
+  possibleDuplicates?: number;
   total: number | null;
   /** The broker's failure reason when `failed`. */
   error: string | null;

@@ -2,7 +2,7 @@ import { TokenBucket } from 'limiter';
 import type { KeyRule } from '../../shared/analysis/idempotency';
 import { QueuescopeError, toErrorInfo, type OperationSnapshot, type QueueMessage, type QueueSummary } from '../../shared/domain';
 import { formatFilter, type RedriveFilter } from '../../shared/redrive/filter';
-import type { MoveBatchResult, MoveSummary, NativeMoveHandle, NativeMoveSupport, RedriveMover } from '../adapters/redrive-types';
+import type { MoveBatchResult, MoveSummary, NativeMoveHandle, NativeMoveStatus, NativeMoveSupport, RedriveMover } from '../adapters/redrive-types';
 import type { BrokerAdapter } from '../adapters/types';
 import { readSnapshot } from '../snapshot/reader';
 import type { AuditLog } from '../services/audit-log';
@@ -627,6 +627,7 @@ async function nativePath(env: RedriveEnv, r: RedriveRequest, p: Prepared, backu
   if (support.note !== null) notes.push(support.note);
   const pollMs = env.nativePollMs ?? NATIVE_POLL_MS;
   let movedBefore = 0;
+  let duplicatesBefore = 0;
   onStart();
   for (;;) {
     // At most what the backup holds and is not moved yet: a mover that can count (a RabbitMQ
@@ -639,11 +640,12 @@ async function nativePath(env: RedriveEnv, r: RedriveRequest, p: Prepared, backu
           : `backup of ${total} message${total === 1 ? '' : 's'} written before the native move; messages dead-lettered while it runs may be moved too and are not in the backup`,
       );
     }
-    const outcome = await pollNative(p.mover, handle, ctx, pollMs, (moved) => {
-      totals.moved = movedBefore + moved;
+    const outcome = await pollNative(p.mover, handle, ctx, pollMs, (s) => {
+      totals.moved = movedBefore + s.moved;
       totals.examined = totals.moved;
+      if (s.possibleDuplicates !== undefined) totals.possibleDuplicates = duplicatesBefore + s.possibleDuplicates;
       if (totals.moved > total) ctx.setTotal(totals.moved);
-      ctx.report({ processed: totals.examined, moved: totals.moved });
+      ctx.report({ processed: totals.examined, moved: totals.moved, possibleDuplicates: totals.possibleDuplicates });
     });
     if (outcome.kind !== 'paused') {
       totals.moved = movedBefore + outcome.moved;
@@ -672,6 +674,7 @@ async function nativePath(env: RedriveEnv, r: RedriveRequest, p: Prepared, backu
     }
     // Paused: the native move was cancelled; wait for resume (or cancel), then start again for what is left.
     movedBefore += outcome.moved;
+    duplicatesBefore = totals.possibleDuplicates;
     await ctx.checkpoint();
   }
 }
@@ -681,17 +684,31 @@ async function pollNative(
   handle: NativeMoveHandle,
   ctx: OperationContext,
   pollMs: number,
-  progress: (moved: number) => void,
-): Promise<{ kind: 'done'; moved: number } | { kind: 'paused'; moved: number } | { kind: 'partial'; moved: number; error: string }> {
-  for (;;) {
-    try {
-      await abortableSleep(pollMs, ctx.signal);
-    } catch (e) {
+  progress: (s: NativeMoveStatus) => void,
+): Promise<NativeOutcome> {
+  try {
+    return await pollNativeLoop(mover, handle, ctx, pollMs, progress);
+  } catch (e) {
+    if (ctx.signal.aborted || (e instanceof QueuescopeError && e.code === 'CANCELLED')) {
+      // Cancelled (Ctrl+C), wherever the loop was (sleeping, polling, checking for a pause): stop
+      // the move on the broker, then report what it did (moved, and what may now be in both
+      // queues) rather than the last poll's figures — the first poll may not have come yet.
       await mover.cancelNativeMove(handle).catch(() => undefined);
-      throw e;
+      const after = await mover.nativeMoveStatus(handle).catch(() => null);
+      if (after !== null) progress(after);
     }
+    throw e;
+  }
+}
+
+type NativeOutcome = { kind: 'done'; moved: number } | { kind: 'paused'; moved: number } | { kind: 'partial'; moved: number; error: string };
+
+/** The polling loop of {@link pollNative}: until the move completes, ends partial, fails or is paused. */
+async function pollNativeLoop(mover: RedriveMover, handle: NativeMoveHandle, ctx: OperationContext, pollMs: number, progress: (s: NativeMoveStatus) => void): Promise<NativeOutcome> {
+  for (;;) {
+    await abortableSleep(pollMs, ctx.signal);
     const s = await mover.nativeMoveStatus(handle, ctx.signal);
-    progress(s.moved);
+    progress(s);
     if (s.status === 'completed') return { kind: 'done', moved: s.moved };
     // Ended with some moved and the rest still in the DLQ (e.g. a target that refused publishes):
     // exact counts, the rest reported as failed — not an error that hides what moved.
@@ -701,6 +718,7 @@ async function pollNative(
     if (await isPaused(ctx)) {
       await mover.cancelNativeMove(handle, ctx.signal);
       const after = await mover.nativeMoveStatus(handle, ctx.signal).catch(() => s);
+      progress(after);
       return { kind: 'paused', moved: after.moved };
     }
   }

@@ -148,6 +148,7 @@ export class RabbitmqAdapter implements BrokerAdapter {
       queueInfo: (name, signal) => this.peekInfo(name, signal),
       mgmtStatusError: (res, path) => this.mgmtStatusError(res, path),
       readyCount: async (name, signal) => (await this.checkQueue(name, signal)).messageCount,
+      consumerCount: async (name, signal) => (await this.checkQueue(name, signal)).consumerCount,
     });
   }
 

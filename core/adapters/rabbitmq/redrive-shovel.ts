@@ -14,6 +14,8 @@ export interface ShovelDeps {
   mgmtStatusError(res: ManagementResponse, path: string): QueuescopeError;
   /** Ready messages of a queue right now (AMQP passive declare). @throws QueuescopeError QUEUE_NOT_FOUND. */
   readyCount(name: string, signal?: AbortSignal): Promise<number>;
+  /** Consumers of a queue right now (AMQP passive declare). @throws QueuescopeError QUEUE_NOT_FOUND. */
+  consumerCount(name: string, signal?: AbortSignal): Promise<number>;
 }
 
 const MECHANISM = 'RabbitMQ dynamic shovel (Move messages)';
@@ -104,6 +106,8 @@ export class ShovelMover {
   private readonly finals = new Map<string, NativeMoveStatus>();
   /** Running shovels seen with nothing ready in their DLQ, by name. */
   private readonly watches = new Map<string, Watch>();
+  /** Shovels whose DLQ had another consumer besides the shovel while they ran, by name. */
+  private readonly shared = new Set<string>();
   private readonly idleMs: number;
   private readonly stalledMs: number;
 
@@ -140,10 +144,29 @@ export class ShovelMover {
    *   than a missing plugin (AUTH_FAILED, HOST_UNREACHABLE…).
    */
   async support(dlq: QueueSummary, targetQueueId: string | null, signal?: AbortSignal): Promise<NativeMoveSupport> {
+    const s = await this.structuralSupport(dlq, targetQueueId, signal);
+    if (!s.available) return s;
+    // Live (AMQP), not the management statistics, which may still count a reader that just left.
+    const readers = await this.d.consumerCount(this.d.queueRef(dlq.id), signal);
+    if (readers > 0) {
+      return { ...s, available: false, note: `${readers} consumer${readers === 1 ? ' reads' : 's read'} the DLQ: a shovel's counts could not be told from what ${readers === 1 ? 'it takes' : 'they take'}, so the messages are moved client-side (each one confirmed).` };
+    }
+    return s;
+  }
+
+  /** {@link support} without the check for other consumers (which {@link start} leaves to the caller's plan). */
+  private async structuralSupport(dlq: QueueSummary, targetQueueId: string | null, signal?: AbortSignal): Promise<NativeMoveSupport> {
     const base = { mechanism: MECHANISM, supportsRate: false, supportsTarget: true };
     const note =
       'Moves the messages in the DLQ when it starts (src-delete-after: that count; later dead letters stay) to one queue through the default exchange, acking each after the target confirmed it; body, properties and headers (x-death) are kept; no redrive counter is added, messages cannot be filtered and the rate cannot be limited; cancelling mid-move can leave up to 1,000 messages (its prefetch) in both queues.';
     if (dlq.kind === 'rabbitmq-stream') return { ...base, available: false, note: 'The DLQ is a stream: a shovel would copy it, not move it.' };
+    // The shovel takes the first n messages, n = what the backup pass read. That is exactly the
+    // backed-up ones only when the queue is FIFO: a quorum queue can put the messages the backup
+    // pass returned behind newer dead letters, and a priority queue delivers newer high-priority
+    // ones first (a run beside a dead-lettering producer moved 51 and 960 messages not in the backup).
+    if (dlq.kind === 'rabbitmq-quorum') return { ...base, available: false, note: 'The DLQ is a quorum queue: messages dead-lettered during the run can be delivered before ones the backup holds, so a shovel could move messages that are not in the backup; they are moved client-side.' };
+    const maxPriority = (dlq.config as { maxPriority?: unknown } | undefined)?.maxPriority;
+    if (typeof maxPriority === 'number' && maxPriority > 0) return { ...base, available: false, note: 'The DLQ is a priority queue (x-max-priority): higher-priority dead letters arriving during the run are delivered first, so a shovel could move messages that are not in the backup; they are moved client-side.' };
     const target = this.target(dlq, targetQueueId);
     if (target === null) {
       return { ...base, available: false, note: `The DLQ has ${dlq.deadLetterSources.length === 0 ? 'no known dead-letter source' : `${dlq.deadLetterSources.length} dead-letter sources`}: choose the target queue.` };
@@ -168,7 +191,7 @@ export class ShovelMover {
   async start(dlq: QueueSummary, targetQueueId: string | null, ratePerSecond: number | null, signal?: AbortSignal, maxMessages?: number): Promise<NativeMoveHandle> {
     if (maxMessages !== undefined && (!Number.isSafeInteger(maxMessages) || maxMessages < 0)) throw new QueuescopeError('INVALID_INPUT', `maxMessages must be a whole number ≥ 0, not ${maxMessages}.`);
     if (ratePerSecond !== null) throw new QueuescopeError('UNSUPPORTED', 'A RabbitMQ dynamic shovel cannot be rate-limited: use a client-side redrive for a rate limit.');
-    const support = await this.support(dlq, targetQueueId, signal);
+    const support = await this.structuralSupport(dlq, targetQueueId, signal);
     if (!support.available) throw new QueuescopeError('UNSUPPORTED', `A dynamic shovel cannot move '${dlq.name}': ${support.note ?? ''}`);
     const src = this.d.queueRef(dlq.id);
     const dest = this.target(dlq, targetQueueId);
@@ -234,7 +257,11 @@ export class ShovelMover {
     if (done !== undefined) return done;
     const src = this.d.queueRef(handle.sourceQueueId);
     const total = handle.total;
-    if (this.cancelled.has(handle.id)) return { status: 'cancelled', moved: await this.estimate(src, total, signal, true), total, error: null };
+    if (this.cancelled.has(handle.id)) {
+      const moved = await this.estimate(src, total, signal, true);
+      // What the shovel held when it was deleted is requeued, confirmed by the target or not.
+      return { status: 'cancelled', moved, total, error: null, possibleDuplicates: Math.min(SHOVEL_PREFETCH, Math.max(0, (total ?? 0) - moved)) };
+    }
     const listPath = `/api/shovels/${this.vhostPath()}`;
     const list = await this.d.mgmt.get(listPath, signal);
     if (list.status !== 200) throw this.d.mgmtStatusError(list, listPath);
@@ -248,6 +275,8 @@ export class ShovelMover {
       if (param.status === 404) return this.finish(handle, src, null, signal);
     }
     const ready = await this.d.readyCount(src, signal).catch(() => null);
+    // The shovel is one consumer of the DLQ; more = another reader, whose acks the counters include.
+    if (entry !== undefined && ((await this.d.consumerCount(src, signal).catch(() => 0)) > 1)) this.shared.add(handle.id);
     if (ready === 0) {
       const removed = await this.watch(handle.id, src, signal);
       if (removed !== null) {
@@ -287,6 +316,7 @@ export class ShovelMover {
     this.finals.set(handle.id, final);
     this.baselines.delete(handle.id);
     this.watches.delete(handle.id);
+    this.shared.delete(handle.id);
     return final;
   }
 
@@ -326,6 +356,18 @@ export class ShovelMover {
         if (moved >= total || idle || t - changedAt >= STATS_STABLE_MS || t - started >= STATS_MAX_MS) break;
         await sleep(STATS_POLL_MS, signal);
       }
+    }
+    // Another consumer read the DLQ during the move (seen, or implied: a removed shovel cannot have
+    // forwarded all `total`, yet the acks say so): the counters include what it took.
+    const shared = this.shared.has(handle.id) || (idle && moved >= total);
+    if (shared) {
+      const upTo = Math.min(total, moved);
+      return {
+        status: 'failed',
+        moved: upTo,
+        total,
+        error: `Another consumer read the DLQ during the move, and the DLQ's counters include what it took: at most ${upTo} of the ${total} messages went to the target through the shovel (${left} ready in the DLQ now)${removed === 'empty' ? '; the shovel waited on an empty DLQ and was removed' : removed === 'stalled' ? `; the shovel made no progress for ${Math.round(this.stalledMs / 1000)} s and was removed` : ''}. Check the target queue before running the redrive again.`,
+      };
     }
     if (moved >= total) return { status: 'completed', moved, total, error: null };
     const stayed = total - moved;
