@@ -3,6 +3,7 @@
  * (electron.vite.config.ts). `bin/queuescope.cjs` requires it and calls {@link runFromProcess};
  * `node out/main/cli.js …` runs it directly. Plain Node: nothing here imports electron.
  */
+import { interruptHandler } from './interrupts';
 import { main, type CliStream } from './main';
 
 export { main, splitPositionals, resolveQueue, type CliIo, type CliStream } from './main';
@@ -12,20 +13,23 @@ export { EXIT, exitCodeFor } from './exit-codes';
 /**
  * Runs the CLI for this process: `process.argv`, stdout/stderr, `process.env`. The first Ctrl+C
  * aborts the running command cleanly (partial export files are removed; exit code 130), a second
- * one exits at once. Sets `process.exitCode`, and exits after a short grace period if a broker
+ * one exits at once (a repeat within half a second is the same press: see core/cli/interrupts.ts). Sets `process.exitCode`, and exits after a short grace period if a broker
  * client keeps the event loop alive.
  */
 export function runFromProcess(argv: readonly string[] = process.argv.slice(2)): void {
   // The AWS SDK warns on stderr that future versions need Node 22; not actionable for a CLI user.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const controller = new AbortController();
-  let interrupts = 0;
-  const onSigint = (): void => {
-    interrupts++;
-    if (interrupts > 1) process.exit(130);
-    process.stderr.write('\ninterrupted: stopping (Ctrl+C again to quit at once)\n');
-    controller.abort();
-  };
+  const onSigint = interruptHandler({
+    onStop: () => {
+      process.stderr.write('\ninterrupted: stopping (Ctrl+C again to quit at once)\n');
+      controller.abort();
+    },
+    onQuit: () => {
+      process.stderr.write('interrupted again: quitting at once\n');
+      process.exit(130);
+    },
+  });
   process.on('SIGINT', onSigint);
   void main(argv, { stdout: pipeSafe(process.stdout), stderr: pipeSafe(process.stderr), env: process.env, signal: controller.signal }).then((code) => {
     process.off('SIGINT', onSigint);
