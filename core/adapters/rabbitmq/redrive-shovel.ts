@@ -63,11 +63,13 @@ interface Watch {
 }
 
 /**
- * The DLQ's ack counter (`message_stats.ack` of `GET /api/queues/<vhost>/<name>`: messages removed
- * by consumer acks since the queue exists) when a shovel started; null = statistics not available.
+ * A DLQ's management statistics (`GET /api/queues/<vhost>/<name>`): `acks` = `message_stats.ack`
+ * (messages removed by consumer acks since the queue exists), `unacked` =
+ * `messages_unacknowledged`; null = not available.
  */
-interface Baseline {
+interface DlqStats {
   acks: number | null;
+  unacked: number | null;
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -101,7 +103,7 @@ function shovelName(dlq: string): string {
 export class ShovelMover {
   private readonly cancelled = new Set<string>();
   /** DLQ counters at the start of each shovel this mover started, by shovel name. */
-  private readonly baselines = new Map<string, Baseline>();
+  private readonly baselines = new Map<string, DlqStats>();
   /** The final status of each finished shovel, by name (computed once; later polls return it). */
   private readonly finals = new Map<string, NativeMoveStatus>();
   /** Running shovels seen with nothing ready in their DLQ, by name. */
@@ -297,8 +299,7 @@ export class ShovelMover {
    * {@link STALLED_MS} with something unacknowledged; else null (also when statistics are missing).
    */
   private async watch(name: string, src: string, signal?: AbortSignal): Promise<Removed | null> {
-    const unacked = await this.unacked(src, signal);
-    const acks = (await this.dlqStats(src, signal)).acks;
+    const { acks, unacked } = await this.dlqStats(src, signal);
     const now = Date.now();
     let w = this.watches.get(name);
     if (w === undefined || w.acks !== acks) {
@@ -411,31 +412,18 @@ export class ShovelMover {
     return last;
   }
 
-  /** The DLQ's unacknowledged messages from the management statistics; null when they cannot be read. */
-  private async unacked(src: string, signal?: AbortSignal): Promise<number | null> {
+  /** The DLQ's ack counter and unacknowledged messages from the management API, in one request (see {@link DlqStats}). */
+  private async dlqStats(src: string, signal?: AbortSignal): Promise<DlqStats> {
     try {
-      const res = await this.d.mgmt.get(`/api/queues/${this.vhostPath()}/${encodeURIComponent(src)}?columns=messages_unacknowledged`, signal);
-      if (res.status !== 200 || res.body === null || typeof res.body !== 'object') return null;
-      const n = (res.body as { messages_unacknowledged?: unknown }).messages_unacknowledged;
-      return typeof n === 'number' ? n : null;
-    } catch {
-      throwIfAborted(signal);
-      return null;
-    }
-  }
-
-  /** The DLQ's ack counter from the management API (`GET /api/queues/<vhost>/<name>`); null when it cannot be read. */
-  private async dlqStats(src: string, signal?: AbortSignal): Promise<Baseline> {
-    try {
-      const res = await this.d.mgmt.get(`/api/queues/${this.vhostPath()}/${encodeURIComponent(src)}?columns=message_stats.ack`, signal);
-      if (res.status !== 200 || res.body === null || typeof res.body !== 'object') return { acks: null };
-      const body = res.body as { message_stats?: { ack?: unknown } };
+      const res = await this.d.mgmt.get(`/api/queues/${this.vhostPath()}/${encodeURIComponent(src)}?columns=message_stats.ack,messages_unacknowledged`, signal);
+      if (res.status !== 200 || res.body === null || typeof res.body !== 'object') return { acks: null, unacked: null };
+      const body = res.body as { message_stats?: { ack?: unknown }; messages_unacknowledged?: unknown };
       // No message_stats yet: nothing was ever acked on this queue (or statistics are off; then it stays absent).
       const acks = body.message_stats === undefined ? 0 : typeof body.message_stats.ack === 'number' ? body.message_stats.ack : 0;
-      return { acks };
+      return { acks, unacked: typeof body.messages_unacknowledged === 'number' ? body.messages_unacknowledged : null };
     } catch {
       throwIfAborted(signal);
-      return { acks: null };
+      return { acks: null, unacked: null };
     }
   }
 
