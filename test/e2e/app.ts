@@ -83,6 +83,49 @@ export function messageRows(page: Page): Locator {
   return page.getByTestId('message-list').locator('[role="row"]');
 }
 
+/** What one message-list row shows: its id and the data-verdict of its payload and key badges (null when absent). */
+export interface ListedRow {
+  id: string;
+  verdict: string | null;
+  keyVerdict: string | null;
+}
+
+/**
+ * Every row of the message list, read by scrolling it from top to bottom. The list is virtualised
+ * (only the rows near the viewport exist in the DOM, and how many depends on the pane's height, which
+ * changes when panels above it appear), so counting rendered rows is not a count of messages.
+ * Rows come back in list order, each once; the list is scrolled back to where it was.
+ */
+export async function listedRows(page: Page): Promise<ListedRow[]> {
+  // Browser-side snippets as strings: this file is type-checked without the DOM library.
+  const list = `document.querySelector('[data-testid="message-list"]')`;
+  const frames = `new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => done())))`;
+  await page.getByTestId('message-list').waitFor();
+  const startTop = await page.evaluate<number>(`(() => { const el = ${list}; const top = el.scrollTop; el.scrollTop = 0; return top; })()`);
+  const seen = new Map<number, ListedRow>();
+  for (let step = 0; step < 10_000; step++) {
+    // Two animation frames: the virtualiser reacts to the scroll event, then React commits.
+    await page.evaluate(frames);
+    const rows = await page.evaluate<(ListedRow & { index: number })[]>(
+      `[...${list}.querySelectorAll('[role="row"]')].map((el) => ({
+        index: Number(el.getAttribute('aria-rowindex')),
+        id: el.getAttribute('data-message-id') ?? '',
+        verdict: el.querySelector('[data-testid="verdict-badge"]')?.getAttribute('data-verdict') ?? null,
+        keyVerdict: el.querySelector('[data-testid="key-badge"]')?.getAttribute('data-verdict') ?? null,
+      }))`,
+    );
+    for (const { index, ...r } of rows) seen.set(index, r);
+    const atEnd = await page.evaluate<boolean>(
+      `(() => { const el = ${list}; if (el.scrollTop + el.clientHeight >= el.scrollHeight - 1) return true; el.scrollTop += Math.max(1, Math.floor(el.clientHeight / 2)); return false; })()`,
+    );
+    if (atEnd) break;
+  }
+  // Leave the list where it was, rendered, for the steps that follow.
+  await page.evaluate(`${list}.scrollTop = ${startTop}`);
+  await page.evaluate(frames);
+  return [...seen.entries()].sort(([a], [b]) => a - b).map(([, r]) => r);
+}
+
 export function escapeRe(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
