@@ -16,7 +16,7 @@ import { PrivateRabbit } from './fixtures/private-rabbitmq';
  *   killed at a random point, ≥ 10 trials (QS_RABBITMQ_FAULT_TRIALS / QS_RABBITMQ_FAULT_N raise
  *   them); after each, every original message (by the key in its body) is in the source or the
  *   target: zero lost; duplicates are counted and printed.
- * - Broker restart: on a PRIVATE node (qsfault@localhost, AMQP 5674, management 15674; never the
+ * - Broker restart: on a PRIVATE node (its own node name and free ports; never the
  *   shared broker) the RabbitMQ application is restarted during a redrive: the run fails with the
  *   exact counts of what it committed, running it again completes, zero lost.
  */
