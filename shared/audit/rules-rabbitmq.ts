@@ -264,7 +264,13 @@ export const rabbitDlqNoConsumers: RabbitRule = {
   },
   check(q, ctx) {
     if (!q.isDeadLetterQueue) return notApplicable;
-    if (q.consumers === null || q.messages === null) return notChecked('queue statistics are not available yet (management API stats lag a few seconds)');
+    if (q.consumers === null || q.messages === null) {
+      return notChecked(
+        q.statsDisabled === true
+          ? "the broker's management statistics are off (management_agent.disable_metrics_collector = true), so the management API gives no message or consumer counts; watch the DLQ with `queuescope watch` (it counts over AMQP) or turn the statistics on"
+          : 'queue statistics are not available yet (management API stats lag a few seconds)',
+      );
+    }
     if (q.consumers > 0 || q.messages === 0) return pass();
     const max = ctx.threshold('maxMessages');
     const growing = q.messagesGrowthPerS !== null && q.messagesGrowthPerS > 0 && q.messages >= ctx.threshold('minGrowingMessages');

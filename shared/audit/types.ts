@@ -164,6 +164,11 @@ export interface RabbitQueueFacts {
   messages: number | null;
   /** Change of the message count per second as the management API reports it (`messages_details.rate`). */
   messagesGrowthPerS: number | null;
+  /**
+   * True when the broker's management statistics are off (`/api/overview` `disable_stats`), so
+   * `consumers`, `messages` and `messagesGrowthPerS` stay null; absent = false.
+   */
+  statsDisabled?: boolean;
   /** Queues that dead-letter into this one. */
   deadLetterSources: string[];
   isDeadLetterQueue: boolean;

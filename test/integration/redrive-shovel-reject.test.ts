@@ -157,6 +157,7 @@ describe('native move (dynamic shovel) into a target that refuses publishes', ()
           return counted;
         },
         consumerCount: async (name) => (await ch.checkQueue(name)).consumerCount,
+        statsDisabled: () => Promise.resolve(false),
       },
       timings,
     );

@@ -16,7 +16,7 @@ import type { BrokerAdapter, ListQueuesOptions } from '../types';
 import { DEFAULT_MAX_BODY_BYTES } from './body';
 import { cancelledError, channelError, messageOf, networkCause, replyCode, throwIfAborted } from './errors';
 import { ManagementClient, ManagementNetworkError, type ManagementResponse } from './management';
-import { parseArray, parseBinding, parseExchange, parseOverview, parsePage, parseQueue } from './parse';
+import { parseArray, parseBinding, parseExchange, parseOverview, parsePage, parseQueue, STATS_DISABLED_NOTE } from './parse';
 import { STREAM_CURSOR_PREFIX, holdAndRelease, parseStreamCursor, readStream, toQueueMessage } from './peek';
 import { decodeQueueId, encodeQueueId } from './queue-id';
 import { CONNECT_TIMEOUT_MS, resolveRabbitmqSettings, type RabbitmqSettings } from './settings';
@@ -42,6 +42,8 @@ import { createRabbitmqTuning } from './tuning';
 import { createRabbitmqAuditCollector } from './audit';
 
 /** Columns requested from `GET /api/queues/<vhost>` (keeps a 1,000-queue listing small and fast). */
+/** At most this many queues of one listing get their counts from AMQP passive declares (see amqpCounts). */
+const AMQP_COUNTS_CAP = 2000;
 const LIST_COLUMNS = 'name,type,messages_ready,messages_unacknowledged,consumers,arguments,effective_policy_definition,policy,durable,auto_delete,exclusive,messages,state';
 /** Columns needed only to resolve dead-letter sources of queues outside a filtered listing. */
 const TOPOLOGY_COLUMNS = 'name,type,arguments,effective_policy_definition,policy';
@@ -149,7 +151,58 @@ export class RabbitmqAdapter implements BrokerAdapter {
       mgmtStatusError: (res, path) => this.mgmtStatusError(res, path),
       readyCount: async (name, signal) => (await this.checkQueue(name, signal)).messageCount,
       consumerCount: async (name, signal) => (await this.checkQueue(name, signal)).consumerCount,
+      statsDisabled: (signal) => this.statsDisabled(signal),
     });
+  }
+
+  /** Cached answer of {@link statsDisabled} (a failed read is not cached). */
+  private statsOff: Promise<boolean> | null = null;
+
+  /**
+   * True when the broker's management statistics are off (`GET /api/overview` → `disable_stats`,
+   * i.e. `management_agent.disable_metrics_collector = true`): `/api/queues` then has no counts, no
+   * consumers and no `message_stats`. Read once per adapter; false when the overview cannot be read
+   * (the callers then see the counts, or their absence, themselves).
+   */
+  async statsDisabled(signal?: AbortSignal): Promise<boolean> {
+    this.statsOff ??= this.mgmt.get('/api/overview', signal).then((res) => (res.status === 200 ? (parseOverview(res.body)?.statsDisabled ?? false) : Promise.reject(new Error(`HTTP ${res.status}`))));
+    try {
+      return await this.statsOff;
+    } catch {
+      throwIfAborted(signal);
+      this.statsOff = null;
+      return false;
+    }
+  }
+
+  /**
+   * Ready and consumer counts from AMQP `queue.declare` (passive) for the queues in `names`, one
+   * channel reused while it lives (a queue deleted meanwhile, or another connection's exclusive
+   * queue, closes it: the next name gets a new one, that queue gets no entry). For listings whose
+   * management entries carry no counts: a brand-new queue (statistics lag ~5 s) or a broker with
+   * statistics off, where this is the only source.
+   */
+  private async amqpCounts(names: readonly string[], signal?: AbortSignal): Promise<Map<string, { messageCount: number; consumerCount: number }>> {
+    const out = new Map<string, { messageCount: number; consumerCount: number }>();
+    let ch: Channel | null = null;
+    try {
+      for (const name of names) {
+        throwIfAborted(signal);
+        ch ??= await this.openChannel(signal);
+        try {
+          const r = await ch.checkQueue(name);
+          out.set(name, { messageCount: r.messageCount, consumerCount: r.consumerCount });
+        } catch {
+          // The broker closed the channel (404/405): leave this queue without counts, go on.
+          const dead: Channel = ch;
+          ch = null;
+          await dead.close().catch(() => undefined);
+        }
+      }
+    } finally {
+      await ch?.close().catch(() => undefined);
+    }
+    return out;
   }
 
   private get where(): string {
@@ -398,7 +451,7 @@ export class RabbitmqAdapter implements BrokerAdapter {
 
   // ---------------------------------------------------------------- summaries
 
-  private summary(q: RawQueue, topo: Topology, sources: Map<string, string[]>, fresh?: { messageCount: number; consumerCount: number }): QueueSummary {
+  private summary(q: RawQueue, topo: Topology, sources: Map<string, string[]>, fresh?: { messageCount: number; consumerCount: number }, statsOff = false): QueueSummary {
     const settings = effectiveSettings(q);
     const kind = queueKind(q.type);
     const id = encodeQueueId({ vhost: this.s.vhost, name: q.name });
@@ -423,7 +476,7 @@ export class RabbitmqAdapter implements BrokerAdapter {
       deadLetterSources,
       isDeadLetterQueue: deadLetterSources.length > 0 || looksLikeDeadLetterQueue(q.name),
       capabilities: capabilitiesFor(kind, settings),
-      config: queueConfig(q, settings),
+      config: statsOff ? { ...queueConfig(q, settings), managementStatistics: `off: ${STATS_DISABLED_NOTE}; ready and consumer counts here come from AMQP, unacknowledged counts are not known` } : queueConfig(q, settings),
     };
   }
 
@@ -552,7 +605,11 @@ export class RabbitmqAdapter implements BrokerAdapter {
     if (res.status !== 200) return fail(mgmtLogin, t0, this.mgmtStatusError(res, '/api/overview'));
     const ov = parseOverview(res.body);
     if (ov?.version) server = `${ov.product} ${ov.version}`;
-    pass(mgmtLogin, t0, [server, ov?.erlang ? `Erlang ${ov.erlang}` : null, ov?.cluster ? `cluster '${ov.cluster}'` : null].filter(Boolean).join(', '));
+    pass(
+      mgmtLogin,
+      t0,
+      [server, ov?.erlang ? `Erlang ${ov.erlang}` : null, ov?.cluster ? `cluster '${ov.cluster}'` : null, ov?.statsDisabled === true ? `note: ${STATS_DISABLED_NOTE}; Queuescope reads counts over AMQP instead and moves DLQs client-side (no shovel)` : null].filter(Boolean).join(', '),
+    );
 
     // 4. Listing works for this vhost
     t0 = performance.now();
@@ -574,7 +631,10 @@ export class RabbitmqAdapter implements BrokerAdapter {
    * shared AMQP connection: a closed AMQP port, a refused login or TLS to a plain port fail the
    * listing with that cause even though the management API answers. `pattern` (`*` wildcard) is sent as an anchored `name` regex and checked
    * again here; `limit` (default 10,000) bounds the result. Counts come from management stats, which
-   * lag AMQP by up to ~5 s; a brand-new queue has null counts. Sorted by name (locale collation).
+   * lag AMQP by up to ~5 s; queues listed without counts (brand new, or all of them on a broker with
+   * statistics off) get ready and consumer counts from AMQP passive declares (at most
+   * {@link AMQP_COUNTS_CAP}; in-flight stays null), and with statistics off `config.managementStatistics`
+   * says so. Sorted by name (locale collation).
    * @throws QueuescopeError HOST_UNREACHABLE, MANAGEMENT_UNAVAILABLE, AUTH_FAILED, PERMISSION_DENIED,
    *   UNKNOWN_VHOST, TLS_ERROR, TIMEOUT, INVALID_INPUT (bad options), CANCELLED.
    */
@@ -603,9 +663,13 @@ export class RabbitmqAdapter implements BrokerAdapter {
     }
     const topo = buildTopology(this.s.vhost, all, exchanges, bindings);
     const sources = this.sourcesIndex(topo);
+    // Queues listed without counts (brand new, or every queue when the broker's statistics are
+    // off): their ready and consumer counts from AMQP, for at most AMQP_COUNTS_CAP of them.
+    const uncounted = queues.filter((q) => q.messagesReady === null && q.messages === null && queueKind(q.type) !== 'rabbitmq-stream').map((q) => q.name);
+    const [statsOff, fresh] = uncounted.length === 0 ? [false, new Map<string, { messageCount: number; consumerCount: number }>()] : await Promise.all([this.statsDisabled(signal), this.amqpCounts(uncounted.slice(0, AMQP_COUNTS_CAP), signal)]);
     throwIfAborted(signal);
     return queues
-      .map((q) => this.summary(q, topo, sources))
+      .map((q) => this.summary(q, topo, sources, fresh.get(q.name), statsOff))
       .sort((a, b) => collator.compare(a.name, b.name) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
@@ -637,7 +701,8 @@ export class RabbitmqAdapter implements BrokerAdapter {
     const byName = new Map(everything.map((x) => [x.name, x]));
     byName.set(q.name, q);
     const topo = buildTopology(this.s.vhost, byName.values(), exchanges, bindings);
-    return this.summary(q, topo, this.sourcesIndex(topo), fresh);
+    const statsOff = q.messagesReady === null && q.messages === null ? await this.statsDisabled(signal) : false;
+    return this.summary(q, topo, this.sourcesIndex(topo), fresh, statsOff);
   }
 
   /** Type and settings of one queue for peeking; null when the management API cannot tell. */

@@ -17,7 +17,7 @@ import type { AuditFacts, AuditFix, FixPreview, RabbitQueueFacts, RabbitServerFa
 import type { AuditCollectOptions, AuditCollector } from '../audit-types';
 import { throwIfAborted } from '../../lib/abort';
 import { ManagementClient, ManagementNetworkError } from './management';
-import { parseArray, parseBinding, parseExchange, parseOverview, parsePage, parseQueue } from './parse';
+import { parseArray, parseBinding, parseExchange, parseOverview, parsePage, parseQueue, STATS_DISABLED_NOTE } from './parse';
 import type { RabbitmqSettings } from './settings';
 import { buildTopology, effectiveSettings, looksLikeDeadLetterQueue, resolveDeadLetterTargets, arrivalKeys, type RawBinding, type RawExchange, type RawQueue, type Setting, type Topology } from './topology';
 import { encodeQueueId } from './queue-id';
@@ -80,7 +80,7 @@ class RabbitmqAuditCollector implements AuditCollector {
     throw new QueuescopeError('MANAGEMENT_UNAVAILABLE', `The RabbitMQ management API at ${c.base} answered HTTP ${String(res.status)} for ${path.split('?')[0] ?? path}${res.reason ? `: ${res.reason}` : ''}.`, { managementUrl: c.base, status: res.status });
   }
 
-  private async readAll(c: ManagementClient, signal?: AbortSignal): Promise<{ queues: { raw: RawQueue; growth: number | null }[]; exchanges: RawExchange[]; bindings: RawBinding[]; version: string | null; notes: string[] }> {
+  private async readAll(c: ManagementClient, signal?: AbortSignal): Promise<{ queues: { raw: RawQueue; growth: number | null }[]; exchanges: RawExchange[]; bindings: RawBinding[]; version: string | null; statsDisabled: boolean; notes: string[] }> {
     const v = encodeURIComponent(this.s.vhost);
     const notes: string[] = [];
     const overview = parseOverview(await this.getJson(c, '/api/overview', signal));
@@ -97,6 +97,7 @@ class RabbitmqAuditCollector implements AuditCollector {
         if (raw) queues.push({ raw, growth: typeof rate === 'number' && Number.isFinite(rate) ? rate : null });
       }
     }
+    if (overview?.statsDisabled === true) notes.push(`${STATS_DISABLED_NOTE.charAt(0).toUpperCase()}${STATS_DISABLED_NOTE.slice(1)}; the checks that need them are not checked.`);
     if (queues.length >= QUEUE_CAP) notes.push(`Only the first ${String(QUEUE_CAP)} queues of vhost '${this.s.vhost}' were read.`);
     const [ex, bi] = await Promise.all([this.getJson(c, `/api/exchanges/${v}?columns=name,type,arguments`, signal), this.getJson(c, `/api/bindings/${v}`, signal)]);
     return {
@@ -104,6 +105,7 @@ class RabbitmqAuditCollector implements AuditCollector {
       exchanges: (parseArray(ex) ?? []).map(parseExchange).filter((x): x is RawExchange => x !== null),
       bindings: (parseArray(bi) ?? []).map(parseBinding).filter((x): x is RawBinding => x !== null),
       version: overview?.version ?? null,
+      statsDisabled: overview?.statsDisabled ?? false,
       notes,
     };
   }
@@ -183,7 +185,7 @@ class RabbitmqAuditCollector implements AuditCollector {
       const pattern = options.pattern;
       const queues = all.queues
         .filter(({ raw }) => pattern === undefined || pattern === '' || matchesQueuePattern(pattern, raw.name))
-        .map(({ raw, growth }) => this.queueFacts(raw, growth, topo, sources, all.version))
+        .map(({ raw, growth }) => ({ ...this.queueFacts(raw, growth, topo, sources, all.version), ...(all.statsDisabled ? { statsDisabled: true } : {}) }))
         .sort((a, b) => a.name.localeCompare(b.name));
       const server: RabbitServerFacts = {
         kind: 'rabbitmq-server',

@@ -80,7 +80,7 @@ export function parseArray(v: unknown): unknown[] | null {
 }
 
 /** `rabbitmq_version` / `product_name` etc. of `GET /api/overview`. */
-export function parseOverview(v: unknown): { product: string; version: string | null; erlang: string | null; cluster: string | null; management: string | null } | null {
+export function parseOverview(v: unknown): { product: string; version: string | null; erlang: string | null; cluster: string | null; management: string | null; statsDisabled: boolean } | null {
   const o = rec(v);
   const version = str(o.product_version) ?? str(o.rabbitmq_version);
   if (version === null && str(o.management_version) === null) return null;
@@ -90,5 +90,16 @@ export function parseOverview(v: unknown): { product: string; version: string | 
     erlang: str(o.erlang_version),
     cluster: str(o.cluster_name),
     management: str(o.management_version),
+    // `disable_stats: true` when `management_agent.disable_metrics_collector = true` (the default of
+    // the official Docker image without the management tag): queues then come without counts,
+    // consumers or message_stats.
+    statsDisabled: o.disable_stats === true,
   };
 }
+
+/**
+ * What a broker with management statistics off (`GET /api/overview` → `disable_stats: true`) means
+ * for Queuescope, in words for notes and "not checked" reasons.
+ */
+export const STATS_DISABLED_NOTE =
+  "the broker's management statistics are off (management_agent.disable_metrics_collector = true, the default of the official Docker image without the management tag): the management API gives no message or consumer counts and no ack statistics";

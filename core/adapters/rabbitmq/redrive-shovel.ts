@@ -5,6 +5,7 @@ import { abortable } from '../../lib/abort';
 import { throwIfAborted } from './errors';
 import type { ManagementClient, ManagementResponse } from './management';
 import { decodeQueueId } from './queue-id';
+import { STATS_DISABLED_NOTE } from './parse';
 
 /** What the shovel path needs from the adapter. */
 export interface ShovelDeps {
@@ -16,6 +17,8 @@ export interface ShovelDeps {
   readyCount(name: string, signal?: AbortSignal): Promise<number>;
   /** Consumers of a queue right now (AMQP passive declare). @throws QueuescopeError QUEUE_NOT_FOUND. */
   consumerCount(name: string, signal?: AbortSignal): Promise<number>;
+  /** True when the broker's management statistics are off (no ack counter to measure a shovel by). Never throws but CANCELLED. */
+  statsDisabled(signal?: AbortSignal): Promise<boolean>;
 }
 
 const MECHANISM = 'RabbitMQ dynamic shovel (Move messages)';
@@ -175,6 +178,12 @@ export class ShovelMover {
     }
     if (target === dlq.name) return { ...base, available: false, note: 'The target is the DLQ itself.' };
     throwIfAborted(signal);
+    // The outcome of a shovel (how many it moved, whether it stalled) is read from the DLQ's ack
+    // counter and unacknowledged count in the management statistics; without them a stalled shovel
+    // would never be noticed and a partial move could not be counted.
+    if (await this.d.statsDisabled(signal)) {
+      return { ...base, available: false, note: `A shovel's outcome is measured with the management statistics, and ${STATS_DISABLED_NOTE}: the messages are moved client-side (each one confirmed).` };
+    }
     const path = `/api/shovels/${this.vhostPath()}`;
     const res = await this.d.mgmt.get(path, signal);
     if (res.status === 404) return { ...base, available: false, note: 'The shovel plugins are not enabled on this broker (rabbitmq-plugins enable rabbitmq_shovel rabbitmq_shovel_management).' };

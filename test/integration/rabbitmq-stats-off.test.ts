@@ -1,0 +1,138 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import amqp from 'amqplib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRabbitmqAdapter } from '../../core/adapters/rabbitmq';
+import type { BrokerAdapter } from '../../core/adapters/types';
+import { main, type CliIo } from '../../core/cli/main';
+import { defaultProjectConfig } from '../../shared/config/project-config';
+import { evaluateAudit } from '../../shared/audit';
+import { PrivateRabbit } from './fixtures/private-rabbitmq';
+import { uniqueName } from './env';
+
+/**
+ * A RabbitMQ broker with management statistics off (`management_agent.disable_metrics_collector =
+ * true`, the default of the official Docker image without the management tag), on a PRIVATE node
+ * (never the shared broker): the management API then lists queues without counts or consumers and
+ * keeps no ack statistics. Queuescope reads the counts over AMQP, does not use a shovel (whose
+ * outcome it measures with those statistics) and says why in the connection test, the queue
+ * config and the audit.
+ */
+
+const rabbit = new PrivateRabbit({ plugins: ['rabbitmq_shovel', 'rabbitmq_shovel_management'], config: ['management_agent.disable_metrics_collector = true'] });
+const work = uniqueName('nostats-work');
+const dlq = uniqueName('nostats-dlq');
+const N = 60;
+let conn: amqp.ChannelModel;
+let adapter: BrokerAdapter;
+let home: string;
+
+const id = (name: string): string => `rabbitmq:%2F/${name}`;
+
+beforeAll(async () => {
+  await rabbit.start();
+  home = await mkdtemp(join(tmpdir(), 'qs-nostats-'));
+  conn = await amqp.connect(rabbit.url);
+  const ch = await conn.createConfirmChannel();
+  await ch.assertQueue(dlq, { durable: true });
+  await ch.assertQueue(work, { durable: true, arguments: { 'x-dead-letter-exchange': '', 'x-dead-letter-routing-key': dlq } });
+  for (let i = 0; i < N; i++) ch.sendToQueue(work, Buffer.from(JSON.stringify({ orderId: `A-${i}` })), { persistent: true, messageId: `A-${i}:charge` });
+  await ch.waitForConfirms();
+  const plain = await conn.createChannel();
+  for (let i = 0; i < N; i++) {
+    const m = await plain.get(work);
+    if (m === false) throw new Error(`only ${i} messages to dead-letter`);
+    plain.nack(m, false, false);
+  }
+  // Dead-lettering is asynchronous: wait until the DLQ counts them all (over AMQP).
+  for (let t = 0; (await plain.checkQueue(dlq)).messageCount < N; t++) {
+    if (t > 100) throw new Error('the messages did not reach the DLQ');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await plain.close();
+  await ch.close();
+  adapter = createRabbitmqAdapter({ kind: 'rabbitmq', url: rabbit.url, managementUrl: rabbit.mgmtUrl });
+}, 180_000);
+
+afterAll(async () => {
+  // Either may be unset when beforeAll failed.
+  await Promise.resolve()
+    .then(() => adapter.close())
+    .catch(() => undefined);
+  await Promise.resolve()
+    .then(() => conn.close())
+    .catch(() => undefined);
+  await rabbit.stop();
+  if (home) await rm(home, { recursive: true, force: true });
+}, 120_000);
+
+describe('RabbitMQ with management statistics off (private node)', () => {
+  it('the connection test passes and says the statistics are off and what Queuescope does instead', async () => {
+    const r = await adapter.testConnection();
+    expect(r.ok, JSON.stringify(r.error)).toBe(true);
+    const detail = r.checks.map((c) => c.detail).join('\n');
+    expect(detail).toContain('management statistics are off');
+    expect(detail).toContain('reads counts over AMQP');
+  });
+
+  it('lists the queues with ready and consumer counts read over AMQP (the management API has none)', async () => {
+    // What the management API itself gives: no counts at all.
+    const res = await fetch(`${rabbit.mgmtUrl}/api/queues/%2F/${encodeURIComponent(dlq)}`, { headers: { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` } });
+    const raw = (await res.json()) as Record<string, unknown>;
+    expect(raw.messages_ready).toBeUndefined();
+    expect(raw.consumers).toBeUndefined();
+
+    const ch = await conn.createChannel();
+    await ch.consume(work, () => undefined, { noAck: false });
+    try {
+      const queues = await adapter.listQueues({ pattern: 'qs-test-nostats-*' });
+      const d = queues.find((q) => q.name === dlq);
+      const w = queues.find((q) => q.name === work);
+      expect(d?.depth).toBe(N);
+      expect(d?.consumers).toBe(0);
+      expect(d?.inFlight).toBeNull();
+      expect(w?.depth).toBe(0);
+      expect(w?.consumers).toBe(1);
+      expect(String(d?.config.managementStatistics)).toMatch(/^off: .*counts here come from AMQP/);
+      const one = await adapter.getQueue(id(dlq));
+      expect(one.depth).toBe(N);
+      expect(String(one.config.managementStatistics)).toMatch(/^off: /);
+    } finally {
+      await ch.close();
+    }
+  });
+
+  it('audit: the DLQ rule is "not checked" with the real reason (not "stats lag"), and a note says why', async () => {
+    const facts = await adapter.audit!.collect({ pattern: 'qs-test-nostats-*' });
+    const report = evaluateAudit([facts], { config: defaultProjectConfig().audit, measurements: new Map(), now: Date.now() });
+    const check = report.checks.find((c) => c.ruleId === 'rabbitmq.dlq-growing-without-consumers' && c.target.includes(dlq));
+    expect(check?.status).toBe('not-checked');
+    expect(check?.note).toContain('management statistics are off');
+    expect(check?.note).not.toContain('lag');
+    expect(report.notes.join('\n')).toContain('management statistics are off');
+  });
+
+  it('redrive: no shovel (its outcome needs the statistics); the client-side move takes every message', async () => {
+    const support = await adapter.redrive!.nativeMove(await adapter.getQueue(id(dlq)), id(work));
+    expect(support.available).toBe(false);
+    expect(support.note).toContain('management statistics are off');
+
+    let stdout = '';
+    let stderr = '';
+    const io: CliIo = { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) }, env: { QUEUESCOPE_HOME: home }, cwd: home };
+    const code = await main(['redrive', rabbit.url, dlq, '--management-url', rabbit.mgmtUrl, '--yes', '--json'], io);
+    expect(code, stderr).toBe(0);
+    const out = JSON.parse(stdout) as { status: string; result: { mode: string; moved: number; failed: number } };
+    expect(out.status).toBe('completed');
+    expect(out.result.mode).toBe('client-side');
+    expect(out.result.moved).toBe(N);
+    const ch = await conn.createChannel();
+    try {
+      expect((await ch.checkQueue(dlq)).messageCount).toBe(0);
+      expect((await ch.checkQueue(work)).messageCount).toBe(N);
+    } finally {
+      await ch.close();
+    }
+  });
+});
