@@ -16,8 +16,8 @@ import { uniqueName } from './env';
  * true`, the default of the official Docker image without the management tag), on a PRIVATE node
  * (never the shared broker): the management API then lists queues without counts or consumers and
  * keeps no ack statistics. Queuescope reads the counts over AMQP, does not use a shovel (whose
- * outcome it measures with those statistics) and says why in the connection test, the queue
- * config and the audit.
+ * outcome it measures with those statistics) nor Little's law for tuning, and says why in the
+ * connection test, the queue config, the audit and the tuning sources.
  */
 
 const rabbit = new PrivateRabbit({ plugins: ['rabbitmq_shovel', 'rabbitmq_shovel_management'], config: ['management_agent.disable_metrics_collector = true'] });
@@ -111,6 +111,14 @@ describe('RabbitMQ with management statistics off (private node)', () => {
     expect(check?.note).toContain('management statistics are off');
     expect(check?.note).not.toContain('lag');
     expect(report.notes.join('\n')).toContain('management statistics are off');
+  });
+
+  it("tuning: Little's law (ack counter and unacknowledged gauge) is unavailable, with the reason and what to do", async () => {
+    const [little] = await adapter.tuning!.sources(id(work));
+    expect(little?.source).toBe('littles-law');
+    expect(little?.available).toBe(false);
+    expect(little?.unavailableReason).toContain('management statistics are off');
+    expect(little?.unavailableReason).toContain('--source file');
   });
 
   it('redrive: no shovel (its outcome needs the statistics); the client-side move takes every message', async () => {

@@ -1,7 +1,9 @@
 import { QueuescopeError } from '../../../shared/domain';
 import { rabbitPerQueueTimeout, TIMEOUT_SETTINGS, type CurrentSettings, type MeasureOptions, type Measurement, type SourceOption } from '../../../shared/tuning';
 import { sleepBetweenPolls, type BrokerTuning } from '../tuning-types';
+import { throwIfAborted } from './errors';
 import type { ManagementClient } from './management';
+import { parseOverview, STATS_DISABLED_NOTE } from './parse';
 import { decodeQueueId, type QueueRef } from './queue-id';
 
 /** Default time between two management API polls, ms (the broker refreshes its stats every 5 s by default). */
@@ -47,6 +49,14 @@ export function createRabbitmqTuning(mgmt: () => ManagementClient): BrokerTuning
     if (res.status === 403) throw new QueuescopeError('PERMISSION_DENIED', `The management API refused ${path.split('?')[0] ?? path}: ${res.reason ?? 'forbidden'}.`, { managementUrl: client.base });
     throw new QueuescopeError('MANAGEMENT_UNAVAILABLE', `The management API at ${client.base} answered HTTP ${res.status} for ${path.split('?')[0] ?? path}.`, { managementUrl: client.base, status: res.status });
   };
+  /** True when `GET /api/overview` says the statistics are off (`disable_stats`); false when it cannot be read. */
+  const statsDisabled = async (signal: AbortSignal | undefined): Promise<boolean> => {
+    const overview = await getJson('/api/overview', signal, null).catch(() => {
+      throwIfAborted(signal);
+      return null;
+    });
+    return overview !== null && parseOverview(overview)?.statsDisabled === true;
+  };
   const queuePath = (ref: QueueRef): string => `/api/queues/${encodeURIComponent(ref.vhost)}/${encodeURIComponent(ref.name)}`;
   const readQueue = async (ref: QueueRef, signal: AbortSignal | undefined, query = ''): Promise<QueueStats> => {
     const body = await getJson(`${queuePath(ref)}${query}`, signal, ref);
@@ -66,8 +76,9 @@ export function createRabbitmqTuning(mgmt: () => ManagementClient): BrokerTuning
   return {
     async sources(queueId, signal) {
       const ref = decodeQueueId(queueId);
-      await readQueue(ref, signal);
-      return [{ ...LITTLE, available: true }];
+      const [, off] = await Promise.all([readQueue(ref, signal), statsDisabled(signal)]);
+      // Little's law reads the ack counter and the unacknowledged gauge from the management statistics.
+      return [off ? { ...LITTLE, available: false, unavailableReason: `${STATS_DISABLED_NOTE}, so processing time cannot be read from the broker: turn them on, or measure in your workers and load the durations from a file (--source file)` } : { ...LITTLE, available: true }];
     },
 
     async readSettings(queueId, signal) {
@@ -108,6 +119,9 @@ export function createRabbitmqTuning(mgmt: () => ManagementClient): BrokerTuning
     async measure(queueId, source, options: MeasureOptions, signal) {
       if (source !== 'littles-law') throw new QueuescopeError('INVALID_INPUT', `The source "${source}" does not apply to a RabbitMQ queue: use "littles-law" (or "file").`, { source });
       const ref = decodeQueueId(queueId);
+      if (await statsDisabled(signal)) {
+        throw new QueuescopeError('UNSUPPORTED', `Little's law needs the management statistics, and ${STATS_DISABLED_NOTE}: turn them on, or measure in your workers and load the durations from a file (--source file --file <path>).`);
+      }
       const intervalMs = Math.max(500, options.intervalMs ?? DEFAULT_INTERVAL_MS);
       const windowMs = Math.max(intervalMs, options.windowMs);
       const startedAt = Date.now();
