@@ -41,9 +41,9 @@ import { RabbitmqRedriveMover } from './redrive';
 import { createRabbitmqTuning } from './tuning';
 import { createRabbitmqAuditCollector } from './audit';
 
-/** Columns requested from `GET /api/queues/<vhost>` (keeps a 1,000-queue listing small and fast). */
 /** At most this many queues of one listing get their counts from AMQP passive declares (see amqpCounts). */
 const AMQP_COUNTS_CAP = 2000;
+/** Columns requested from `GET /api/queues/<vhost>` (keeps a 1,000-queue listing small and fast). */
 const LIST_COLUMNS = 'name,type,messages_ready,messages_unacknowledged,consumers,arguments,effective_policy_definition,policy,durable,auto_delete,exclusive,messages,state';
 /** Columns needed only to resolve dead-letter sources of queues outside a filtered listing. */
 const TOPOLOGY_COLUMNS = 'name,type,arguments,effective_policy_definition,policy';
@@ -165,12 +165,13 @@ export class RabbitmqAdapter implements BrokerAdapter {
    * (the callers then see the counts, or their absence, themselves).
    */
   async statsDisabled(signal?: AbortSignal): Promise<boolean> {
-    this.statsOff ??= this.mgmt.get('/api/overview', signal).then((res) => (res.status === 200 ? (parseOverview(res.body)?.statsDisabled ?? false) : Promise.reject(new Error(`HTTP ${res.status}`))));
+    // One shared request, not tied to the first caller's signal (each caller waits with its own).
+    const p = (this.statsOff ??= this.mgmt.get('/api/overview').then((res) => (res.status === 200 ? (parseOverview(res.body)?.statsDisabled ?? false) : Promise.reject(new Error(`HTTP ${res.status}`)))));
     try {
-      return await this.statsOff;
+      return await abortable(p, signal);
     } catch {
       throwIfAborted(signal);
-      this.statsOff = null;
+      if (this.statsOff === p) this.statsOff = null;
       return false;
     }
   }
