@@ -119,6 +119,23 @@ describe('classifyFailure', () => {
     expect(c).toMatchObject({ class: 'transient', wastedRetries: false });
   });
 
+  it('BullMQ: the error class is read from the newest stack trace (failedReason holds only the message)', () => {
+    // What BullMQ stores for `throw new UnrecoverableError('card permanently declined (do_not_honor)')`.
+    const stack = 'UnrecoverableError: card permanently declined (do_not_honor)\n    at Worker.processor (/app/worker.js:12:11)\n    at Worker.callProcessJob (/app/node_modules/bullmq/dist/cjs/classes/worker.js:640:28)';
+    const u = classifyFailure(msg({ meta: { failedReason: 'card permanently declined (do_not_honor)', stacktrace: [stack], attemptsMade: 1, attemptsLimit: 3 } }));
+    expect(u).toMatchObject({ class: 'non-retryable', label: 'unrecoverable', source: 'failedReason + stacktrace', reason: 'UnrecoverableError: card permanently declined (do_not_honor)' });
+    // The newest attempt decides: an earlier timeout, then an UnrecoverableError.
+    const two = classifyFailure(msg({ meta: { failedReason: 'card declined', stacktrace: ['Error: ETIMEDOUT\n    at x', 'UnrecoverableError: card declined\n    at y'] } }));
+    expect(two.class).toBe('non-retryable');
+    // A plain Error adds nothing; a name already in failedReason is not repeated.
+    const plain = classifyFailure(msg({ meta: { failedReason: 'card declined', stacktrace: ['Error: card declined\n    at y'] } }));
+    expect(plain).toMatchObject({ class: 'unknown', source: 'failedReason', reason: 'card declined' });
+    const named = classifyFailure(msg({ meta: { failedReason: 'UnrecoverableError: x', stacktrace: ['UnrecoverableError: x\n    at y'] } }));
+    expect(named.reason).toBe('UnrecoverableError: x');
+    // Garbage in the stack trace never throws nor changes the class.
+    expect(classifyFailure(msg({ meta: { failedReason: 'ETIMEDOUT', stacktrace: [42 as unknown as string, ''] } })).class).toBe('transient');
+  });
+
   it('RabbitMQ: error header first, else the x-death reason', () => {
     const xDeath = [{ count: 1, reason: 'rejected', queue: 'orders.work', exchange: '', routingKeys: ['orders.work'], time: 1 }];
     const a = classifyFailure(msg({ headers: { 'x-last-error': 'HTTP 404 Not Found from orders-api', 'x-attempts': 3 }, meta: { xDeath } }));

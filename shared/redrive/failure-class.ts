@@ -14,7 +14,8 @@ import type { HeaderValue, QueueMessage } from '../domain';
  *   `x-death` reason `expired` (TTL) or `maxlen` (queue overflow).
  * - `unknown`: no error text, or text that matches neither list.
  *
- * Where the text comes from, first found wins: BullMQ `failedReason` (meta); an error header /
+ * Where the text comes from, first found wins: BullMQ `failedReason` (meta; prefixed with the error
+ * class its newest `stacktrace` entry names, e.g. `UnrecoverableError: …`); an error header /
  * SQS message attribute (`x-exception-message`, `x-error`, `x-last-error`, `x-error-message`,
  * `x-exception`, `x-failure-reason`, `error`, `error-message`, `last-error`, `lastError`,
  * `errorMessage`, case-insensitive); the RabbitMQ `x-death` reason of the newest death (or
@@ -197,10 +198,29 @@ function classifyUnsafe(message: QueueMessage): FailureInfo {
   };
 }
 
+/**
+ * The error class named by the newest stack trace (BullMQ appends one per failed attempt, so the
+ * last entry is the failure that moved the job to "failed"): `UnrecoverableError` from
+ * `UnrecoverableError: card declined\n    at …`; null without one or when its first line names no
+ * `…Error` / `…Exception` class (a plain `Error` adds nothing and is left out).
+ */
+function errorName(stacktrace: unknown): string | null {
+  if (!Array.isArray(stacktrace) || stacktrace.length === 0) return null;
+  const last: unknown = stacktrace[stacktrace.length - 1];
+  if (typeof last !== 'string') return null;
+  const m = /^\s*([A-Za-z_$][\w$]*(?:Error|Exception))(?::|\s*$)/m.exec(last.slice(0, 300));
+  return m === null || m[1] === 'Error' ? null : (m[1] ?? null);
+}
+
 /** The first error text found on the message, with where it came from. */
 function errorText(message: QueueMessage): { text: string; source: string } | null {
   const fr = message.meta.failedReason;
-  if (typeof fr === 'string' && fr.trim() !== '') return { text: fr, source: 'failedReason' };
+  if (typeof fr === 'string' && fr.trim() !== '') {
+    // BullMQ keeps only the error's message in failedReason; its class (`UnrecoverableError`,
+    // `ValidationError`…) is only in the stack trace of that attempt.
+    const name = errorName(message.meta.stacktrace);
+    return name !== null && !fr.includes(name) ? { text: `${name}: ${fr}`, source: 'failedReason + stacktrace' } : { text: fr, source: 'failedReason' };
+  }
   const byLower = new Map<string, [string, HeaderValue]>();
   for (const [k, v] of Object.entries(message.headers)) {
     const lk = k.toLowerCase();

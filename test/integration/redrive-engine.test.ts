@@ -262,7 +262,9 @@ describe('redrive CLI on Redis (BullMQ failed jobs)', () => {
       async (job) => {
         await Promise.resolve();
         const n = (job.data as { n: number }).n;
-        if (n % 3 === 2) throw new UnrecoverableError('HTTP 422 Unprocessable Entity: amount must be positive');
+        if (n === 2) throw new UnrecoverableError('HTTP 422 Unprocessable Entity: amount must be positive');
+        // No status in the text: BullMQ keeps only the message in failedReason, the class is in the stack trace.
+        if (n === 5) throw new UnrecoverableError('card permanently declined (do_not_honor)');
         throw new Error('HTTP 503 Service Unavailable');
       },
       { connection },
@@ -283,7 +285,9 @@ describe('redrive CLI on Redis (BullMQ failed jobs)', () => {
     const plan = await cli(['redrive', REDIS_URL, name, '--dry-run']);
     expect(plan.code, plan.stderr).toBe(0);
     expect(plan.stdout).toMatch(/would move 4:/);
-    expect(plan.stdout).toMatch(/2\s+non-retryable: HTTP 422/);
+    expect(plan.stdout).toMatch(/1\s+non-retryable: HTTP 422/);
+    expect(plan.stdout).toMatch(/1\s+non-retryable: unrecoverable/);
+    expect(plan.stdout).toMatch(/non-retryable unrecoverable\s+1\s+UnrecoverableError: card permanently declined/);
     expect(plan.stdout).toMatch(/wasted retries|non-retryable/);
     const r = await cli(['redrive', REDIS_URL, name, '--yes', '--json']);
     expect(r.code, r.stderr).toBe(0);
