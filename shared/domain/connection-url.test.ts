@@ -65,6 +65,27 @@ describe('parseConnectionUrl', () => {
     }
   });
 
+  it('never echoes any part of a password holding raw @ / # ? % (it says to percent-encode instead)', () => {
+    const cases = [
+      'redis://sp:p@ss:w/rd%#?@127.0.0.1:39871',
+      'redis://app:Tr0ub4dor@prod/3x@10.0.0.5:6379/0',
+      'amqp://app:Tr0ub4dor@prod/3x@10.0.0.5:5672/%2F',
+      'amqps://app:se#cret@host/vh',
+      'redis://:p@ss/w0rd@127.0.0.1:6379',
+    ];
+    for (const input of cases) {
+      let message = '';
+      try {
+        parseConnectionUrl(input);
+      } catch (e) {
+        expect(e).toBeInstanceOf(QueuescopeError);
+        message = (e as Error).message;
+      }
+      expect(message, input).toMatch(/percent-encoded|%40/);
+      for (const secret of ['ss:w', 'w/rd', 'Tr0ub4dor', 'prod/3x', '3x@', 'se#cret', 'cret', 'w0rd']) expect(message, input).not.toContain(secret);
+    }
+  });
+
   it('either parses or throws QueuescopeError for any input (never anything else)', () => {
     fc.assert(
       fc.property(fc.oneof(fc.string(), fc.webUrl(), fc.constantFrom('redis://', 'amqp://', 'sqs://', 'rediss://').chain((s) => fc.string().map((t) => s + t))), (input) => {

@@ -23,7 +23,12 @@ export function parseConnectionUrl(input: string): ConnectionConfig {
   try {
     url = new URL(raw);
   } catch {
-    throw new QueuescopeError('INVALID_INPUT', `"${safe(raw)}" is not a valid URL.`);
+    throw new QueuescopeError('INVALID_INPUT', `"${safe(raw)}" is not a valid URL${raw.includes('@') ? ` (${ENCODE_HINT})` : ''}.`);
+  }
+  // An "@" left in the path or fragment: the password (or user name) held a raw "/" or "#", so
+  // the rest of it was read as the path — and would be echoed as a database or vhost name.
+  if (url.pathname.includes('@') || url.hash.includes('@')) {
+    throw new QueuescopeError('INVALID_INPUT', `The connection URL has an "@" after the host, so it cannot be read as user:password@host (${ENCODE_HINT}).`);
   }
   const scheme = url.protocol.replace(/:$/, '').toLowerCase();
   switch (scheme) {
@@ -62,7 +67,21 @@ export function parseConnectionUrl(input: string): ConnectionConfig {
   }
 }
 
-/** Echo user input in an error without its password or control characters. */
+const ENCODE_HINT = 'a user name or password with special characters must be percent-encoded: @ → %40, / → %2F, : → %3A, # → %23, ? → %3F, % → %25';
+
+/**
+ * Echo user input in an error without its password or control characters. The user info runs to
+ * the LAST "@" (a raw "@", "/" or "#" in a password must not let its tail through); without a ":"
+ * in it, it is shown only when it has no "@" (a plain user name).
+ */
 function safe(s: string): string {
-  return s.replace(/(:\/\/[^/@:]*):[^/@]*@/, '$1:***@').replace(/[\u0000-\u001f\u007f]/g, '?').slice(0, 200);
+  const m = /^([a-z][a-z0-9+.-]*:\/\/)([\s\S]*)@([^@]*)$/i.exec(s);
+  let out = s;
+  if (m !== null) {
+    const info = m[2] ?? '';
+    const colon = info.indexOf(':');
+    const shown = colon >= 0 ? `${info.slice(0, colon)}:***` : info.includes('@') ? '***' : info;
+    out = `${m[1] ?? ''}${shown}@${m[3] ?? ''}`;
+  }
+  return out.replace(/[\u0000-\u001f\u007f]/g, '?').slice(0, 200);
 }
