@@ -34,7 +34,7 @@ Body read limit: a message whose body is larger than --max-body-bytes (default $
 id. Raise the limit up to ${MAX_REDRIVE_MAX_BODY_BYTES} (128 MiB, RabbitMQ's largest message) to move them:
 memory grows with it (a batch holds up to batch × limit bytes; lower --batch for big bodies).
 Picked --ids that are not in the DLQ are listed and make the exit code 7, as does a run that examined
-fewer messages than its dry run (the others were held by a reader and are still in the DLQ).`;
+fewer messages than its dry run (the others were held by another reader, or left the DLQ another way).`;
 
 interface RedriveOpts extends CommonOpts {
   to?: string;
@@ -251,9 +251,13 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
     const final = await waitWithProgress(ctx, ops, op.id, { label: 'redrive', ...(opts.json === true ? { json: true } : {}) });
     const r = final.result as RedriveResult | null;
     if (final.status === 'completed' && r !== null && r.mode === 'client-side' && limit === null && r.examined < plan.examined) {
-      // Brokers count "messages at the start" as ready ones: messages still held by a reader (e.g. on
-      // RabbitMQ the dry run's requeue, not yet back) are left for the next run — never lost.
-      const note = `the run examined ${r.examined} messages, the dry run ${plan.examined}: the others were held by a reader when the run started and are still in the DLQ; run the command again to move them`;
+      // Brokers count "messages at the start" as ready ones: messages held by a reader (e.g. on
+      // RabbitMQ the dry run's requeue, not yet back) are left for the next run — never lost. They
+      // may also have left the DLQ meanwhile (consumed, trimmed, expired, purged): the DLQ's depth
+      // now tells the user which.
+      const now = await adapter.getQueue(dlq.id, ctx.signal).then((q) => q.depth, () => null);
+      const left = plan.examined - r.examined;
+      const note = `the run examined ${r.examined} messages, the dry run ${plan.examined}: the other ${left} were not there to read when the run started — held or consumed by another reader, or trimmed, expired or purged${now === null ? '' : `; the DLQ holds ${now} message${now === 1 ? '' : 's'} now`}${now === 0 ? ', so they left it another way' : '; run the command again to move any still in it'}`;
       r.notes.push(note);
       if (opts.json !== true) ctx.err(`warning: ${note}.\n`);
       // Not "done": a script that redrives and then trusts exit 0 would leave these behind.
