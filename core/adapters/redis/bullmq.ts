@@ -460,7 +460,7 @@ const FIELDS_BY_STATE = new Map<BullmqState, { list: string[]; index: Map<string
 const SORT_CHUNK = 50;
 /** SORT_RO commands of a page in flight at once: 2 measured ~70k jobs/s here vs ~47k with all 20 sent together (3: no better). */
 const SORT_WINDOW = 2;
-/** Clients on which SORT_RO is refused (Redis < 7, ACL without it or without access to all keys): they read ids, then hashes. */
+/** Clients on which SORT_RO is refused (Redis < 7, ACL without it or without access to all keys — {@link isRefusal}): they read ids, then hashes. */
 const noSort = new WeakSet<Redis>();
 
 /**
@@ -625,10 +625,20 @@ class SortRow implements RawJob {
   }
 }
 
-/** True when Redis refused a command as such (unknown command, ACL), not for data or state errors. */
-function isRefusal(e: unknown): boolean {
+/**
+ * Texts of Redis replies that refuse a command as such — unknown or renamed command, or an ACL
+ * denial — as opposed to data or state errors. The ACL ones, as Redis 7.0 words them:
+ * `NOPERM this user has no permissions to run the 'sort_ro' command`, `NOPERM … to access one of
+ * the keys used as arguments`, and for SORT / SORT_RO with BY or GET patterns, which need access to
+ * all keys (a user restricted to `~myapp:payments:*`): `ERR BY option of SORT denied due to
+ * insufficient ACL permissions.` / `ERR GET option of SORT denied due to insufficient ACL permissions.`
+ */
+const REFUSAL = /^(NOPERM\b|ERR unknown command|ERR unknown subcommand|ERR.*not allowed|ERR.*\b(BY|GET) option|ERR.*insufficient ACL permissions|ERR.*no permissions to)/i;
+
+/** True when Redis refused a command as such (unknown command, ACL, see {@link REFUSAL}), not for data or state errors. */
+export function isRefusal(e: unknown): boolean {
   const err = e as { name?: unknown; message?: unknown } | null;
-  return err?.name === 'ReplyError' && typeof err.message === 'string' && /^(NOPERM|ERR unknown command|ERR unknown subcommand|ERR.*not allowed|ERR.*BY option)/i.test(err.message);
+  return err?.name === 'ReplyError' && typeof err.message === 'string' && REFUSAL.test(err.message);
 }
 
 /** The Redis key holding a state's job ids (a list for waiting/active/paused, else a sorted set). */
