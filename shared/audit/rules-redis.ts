@@ -1,5 +1,5 @@
 /**
- * Redis audit rules: server settings (`CONFIG GET`), BullMQ job options (the `opts` field of job
+ * Redis audit rules: server settings (`CONFIG GET`, or INFO where CONFIG is refused), BullMQ job options (the `opts` field of job
  * hashes) and Streams consumer groups (XINFO, XPENDING).
  */
 import { fmtMs, notApplicable, notChecked, pass, type QueueRule, type ServerRule } from './rule-kit';
@@ -20,10 +20,16 @@ export const redisMaxmemoryPolicy: ServerRule<RedisServerFacts> = {
   },
   check(s) {
     if (!s.holdsQueues) return notApplicable;
-    if (s.configError !== null) return notChecked(`CONFIG GET is not available: ${s.configError}`);
-    if (s.maxmemoryPolicy === null) return notChecked('maxmemory-policy could not be read');
-    if (s.maxmemoryPolicy === 'noeviction') return pass();
-    return { status: 'fail', message: `maxmemory-policy is ${s.maxmemoryPolicy} on ${s.label}: under memory pressure Redis evicts queue keys.`, evidence: { maxmemoryPolicy: s.maxmemoryPolicy } };
+    if (s.maxmemoryPolicy === null) return notChecked(s.configError !== null ? `CONFIG GET is not available: ${s.configError}` : 'maxmemory-policy could not be read');
+    // A value with configError set was read from INFO memory (core/adapters/redis/audit.ts readInfoFallback).
+    const viaInfo = s.configError !== null;
+    const source = viaInfo ? `INFO memory maxmemory_policy (CONFIG GET is not available: ${s.configError ?? ''})` : 'CONFIG GET maxmemory-policy';
+    if (s.maxmemoryPolicy === 'noeviction') return viaInfo ? pass(`read from ${source}`) : pass();
+    return {
+      status: 'fail',
+      message: `maxmemory-policy is ${s.maxmemoryPolicy} on ${s.label}${viaInfo ? ' (read from INFO memory: CONFIG GET is not available)' : ''}: under memory pressure Redis evicts queue keys.`,
+      evidence: { maxmemoryPolicy: s.maxmemoryPolicy, source },
+    };
   },
 };
 
@@ -42,7 +48,15 @@ export const redisNoPersistence: ServerRule<RedisServerFacts> = {
   },
   check(s) {
     if (!s.holdsQueues) return notApplicable;
-    if (s.configError !== null) return notChecked(`CONFIG GET is not available: ${s.configError}`);
+    if (s.configError !== null) {
+      // CONFIG GET refused: `appendonly` came from INFO persistence aof_enabled (core/adapters/redis/audit.ts
+      // readInfoFallback); INFO does not show the RDB `save` schedule, so "no persistence" cannot be proven.
+      if (s.appendonly === 'yes') return pass(`AOF (read from INFO persistence aof_enabled:1; CONFIG GET is not available: ${s.configError})`);
+      if (s.appendonly === 'no') {
+        return notChecked(`AOF is off (INFO persistence aof_enabled:0), but whether RDB snapshots are scheduled cannot be read: CONFIG GET save is not available (${s.configError}) and INFO does not show the save setting`);
+      }
+      return notChecked(`save / appendonly could not be read: CONFIG GET is not available (${s.configError}) and INFO persistence did not answer`);
+    }
     if (s.save === null || s.appendonly === null) return notChecked('save / appendonly could not be read');
     const rdb = s.save.trim() !== '';
     const aof = s.appendonly === 'yes';

@@ -11,6 +11,8 @@ import type { BrokerAdapter } from '../../core/adapters/types';
 import { defaultProjectConfig, type AuditConfig } from '../../shared/config/project-config';
 import { evaluateAudit, type AuditReport, type Measurements } from '../../shared/audit';
 import { REDIS_URL, uniqueName } from './env';
+import { runCli } from './fixtures/run-cli';
+import { EXIT } from '../../core/cli/exit-codes';
 
 // Queue-level rules on the shared Redis (unique keys, removed afterwards; read-only checks of its
 // server settings: it runs with --save "" --appendonly no, so redis.no-persistence fires there).
@@ -147,7 +149,7 @@ describe('Redis audit: queues on the shared server', () => {
 });
 
 describe('Redis audit: server settings on private servers', () => {
-  it('noeviction + appendonly yes passes; allkeys-lru without persistence fails both; CONFIG renamed is not checked', async () => {
+  it('noeviction + appendonly yes passes; allkeys-lru without persistence fails both; CONFIG renamed: policy from INFO, persistence not checked', async () => {
     const good = await privateRedis(['--save', '', '--appendonly', 'yes', '--maxmemory-policy', 'noeviction']);
     const bad = await privateRedis(['--save', '', '--appendonly', 'no', '--maxmemory-policy', 'allkeys-lru']);
     const hidden = await privateRedis(['--save', '', '--appendonly', 'no', '--rename-command', 'CONFIG', '""']);
@@ -165,13 +167,62 @@ describe('Redis audit: server settings on private servers', () => {
       expect(results.good?.checks.filter((c) => c.queueId === null).map((c) => `${c.ruleId}:${c.status}`).sort()).toEqual(['redis.maxmemory-policy:pass', 'redis.no-persistence:pass']);
       expect(results.bad?.findings.map((f) => f.ruleId).sort()).toEqual(['redis.maxmemory-policy', 'redis.no-persistence']);
       expect(results.bad?.findings.find((f) => f.ruleId === 'redis.maxmemory-policy')?.message).toContain('allkeys-lru');
+      // CONFIG renamed away: the policy (noeviction) is read from INFO memory; AOF off is read from INFO
+      // persistence, but the RDB save schedule is not in INFO, so persistence stays not checked.
       expect(results.hidden?.findings).toEqual([]);
-      expect(results.hidden?.checks.filter((c) => c.queueId === null).map((c) => c.status)).toEqual(['not-checked', 'not-checked']);
-      expect(results.hidden?.checks.find((c) => c.ruleId === 'redis.no-persistence')?.note).toMatch(/^not checked: CONFIG GET is not available: ERR unknown command 'CONFIG'/);
+      expect(results.hidden?.checks.filter((c) => c.queueId === null).map((c) => `${c.ruleId}:${c.status}`)).toEqual(['redis.maxmemory-policy:pass', 'redis.no-persistence:not-checked']);
+      expect(results.hidden?.checks.find((c) => c.ruleId === 'redis.maxmemory-policy')?.note).toContain("read from INFO memory maxmemory_policy (CONFIG GET is not available: ERR unknown command 'CONFIG')");
+      const hiddenPersistence = results.hidden?.checks.find((c) => c.ruleId === 'redis.no-persistence')?.note ?? '';
+      expect(hiddenPersistence).toMatch(/^not checked: AOF is off \(INFO persistence aof_enabled:0\), but whether RDB snapshots are scheduled cannot be read/);
+      // The refusal is quoted without the setting Redis echoed from the first CONFIG GET.
+      expect(hiddenPersistence).not.toContain('maxmemory-policy');
     } finally {
       await good.stop();
       await bad.stop();
       await hidden.stop();
+    }
+  }, 60_000);
+});
+
+describe('Redis audit: CONFIG renamed away (managed services) falls back to INFO', () => {
+  it('allkeys-lru is found from INFO memory, and the CLI exits non-zero under --fail-on warning; AOF on passes from INFO persistence', async () => {
+    const lru = await privateRedis(['--save', '', '--appendonly', 'no', '--maxmemory-policy', 'allkeys-lru', '--rename-command', 'CONFIG', '""']);
+    const aof = await privateRedis(['--save', '', '--appendonly', 'yes', '--rename-command', 'CONFIG', '""']);
+    const home = mkdtempSync(join(tmpdir(), 'qs-audit-redis-cli-'));
+    try {
+      for (const s of [lru, aof]) {
+        const c = new Redis({ port: s.port, host: '127.0.0.1' });
+        await expect(c.call('CONFIG', 'GET', 'maxmemory-policy')).rejects.toThrow(/unknown command 'CONFIG'/);
+        await c.xadd('events', '*', 'body', '{}');
+        c.disconnect();
+      }
+      const a = createRedisAdapter({ kind: 'redis', url: `redis://127.0.0.1:${String(lru.port)}` });
+      const facts = await a.audit!.collect({ pattern: '*' });
+      await a.close();
+      expect(facts.servers[0]).toMatchObject({ maxmemoryPolicy: 'allkeys-lru', appendonly: 'no', save: null, configError: "ERR unknown command 'CONFIG'" });
+      expect(facts.notes.join('\n')).toMatch(/CONFIG GET is not available \(ERR unknown command 'CONFIG'\); read from INFO instead: maxmemory-policy allkeys-lru \(INFO memory maxmemory_policy\), appendonly no \(INFO persistence aof_enabled:0\); the RDB save schedule is not in INFO/);
+      const report = evaluateAudit([facts], { config: defaultProjectConfig().audit, measurements: new Map(), now: Date.now() });
+      const finding = report.findings.find((f) => f.ruleId === 'redis.maxmemory-policy');
+      expect(finding?.message).toMatch(/^maxmemory-policy is allkeys-lru on .* \(read from INFO memory: CONFIG GET is not available\)/);
+      expect(finding?.evidence).toMatchObject({ maxmemoryPolicy: 'allkeys-lru', source: "INFO memory maxmemory_policy (CONFIG GET is not available: ERR unknown command 'CONFIG')" });
+      expect(report.checks.find((c) => c.ruleId === 'redis.no-persistence')?.status).toBe('not-checked');
+
+      const run = await runCli(home, ['audit', `redis://127.0.0.1:${String(lru.port)}`, '--fail-on', 'warning']);
+      expect(run.code).toBe(EXIT.FINDINGS);
+      expect(run.stdout).toContain('redis.maxmemory-policy');
+      expect(run.stdout).toContain('allkeys-lru');
+
+      const b = createRedisAdapter({ kind: 'redis', url: `redis://127.0.0.1:${String(aof.port)}` });
+      const aofReport = evaluateAudit([await b.audit!.collect({ pattern: '*' })], { config: defaultProjectConfig().audit, measurements: new Map(), now: Date.now() });
+      await b.close();
+      expect(aofReport.findings).toEqual([]);
+      expect(aofReport.checks.filter((c) => c.queueId === null).map((c) => `${c.ruleId}:${c.status}`)).toEqual(['redis.maxmemory-policy:pass', 'redis.no-persistence:pass']);
+      expect(aofReport.checks.find((c) => c.ruleId === 'redis.no-persistence')?.note).toContain('INFO persistence aof_enabled:1');
+      expect((await runCli(home, ['audit', `redis://127.0.0.1:${String(aof.port)}`, '--fail-on', 'warning'])).code).toBe(EXIT.OK);
+    } finally {
+      await lru.stop();
+      await aof.stop();
+      rmSync(home, { recursive: true, force: true });
     }
   }, 60_000);
 });

@@ -1,7 +1,8 @@
 /**
  * Audit fact collector for Redis:
  * - server: `CONFIG GET maxmemory-policy|save|appendonly` (https://redis.io/docs/latest/commands/config-get/);
- *   CONFIG disabled or renamed (`rename-command CONFIG ""`, managed services, ACL) is reported, not thrown;
+ *   CONFIG disabled or renamed (`rename-command CONFIG ""`, managed services, ACL) is reported, not
+ *   thrown, and the facts INFO also shows are read from there instead ({@link readInfoFallback});
  * - BullMQ: the `opts` field (JSON job options, e.g. `{"removeOnFail":true,"attempts":2}`) of the
  *   most recent jobs of each state list/set, read with pipelined HGET — never the job data;
  * - Streams: XINFO STREAM (`entries-added`, `max-deleted-entry-id`, first entry), XINFO GROUPS and
@@ -59,7 +60,11 @@ class RedisAuditCollector implements AuditCollector {
     private readonly listQueues: (o: ListQueuesOptions, s?: AbortSignal) => Promise<QueueSummary[]>,
   ) {}
 
-  private async server(client: Redis, holdsQueues: boolean): Promise<RedisServerFacts> {
+  /**
+   * Server facts: CONFIG GET, or — when CONFIG is refused — what INFO shows ({@link readInfoFallback}).
+   * `notes` receives a sentence saying INFO was used and what it could not tell.
+   */
+  private async server(client: Redis, holdsQueues: boolean, notes: string[]): Promise<RedisServerFacts> {
     const label = describeEndpoint(this.ctx.endpoint);
     let version: string | null;
     try {
@@ -77,7 +82,12 @@ class RedisAuditCollector implements AuditCollector {
       facts.save = await read('save');
       facts.appendonly = await read('appendonly');
     } catch (e) {
-      facts.configError = (e instanceof Error ? e.message : String(e)).split('\n')[0]?.slice(0, 200) ?? 'CONFIG failed';
+      facts.configError = configErrorText(e);
+      facts.maxmemoryPolicy = null;
+      facts.save = null;
+      facts.appendonly = null;
+      const note = await readInfoFallback(client, facts);
+      if (note !== null) notes.push(`${label}: ${note}`);
     }
     return facts;
   }
@@ -189,7 +199,7 @@ class RedisAuditCollector implements AuditCollector {
     // The server holds queues when any were discovered (the pattern narrows the report, not this fact).
     const filtered = options.pattern !== undefined && options.pattern !== '' && options.pattern !== '*';
     const holds = summaries.length > 0 || (filtered && (await this.listQueues({ limit: 1 }, signal)).length > 0);
-    const server = await this.server(client, holds);
+    const server = await this.server(client, holds, notes);
     return { broker: 'redis', label: server.label, servers: [server], queues, notes };
   }
 
@@ -200,6 +210,59 @@ class RedisAuditCollector implements AuditCollector {
   applyFix(fix: AuditFix): Promise<FixPreview> {
     return this.previewFix(fix);
   }
+}
+
+/**
+ * The first line of a refused CONFIG GET, without the arguments Redis echoes
+ * (`ERR unknown command 'CONFIG', with args beginning with: 'GET' 'maxmemory-policy'` → `ERR
+ * unknown command 'CONFIG'`): the same refusal stands for every setting, so it must not name one.
+ */
+export function configErrorText(e: unknown): string {
+  const line = (e instanceof Error ? e.message : String(e)).split('\n')[0] ?? '';
+  const text = line.replace(/,? with args beginning with:.*$/i, '').trim().slice(0, 200);
+  return text === '' ? 'CONFIG failed' : text;
+}
+
+/** `field:value` lines of an INFO section (https://redis.io/docs/latest/commands/info/). */
+function infoFields(text: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const line of text.split(/\r?\n/)) {
+    const i = line.indexOf(':');
+    if (i > 0 && !line.startsWith('#')) out.set(line.slice(0, i), line.slice(i + 1).trim());
+  }
+  return out;
+}
+
+/**
+ * Where CONFIG GET is refused (renamed away as on many managed services, or not permitted), reads
+ * what INFO reports instead (https://redis.io/docs/latest/commands/info/):
+ * - `INFO memory` `maxmemory_policy` → `facts.maxmemoryPolicy` (the live setting, as CONFIG GET shows it);
+ * - `INFO persistence` `aof_enabled` (0/1) → `facts.appendonly` (`no`/`yes`).
+ * `facts.save` stays null: INFO shows RDB activity (`rdb_saves`, `rdb_last_save_time`), not the
+ * `save` schedule. `facts.configError` stays set, which tells the rules the values came from INFO.
+ * Returns a note for the report saying so (null when INFO is refused too).
+ */
+export async function readInfoFallback(client: Redis, facts: RedisServerFacts): Promise<string | null> {
+  let memory: Map<string, string>;
+  let persistence: Map<string, string>;
+  try {
+    memory = infoFields(await client.info('memory'));
+    persistence = infoFields(await client.info('persistence'));
+  } catch (e) {
+    return `CONFIG GET is not available (${facts.configError ?? ''}) and INFO failed too (${configErrorText(e)}): the server settings were not checked.`;
+  }
+  const policy = memory.get('maxmemory_policy');
+  if (policy !== undefined && policy !== '') facts.maxmemoryPolicy = policy;
+  const aof = persistence.get('aof_enabled');
+  if (aof === '1' || aof === '0') facts.appendonly = aof === '1' ? 'yes' : 'no';
+  const read: string[] = [];
+  if (facts.maxmemoryPolicy !== null) read.push(`maxmemory-policy ${facts.maxmemoryPolicy} (INFO memory maxmemory_policy)`);
+  if (facts.appendonly !== null) read.push(`appendonly ${facts.appendonly} (INFO persistence aof_enabled:${aof ?? ''})`);
+  const rdb = persistence.get('rdb_saves');
+  const rdbNote =
+    'the RDB save schedule is not in INFO' +
+    (rdb !== undefined ? ` (INFO persistence shows ${rdb} RDB save${rdb === '1' ? '' : 's'} since the server started, rdb_last_bgsave_status:${persistence.get('rdb_last_bgsave_status') ?? '?'})` : '');
+  return `CONFIG GET is not available (${facts.configError ?? ''}); read from INFO instead: ${read.length > 0 ? read.join(', ') : 'nothing'}; ${rdbNote}.`;
 }
 
 /** Creates the Redis audit collector (uses the adapter's connection and its queue discovery). */
