@@ -117,7 +117,7 @@ class RedisRedriveMover implements RedriveMover {
 
   /**
    * See {@link RedriveMover.moveClientSide} and this module's description.
-   * @throws QueuescopeError `QUEUE_NOT_FOUND` (DLQ missing), `INVALID_INPUT` (options), `CANCELLED`,
+   * @throws QueuescopeError `QUEUE_NOT_FOUND` (DLQ missing), `INVALID_INPUT` (options; a target key holding the wrong type, see {@link targetKeyProblems}), `CANCELLED`,
    * `BROKER_ERROR` (the DLQ list changed under the run), connection codes (`HOST_UNREACHABLE`…).
    */
   async moveClientSide(options: ClientMoveOptions, hooks: MoveHooks, signal?: AbortSignal): Promise<MoveSummary> {
@@ -140,7 +140,7 @@ class RedisRedriveMover implements RedriveMover {
         source = new BullmqSource(this.ctx, conn, ref.prefix, ref.name, state, options.cutoffMs, maxBody);
       }
       try {
-        return await drive(source, options, hooks, signal, (e) => mapRedisError(e, this.ctx.endpoint, what));
+        return await drive(source, options, hooks, signal, (e) => mapRedisError(e, this.ctx.endpoint, what), (ids) => targetKeyProblems(conn, ids));
       } finally {
         await source.close?.();
       }
@@ -394,12 +394,79 @@ function checkOptions(o: ClientMoveOptions): void {
   if (o.maxBodyBytes !== undefined && (!Number.isInteger(o.maxBodyBytes) || o.maxBodyBytes < 0)) throw new QueuescopeError('INVALID_INPUT', `maxBodyBytes must be a whole number ≥ 0, got ${String(o.maxBodyBytes)}.`);
 }
 
+/** Key type(s) a redrive target's writes need, per queue kind (`TYPE` replies; `none` is always fine: the write creates the key). */
+const BULLMQ_KEY_TYPES: readonly (readonly [suffix: string, type: string, what: string])[] = [
+  ['wait', 'list', 'waiting jobs'],
+  ['paused', 'list', 'paused jobs (BullMQ < 5)'],
+  ['active', 'list', 'active jobs'],
+  ['prioritized', 'zset', 'prioritized jobs'],
+  ['delayed', 'zset', 'delayed jobs'],
+  ['marker', 'zset', 'the worker wake-up marker'],
+  ['failed', 'zset', 'failed jobs'],
+  ['completed', 'zset', 'completed jobs'],
+  ['meta', 'hash', 'queue settings'],
+  ['id', 'string', 'the job id counter'],
+  ['events', 'stream', 'queue events'],
+];
+
+const TYPE_NAMES: Record<string, string> = { list: 'list', stream: 'stream', zset: 'sorted set', hash: 'hash', string: 'string', set: 'set' };
+
 /**
- * The batch loop every kind shares: gate → read → decide → (backup → commit) → report.
+ * Checks, with one pipelined `TYPE` per key (https://redis.io/docs/latest/commands/type/), that each
+ * target can take the writes a redrive makes, before anything is written: a list target must be a
+ * list or absent (RPUSH), a stream target a stream or absent (XADD), a BullMQ queue's keys the
+ * types BullMQ keeps there (`:wait` list, `:meta` hash, `:id` string, `:events` stream, the state
+ * sorted sets…) or absent. Otherwise the move script would stop with `WRONGTYPE` (nothing lost,
+ * but a dry run would have promised the move).
+ * Returns, per target queue id with a problem, a clause naming the key and the type it holds;
+ * ids that are not Redis queue ids are left to `checkTarget`.
+ * @throws Redis errors as thrown by ioredis (the pipeline's first error).
+ */
+export async function targetKeyProblems(conn: Redis, queueIds: readonly string[]): Promise<Map<string, string>> {
+  const checks: { queueId: string; key: string; want: string; what: string }[] = [];
+  for (const queueId of new Set(queueIds)) {
+    let ref;
+    try {
+      ref = parseQueueId(queueId);
+    } catch {
+      continue;
+    }
+    if (ref.kind === 'bullmq') {
+      for (const [suffix, want, what] of BULLMQ_KEY_TYPES) checks.push({ queueId, key: `${ref.prefix}:${ref.name}:${suffix}`, want, what: `the ${TYPE_NAMES[want] ?? want} of ${what} of BullMQ queue "${ref.name}"` });
+    } else {
+      checks.push({ queueId, key: ref.key, want: ref.kind, what: `a ${ref.kind}` });
+    }
+  }
+  const out = new Map<string, string>();
+  if (checks.length === 0) return out;
+  const p = conn.pipeline();
+  for (const c of checks) p.type(c.key);
+  const types = await execAll(p);
+  checks.forEach((c, i) => {
+    const type = String(types[i]);
+    if (type === 'none' || type === c.want || out.has(c.queueId)) return;
+    const shown = c.key.length > 200 ? `${c.key.slice(0, 200)}…` : c.key;
+    out.set(c.queueId, `the key "${shown}" holds a ${TYPE_NAMES[type] ?? type}, not ${c.what} (the write would fail with WRONGTYPE); choose another target, or rename or delete that key`);
+  });
+  return out;
+}
+
+/**
+ * The batch loop every kind shares: gate → read → decide → target key check → (backup → commit) → report.
+ * `targetProblems` checks the targets of each batch's moves before anything of it is backed up or
+ * written (also in a dry run): a target whose key holds the wrong type ends the run with
+ * `INVALID_INPUT` naming the key and its type; the batch stays in the DLQ untouched.
  * A commit that throws (connection lost mid-script) leaves the batch's outcome unknown — the
  * script ran entirely or not at all — so its moves are reported failed with that said, then the error is thrown.
  */
-async function drive(source: BatchSource, options: ClientMoveOptions, hooks: MoveHooks, signal: AbortSignal | undefined, map: (e: unknown) => QueuescopeError): Promise<MoveSummary> {
+async function drive(
+  source: BatchSource,
+  options: ClientMoveOptions,
+  hooks: MoveHooks,
+  signal: AbortSignal | undefined,
+  map: (e: unknown) => QueuescopeError,
+  targetProblems: (queueIds: string[]) => Promise<Map<string, string>>,
+): Promise<MoveSummary> {
   const totals = { examined: 0, moved: 0, skipped: 0, failed: 0, possibleDuplicates: 0 };
   let stoppedBecause: MoveSummary['stoppedBecause'];
   for (;;) {
@@ -429,6 +496,15 @@ async function drive(source: BatchSource, options: ClientMoveOptions, hooks: Mov
         : source.checkTarget(d.targetQueueId);
       if (bad !== null) result.failed.push({ id: m.id, error: { code: 'INVALID_INPUT', message: `Message ${m.id} was not moved: ${bad}` } });
       else moves.push({ message: m, targetQueueId: d.targetQueueId });
+    }
+    if (moves.length > 0) {
+      const problems = await targetProblems(moves.map((p) => p.targetQueueId));
+      const [queueId, why] = [...problems][0] ?? [];
+      if (queueId !== undefined && why !== undefined) {
+        // Refuse the run here, before this batch is backed up or written (as a rejected beforeMove does).
+        const before = totals.moved > 0 ? ` ${String(totals.moved)} message(s) moved to other targets before this stay moved; the rest stay in the DLQ.` : options.dryRun ? '' : ' Nothing was moved.';
+        throw new QueuescopeError('INVALID_INPUT', `Refusing to redrive to ${queueId}: ${why}.${before}`, { targetQueueId: queueId });
+      }
     }
     let fatal: QueuescopeError | undefined;
     if (options.dryRun || moves.length === 0) {
