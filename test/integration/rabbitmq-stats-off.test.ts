@@ -9,7 +9,7 @@ import { main, type CliIo } from '../../core/cli/main';
 import { defaultProjectConfig } from '../../shared/config/project-config';
 import { evaluateAudit } from '../../shared/audit';
 import { PrivateRabbit } from './fixtures/private-rabbitmq';
-import { uniqueName } from './env';
+import { RABBITMQ_MANAGEMENT_URL, uniqueName } from './env';
 
 /**
  * A RabbitMQ broker with management statistics off (`management_agent.disable_metrics_collector =
@@ -66,6 +66,32 @@ afterAll(async () => {
   await rabbit.stop();
   if (home) await rm(home, { recursive: true, force: true });
 }, 120_000);
+
+describe('a management URL that belongs to another broker (private node AMQP, shared broker management)', () => {
+  // Without --management-url the CLI derives http://127.0.0.1:15672 — the shared broker, not this node.
+  it('listing, the connection test, the audit and a redrive refuse with the reason; nothing moves on either broker', async () => {
+    const wrong = createRabbitmqAdapter({ kind: 'rabbitmq', url: rabbit.url, managementUrl: RABBITMQ_MANAGEMENT_URL });
+    try {
+      await expect(wrong.listQueues({})).rejects.toMatchObject({ code: 'MANAGEMENT_UNAVAILABLE', message: expect.stringContaining('belongs to another broker') as unknown });
+      await expect(wrong.audit!.collect({})).rejects.toMatchObject({ code: 'MANAGEMENT_UNAVAILABLE' });
+      const t = await wrong.testConnection();
+      expect(t.ok).toBe(false);
+      expect(t.error?.message).toContain('belongs to another broker');
+    } finally {
+      await wrong.close();
+    }
+    const ch = await conn.createChannel();
+    const before = (await ch.checkQueue(dlq)).messageCount;
+    let stdout = '';
+    let stderr = '';
+    const io: CliIo = { stdout: { write: (x: string) => (stdout += x) }, stderr: { write: (x: string) => (stderr += x) }, env: { QUEUESCOPE_HOME: home }, cwd: home };
+    const code = await main(['redrive', rabbit.url, dlq, '--to', work, '--yes'], io);
+    expect(code, stdout).not.toBe(0);
+    expect(stderr).toContain('belongs to another broker');
+    expect((await ch.checkQueue(dlq)).messageCount).toBe(before);
+    await ch.close();
+  });
+});
 
 describe('RabbitMQ with management statistics off (private node)', () => {
   it('the connection test passes and says the statistics are off and what Queuescope does instead', async () => {

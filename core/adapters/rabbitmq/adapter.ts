@@ -123,7 +123,10 @@ export class RabbitmqAdapter implements BrokerAdapter {
   private readonly s: RabbitmqSettings;
   private readonly mgmt: ManagementClient;
   readonly tuning = createRabbitmqTuning(() => this.mgmt);
-  readonly audit = createRabbitmqAuditCollector(() => this.s);
+  readonly audit = createRabbitmqAuditCollector(
+    () => this.s,
+    (get) => this.sameBroker(get),
+  );
   private conn: Promise<ChannelModel> | null = null;
 
   /** DLQ redrive (issue 4): see `redrive.ts`. */
@@ -153,6 +156,30 @@ export class RabbitmqAdapter implements BrokerAdapter {
       consumerCount: async (name, signal) => (await this.checkQueue(name, signal)).consumerCount,
       statsDisabled: (signal) => this.statsDisabled(signal),
     });
+    this.mgmt.setGuard((get) => this.sameBroker(get));
+  }
+
+  /**
+   * Proves the management API belongs to the broker the AMQP connection reaches: the
+   * `cluster_name` the broker sends in AMQP `connection.start` must be the `cluster_name` of
+   * `GET /api/overview`. A management URL derived for another port (a second broker on the same
+   * host: the default `http://host:15672` is the first one's) would otherwise list, count and
+   * shovel the other broker's queues. Resolves when they match or cannot be compared (AMQP or the
+   * overview unreachable: the operation then fails on its own).
+   * @throws QueuescopeError MANAGEMENT_UNAVAILABLE when both answer with different cluster names.
+   */
+  private async sameBroker(get: (path: string) => Promise<ManagementResponse>): Promise<void> {
+    let amqpCluster: string | null;
+    try {
+      const c = await this.connection();
+      const v: unknown = c.connection.serverProperties.cluster_name;
+      amqpCluster = typeof v === 'string' ? v : Buffer.isBuffer(v) ? v.toString('utf8') : null;
+    } catch {
+      return;
+    }
+    const res = await get('/api/overview').catch(() => null);
+    const mgmtCluster = res?.status === 200 ? (parseOverview(res.body)?.cluster ?? null) : null;
+    if (amqpCluster !== null && mgmtCluster !== null && amqpCluster !== mgmtCluster) throw managementMismatch(this.mgmt.base, mgmtCluster, `${this.s.host}:${this.s.port}`, amqpCluster);
   }
 
   /** Cached answer of {@link statsDisabled} (a failed read is not cached). */
@@ -323,12 +350,12 @@ export class RabbitmqAdapter implements BrokerAdapter {
     const details = { vhost: v, user: u, stage: 'vhost' };
     let res: ManagementResponse | null;
     try {
-      res = await this.mgmt.get(`/api/queues/${encodeURIComponent(v)}?page=1&page_size=1&columns=name`, signal);
+      res = await this.mgmt.getUnguarded(`/api/queues/${encodeURIComponent(v)}?page=1&page_size=1&columns=name`, signal);
     } catch {
       res = null;
     }
     if (res?.status === 404) {
-      const overview = await this.mgmt.get('/api/overview', signal).catch(() => null);
+      const overview = await this.mgmt.getUnguarded('/api/overview', signal).catch(() => null);
       if (overview?.status === 200) return new QueuescopeError('UNKNOWN_VHOST', `Virtual host '${v}' does not exist on this broker (AMQP login as '${u}' worked).`, details);
     }
     if (res?.status === 401 && /virtual host/i.test(res.reason ?? '')) {
@@ -548,10 +575,13 @@ export class RabbitmqAdapter implements BrokerAdapter {
     const loginName = `AMQP login as ${s.username}${s.tls ? ' (TLS)' : ''}`;
     const vhostName = `vhost '${s.vhost}' opened`;
     let conn: ChannelModel | null = null;
+    let amqpCluster: string | null;
     try {
       conn = await abortable(this.openConnection(signal), signal);
       const sp = conn.connection.serverProperties;
       server = `${sp.product} ${sp.version}`;
+      const cn: unknown = sp.cluster_name;
+      amqpCluster = typeof cn === 'string' ? cn : Buffer.isBuffer(cn) ? cn.toString('utf8') : null;
       pass(loginName, t0, `${server}, login accepted`);
       pass(vhostName, t0, `virtual host '${s.vhost}' is open for '${s.username}'`);
     } catch (e) {
@@ -571,7 +601,7 @@ export class RabbitmqAdapter implements BrokerAdapter {
     const mgmtLogin = `Management API login as ${s.managementUser}`;
     let res: ManagementResponse;
     try {
-      res = await this.mgmt.get('/api/overview', signal);
+      res = await this.mgmt.getUnguarded('/api/overview', signal);
     } catch (e) {
       if (e instanceof QueuescopeError && e.code === 'CANCELLED') throw e;
       const qe = e as QueuescopeError;
@@ -605,6 +635,7 @@ export class RabbitmqAdapter implements BrokerAdapter {
     }
     if (res.status !== 200) return fail(mgmtLogin, t0, this.mgmtStatusError(res, '/api/overview'));
     const ov = parseOverview(res.body);
+    if (amqpCluster !== null && ov?.cluster != null && ov.cluster !== amqpCluster) return fail(mgmtLogin, t0, managementMismatch(this.mgmt.base, ov.cluster, `${s.host}:${s.port}`, amqpCluster));
     if (ov?.version) server = `${ov.product} ${ov.version}`;
     pass(
       mgmtLogin,
@@ -829,4 +860,13 @@ export class RabbitmqAdapter implements BrokerAdapter {
  */
 export function createRabbitmqAdapter(config: RabbitmqConnectionConfig): BrokerAdapter {
   return new RabbitmqAdapter(config);
+}
+
+/** The error for a management API that belongs to another broker than the AMQP connection (see RabbitmqAdapter.sameBroker). */
+function managementMismatch(mgmtBase: string, mgmtCluster: string, amqpWhere: string, amqpCluster: string): QueuescopeError {
+  return new QueuescopeError(
+    'MANAGEMENT_UNAVAILABLE',
+    `The management API at ${mgmtBase} belongs to another broker (cluster '${mgmtCluster}') than the AMQP connection to ${amqpWhere} (cluster '${amqpCluster}'): nothing was read or changed. Pass the management URL of that broker (--management-url, or ?management= in the URL).`,
+    { managementUrl: mgmtBase, managementCluster: mgmtCluster, amqpCluster },
+  );
 }

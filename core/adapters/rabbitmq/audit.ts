@@ -16,7 +16,7 @@ import { matchesQueuePattern } from '../../../shared/config/project-config';
 import type { AuditFacts, AuditFix, FixPreview, RabbitQueueFacts, RabbitServerFacts, SourcedValue } from '../../../shared/audit/types';
 import type { AuditCollectOptions, AuditCollector } from '../audit-types';
 import { throwIfAborted } from '../../lib/abort';
-import { ManagementClient, ManagementNetworkError } from './management';
+import { ManagementClient, ManagementNetworkError, type ManagementGuard } from './management';
 import { parseArray, parseBinding, parseExchange, parseOverview, parsePage, parseQueue, STATS_DISABLED_NOTE } from './parse';
 import type { RabbitmqSettings } from './settings';
 import { buildTopology, effectiveSettings, looksLikeDeadLetterQueue, resolveDeadLetterTargets, arrivalKeys, type RawBinding, type RawExchange, type RawQueue, type Setting, type Topology } from './topology';
@@ -56,7 +56,11 @@ export function dlqCandidateNames(name: string): string[] {
 }
 
 class RabbitmqAuditCollector implements AuditCollector {
-  constructor(private readonly settings: () => RabbitmqSettings) {}
+  /** @param guard checked before the first management request of each client (the adapter's same-broker check). */
+  constructor(
+    private readonly settings: () => RabbitmqSettings,
+    private readonly guard?: ManagementGuard,
+  ) {}
 
   private get s(): RabbitmqSettings {
     return this.settings();
@@ -64,6 +68,7 @@ class RabbitmqAuditCollector implements AuditCollector {
 
   private async withClient<T>(fn: (c: ManagementClient) => Promise<T>): Promise<T> {
     const c = new ManagementClient(this.s);
+    if (this.guard !== undefined) c.setGuard(this.guard);
     try {
       return await fn(c);
     } finally {
@@ -313,6 +318,6 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
  * Creates the RabbitMQ audit collector. `settings` is read at each call (the adapter resolves
  * them in its constructor).
  */
-export function createRabbitmqAuditCollector(settings: () => RabbitmqSettings): AuditCollector {
-  return new RabbitmqAuditCollector(settings);
+export function createRabbitmqAuditCollector(settings: () => RabbitmqSettings, guard?: ManagementGuard): AuditCollector {
+  return new RabbitmqAuditCollector(settings, guard);
 }

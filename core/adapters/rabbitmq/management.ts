@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { QueuescopeError } from '../../../shared/domain';
+import { abortable } from '../../lib/abort';
 import { cancelledError, networkCause } from './errors';
 import type { RabbitmqSettings } from './settings';
 
@@ -17,6 +18,13 @@ export class ManagementNetworkError extends QueuescopeError {
   readonly managementNetwork = true;
 }
 
+/**
+ * A check {@link ManagementClient.setGuard} runs before the first request: resolves when the
+ * requests may go on, throws a QueuescopeError (kept for every later request) when they must not.
+ * `get` is a raw GET that bypasses the guard.
+ */
+export type ManagementGuard = (get: (path: string, signal?: AbortSignal) => Promise<ManagementResponse>) => Promise<void>;
+
 /** Default per-request timeout (ms) of the management API client. */
 export const MANAGEMENT_TIMEOUT_MS = 5_000;
 
@@ -30,6 +38,18 @@ export const MANAGEMENT_TIMEOUT_MS = 5_000;
 export class ManagementClient {
   private readonly agent: http.Agent;
   private readonly auth: string;
+  private guard: ManagementGuard | null = null;
+  private guarded: Promise<void> | null = null;
+
+  /**
+   * Sets a check run once before this client's first request (and again after it failed other
+   * than by throwing a permanent error): the adapter proves the API belongs to the broker its AMQP
+   * connection reaches. The check gets a raw GET that does not wait for itself.
+   */
+  setGuard(guard: ManagementGuard): void {
+    this.guard = guard;
+    this.guarded = null;
+  }
 
   constructor(private readonly s: RabbitmqSettings) {
     const https_ = s.managementBase.protocol === 'https:';
@@ -54,11 +74,31 @@ export class ManagementClient {
   }
 
   /**
+   * {@link get} without the guard (see {@link setGuard}): for the diagnostics of a failed AMQP
+   * connection, which the guard itself opens (waiting on the guard there would wait on itself), and
+   * for the connection test, which compares the brokers itself.
+   */
+  getUnguarded(path: string, signal?: AbortSignal, timeoutMs = MANAGEMENT_TIMEOUT_MS): Promise<ManagementResponse> {
+    return this.send('GET', path, undefined, signal, timeoutMs);
+  }
+
+  /**
    * Sends `method` to `path` (starting with `/api/`) with an optional JSON body (PUT/DELETE are used
    * for dynamic shovels: `/api/parameters/shovel/<vhost>/<name>`), parsed like {@link get}.
    * @throws like {@link get}.
    */
   async request(method: 'GET' | 'PUT' | 'DELETE', path: string, json: unknown, signal?: AbortSignal, timeoutMs = MANAGEMENT_TIMEOUT_MS): Promise<ManagementResponse> {
+    if (signal?.aborted === true) throw cancelledError();
+    if (this.guard !== null) {
+      const guard = this.guard;
+      // One check for every caller, not tied to the first caller's signal; each waits with its own.
+      const p = (this.guarded ??= guard((path_, sig) => this.send('GET', path_, undefined, sig, MANAGEMENT_TIMEOUT_MS)));
+      await abortable(p, signal);
+    }
+    return this.send(method, path, json, signal, timeoutMs);
+  }
+
+  private async send(method: 'GET' | 'PUT' | 'DELETE', path: string, json: unknown, signal: AbortSignal | undefined, timeoutMs: number): Promise<ManagementResponse> {
     if (signal?.aborted === true) throw cancelledError();
     const url = new URL(this.s.managementBase.toString().replace(/\/$/, '') + path);
     const mod = url.protocol === 'https:' ? https : http;
