@@ -367,3 +367,59 @@ describe('native move (dynamic shovel) into a target that refuses publishes', ()
     expect(await nativeCount(dlq)).toBe(7);
   }, 60_000);
 });
+
+describe('a user without the policymaker tag (monitoring only)', () => {
+  const user = uniqueName('mon-user');
+  const password = 'mon-pw';
+  const auth = `Basic ${Buffer.from('guest:guest').toString('base64')}`;
+  const admin = (method: string, path: string, body?: unknown): Promise<Response> =>
+    fetch(`${RABBITMQ_MANAGEMENT_URL}${path}`, { method, headers: { authorization: auth, 'content-type': 'application/json' }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+  const dlq = uniqueName('mon-dlq');
+  const work = uniqueName('mon-work');
+
+  beforeAll(async () => {
+    expect((await admin('PUT', `/api/users/${encodeURIComponent(user)}`, { password, tags: 'monitoring' })).status).toBeLessThan(300);
+    expect((await admin('PUT', `/api/permissions/%2F/${encodeURIComponent(user)}`, { configure: '.*', write: '.*', read: '.*' })).status).toBeLessThan(300);
+    await makeDeadLettered(await nativeConnection(), work, dlq, 20);
+  });
+  afterAll(async () => {
+    await nativeDeleteQueue(dlq);
+    await nativeDeleteQueue(work);
+    await closeNative();
+    await admin('DELETE', `/api/users/${encodeURIComponent(user)}`);
+  });
+
+  it('is not offered the shovel (creating one needs policymaker); a shovel it tries anyway is refused as a permission, not a bad password', async () => {
+    const u = new URL(AMQP_URL);
+    u.username = encodeURIComponent(user);
+    u.password = password;
+    const adapter = createRabbitmqAdapter({ kind: 'rabbitmq', url: u.toString(), managementUrl: RABBITMQ_MANAGEMENT_URL });
+    try {
+      const q = await adapter.getQueue(idOf(dlq));
+      const support = await adapter.redrive!.nativeMove(q, idOf(work));
+      expect(support.available).toBe(false);
+      expect(support.note).toContain('needs the policymaker (or administrator) tag');
+      expect(support.note).toContain('monitoring');
+      // start() checks the same before creating anything.
+      const err = await adapter.redrive!.startNativeMove(q, idOf(work), null).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(QueuescopeError);
+      expect((err as QueuescopeError).code).toBe('UNSUPPORTED');
+      expect((err as QueuescopeError).message).toContain('policymaker');
+      // What the broker itself answers such a user's PUT: 401 "not authorised" (the adapter maps it
+      // to PERMISSION_DENIED naming the tag, no longer to "wrong user name or password").
+      const put = await fetch(`${RABBITMQ_MANAGEMENT_URL}/api/parameters/shovel/%2F/${encodeURIComponent(uniqueName('mon-shovel'))}`, {
+        method: 'PUT',
+        headers: { authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ value: { 'src-uri': 'amqp://', 'src-queue': dlq, 'dest-uri': 'amqp://', 'dest-queue': work } }),
+      });
+      expect(put.status).toBe(401);
+      expect(((await put.json()) as { reason?: string }).reason).toMatch(/not[ _]authori[sz]ed/i);
+      expect(await nativeCount(dlq)).toBe(20);
+    } finally {
+      await adapter.close();
+    }
+  });
+});

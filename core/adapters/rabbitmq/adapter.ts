@@ -401,6 +401,11 @@ export class RabbitmqAdapter implements BrokerAdapter {
         return new QueuescopeError('AUTH_FAILED', `The management API refused user '${u}': the user lacks the management/monitoring tag (add it with rabbitmqctl set_user_tags '${u}' monitoring).`, details);
       }
       if (/not administrator/i.test(res.reason ?? '')) return new QueuescopeError('PERMISSION_DENIED', `The management API requires an administrator for ${path.split('?')[0] ?? path}.`, details);
+      // The login worked, the object is off limits for this user's tags (e.g. a monitoring user
+      // creating a shovel parameter: "User not authorised to access object").
+      if (/not[ _]authori[sz]ed/i.test(res.reason ?? '')) {
+        return new QueuescopeError('PERMISSION_DENIED', `The management API refused ${path.split('?')[0] ?? path} for user '${u}' (${res.reason ?? 'not authorised'}): the login works, but the user's tags do not allow this — shovels and policies need the policymaker (or administrator) tag.`, details);
+      }
       return new QueuescopeError('AUTH_FAILED', `The management API rejected the login for user '${u}'${sameLogin ? '' : ' (the management URL carries its own login)'}: wrong user name or password.`, details);
     }
     if (res.status === 403) return new QueuescopeError('PERMISSION_DENIED', `The management API refused ${path.split('?')[0] ?? path} for user '${u}': ${res.reason ?? 'forbidden'}.`, details);

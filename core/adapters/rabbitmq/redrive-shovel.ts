@@ -184,6 +184,17 @@ export class ShovelMover {
     if (await this.d.statsDisabled(signal)) {
       return { ...base, available: false, note: `A shovel's outcome is measured with the management statistics, and ${STATS_DISABLED_NOTE}: the messages are moved client-side (each one confirmed).` };
     }
+    // Creating a shovel parameter needs the policymaker (or administrator) tag; a monitoring user's
+    // PUT is refused with 401 "not authorised" only when the run starts.
+    const who = await this.d.mgmt.get('/api/whoami', signal).catch(() => {
+      throwIfAborted(signal);
+      return null;
+    });
+    const tags = who?.status === 200 ? userTags(who.body) : null;
+    if (tags !== null && !tags.some((t) => t === 'policymaker' || t === 'administrator')) {
+      const name = (who?.body as { name?: unknown } | null)?.name;
+      return { ...base, available: false, note: `User '${typeof name === 'string' ? name : '?'}' has the tag${tags.length === 1 ? '' : 's'} ${tags.length === 0 ? '(none)' : tags.join(', ')}: creating a shovel needs the policymaker (or administrator) tag, so the messages are moved client-side (each one confirmed).` };
+    }
     const path = `/api/shovels/${this.vhostPath()}`;
     const res = await this.d.mgmt.get(path, signal);
     if (res.status === 404) return { ...base, available: false, note: 'The shovel plugins are not enabled on this broker (rabbitmq-plugins enable rabbitmq_shovel rabbitmq_shovel_management).' };
@@ -459,4 +470,12 @@ export class ShovelMover {
     }
     throw this.d.mgmtStatusError(res, path);
   }
+}
+
+/** The tags of `GET /api/whoami` (an array on RabbitMQ 3.9+, a comma-separated string before); null when absent. */
+function userTags(body: unknown): string[] | null {
+  const t = body !== null && typeof body === 'object' ? (body as { tags?: unknown }).tags : undefined;
+  if (Array.isArray(t)) return t.filter((x): x is string => typeof x === 'string');
+  if (typeof t === 'string') return t.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
+  return null;
 }
