@@ -128,6 +128,11 @@ export async function tuneQueue(adapter: BrokerAdapter, queueId: string, options
     throw new QueuescopeError('INVALID_INPUT', `The source "${String(source)}" does not apply to ${queueId}: choose one of ${sources.map((s) => s.source).join(', ')}.`, { source });
   }
   if (!offered.available) throw new QueuescopeError('UNSUPPORTED', `The source "${source}" is not available for ${queueId}: ${(offered.unavailableReason ?? 'unsupported').replace(/[.\s]+$/, '')}.`, { source });
+  if (options.source === undefined && source === 'file' && !options.durations && !options.file) {
+    // Chosen for the user because no broker source is available: say why those are not, not that a file is missing.
+    const why = sources.filter((s) => s.source !== 'file').map((s) => `${s.source}: ${(s.unavailableReason ?? 'not available').replace(/[.\s]+$/, '')}`);
+    throw new QueuescopeError('UNSUPPORTED', `No source can measure ${queueId} on this broker${why.length > 0 ? ` (${why.join('; ')})` : ''}. Measure in your workers and pass the durations: --source file --file durations.csv.`, { source });
+  }
   if (offered.needsWindow) validateWindow(options.windowMs);
   const current = await tuning.readSettings(queueId, signal);
   let measurement: Measurement;

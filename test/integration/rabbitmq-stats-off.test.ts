@@ -121,6 +121,13 @@ describe('RabbitMQ with management statistics off (private node)', () => {
       expect(w?.depth).toBe(0);
       expect(w?.consumers).toBe(1);
       expect(String(d?.config.managementStatistics)).toMatch(/^off: .*counts here come from AMQP/);
+      // The CLI says once why in-flight is unknown (stderr; the table stays as it is).
+      let out = '';
+      let err = '';
+      const io: CliIo = { stdout: { write: (x: string) => (out += x) }, stderr: { write: (x: string) => (err += x) }, env: { QUEUESCOPE_HOME: home }, cwd: home };
+      expect(await main(['queues', rabbit.url, '--management-url', rabbit.mgmtUrl, '--pattern', 'qs-test-nostats-*'], io)).toBe(0);
+      expect(out).toContain(dlq);
+      expect(err).toMatch(/^note: management statistics off: /);
       const one = await adapter.getQueue(id(dlq));
       expect(one.depth).toBe(N);
       expect(String(one.config.managementStatistics)).toMatch(/^off: /);
@@ -145,6 +152,13 @@ describe('RabbitMQ with management statistics off (private node)', () => {
     expect(little?.available).toBe(false);
     expect(little?.unavailableReason).toContain('management statistics are off');
     expect(little?.unavailableReason).toContain('--source file');
+    // `tune` without --source (the README's form) says why, not "the file source needs durations".
+    let stderr = '';
+    const io: CliIo = { stdout: { write: () => true }, stderr: { write: (x: string) => (stderr += x) }, env: { QUEUESCOPE_HOME: home }, cwd: home };
+    const code = await main(['tune', rabbit.url, work, '--management-url', rabbit.mgmtUrl, '--window', '10s'], io);
+    expect(code).not.toBe(0);
+    expect(stderr).toContain('management statistics are off');
+    expect(stderr).not.toContain('needs durations');
   });
 
   it('redrive: no shovel (its outcome needs the statistics); the client-side move takes every message', async () => {

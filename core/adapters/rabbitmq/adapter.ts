@@ -705,8 +705,14 @@ export class RabbitmqAdapter implements BrokerAdapter {
     const uncounted = queues.filter((q) => q.messagesReady === null && q.messages === null && queueKind(q.type) !== 'rabbitmq-stream').map((q) => q.name);
     const [statsOff, fresh] = uncounted.length === 0 ? [false, new Map<string, { messageCount: number; consumerCount: number }>()] : await Promise.all([this.statsDisabled(signal), this.amqpCounts(uncounted.slice(0, AMQP_COUNTS_CAP), signal)]);
     throwIfAborted(signal);
+    const beyondCap = new Set(uncounted.slice(AMQP_COUNTS_CAP));
     return queues
-      .map((q) => this.summary(q, topo, sources, fresh.get(q.name), statsOff))
+      .map((q) => {
+        const summary = this.summary(q, topo, sources, fresh.get(q.name), statsOff);
+        // Past the cap: say why this queue has no counts (the listing is too long to declare every queue).
+        if (beyondCap.has(q.name)) summary.config = { ...summary.config, counts: `not read: counts over AMQP are read for the first ${AMQP_COUNTS_CAP} queues of a listing without them; list fewer (a name pattern) or open the queue` };
+        return summary;
+      })
       .sort((a, b) => collator.compare(a.name, b.name) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
