@@ -423,3 +423,43 @@ describe('a user without the policymaker tag (monitoring only)', () => {
     }
   });
 });
+
+describe('a user who may read the DLQ but not publish (write permission ^$)', () => {
+  const user = uniqueName('ro-user');
+  const password = 'ro-pw';
+  const auth = `Basic ${Buffer.from('guest:guest').toString('base64')}`;
+  const admin = (method: string, path: string, body?: unknown): Promise<Response> =>
+    fetch(`${RABBITMQ_MANAGEMENT_URL}${path}`, { method, headers: { authorization: auth, 'content-type': 'application/json' }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+  const dlq = uniqueName('ro-dlq');
+  const work = uniqueName('ro-work');
+  let dir: string;
+
+  beforeAll(async () => {
+    expect((await admin('PUT', `/api/users/${encodeURIComponent(user)}`, { password, tags: 'monitoring' })).status).toBeLessThan(300);
+    expect((await admin('PUT', `/api/permissions/%2F/${encodeURIComponent(user)}`, { configure: '^$', write: '^$', read: '.*' })).status).toBeLessThan(300);
+    await makeDeadLettered(await nativeConnection(), work, dlq, 200);
+    dir = await mkdtemp(join(tmpdir(), 'qs-ro-user-'));
+  });
+  afterAll(async () => {
+    await nativeDeleteQueue(dlq);
+    await nativeDeleteQueue(work);
+    await closeNative();
+    await admin('DELETE', `/api/users/${encodeURIComponent(user)}`);
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('a redrive fails with the permission error and counts no possible duplicates (the broker refused every publish); nothing moves', async () => {
+    const u = new URL(AMQP_URL);
+    u.username = encodeURIComponent(user);
+    u.password = password;
+    const r = await runCli(dir, ['redrive', u.toString(), dlq, '--to', work, '--no-native', '--include-non-retryable', '--yes', '--json', '--management-url', RABBITMQ_MANAGEMENT_URL]);
+    expect(r.code, r.stderr.slice(-500)).toBe(EXIT.CONNECTION);
+    const out = JSON.parse(r.stdout) as { status: string; result: { moved: number; possibleDuplicates: number } | null; error?: { code: string; message: string } };
+    expect(out.status).toBe('failed');
+    expect(out.error?.code).toBe('PERMISSION_DENIED');
+    expect(out.result?.moved ?? 0).toBe(0);
+    expect(out.result?.possibleDuplicates ?? 0).toBe(0);
+    expect(await nativeCount(dlq)).toBe(200);
+    expect(await nativeCount(work)).toBe(0);
+  });
+});

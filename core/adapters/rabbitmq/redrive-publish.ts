@@ -198,9 +198,14 @@ interface Pending {
  */
 /**
  * The rejection of a publish that was written to the socket but whose confirm never came because
- * the channel closed: the broker may or may not have enqueued it (`details.outcome: 'unknown'`).
+ * the channel closed: the broker may or may not have enqueued it (`details.outcome: 'unknown'`),
+ * except when it closed the channel for a refused write permission (`outcome: 'refused'`).
  */
 function unconfirmed(closedBy: QueuescopeError): QueuescopeError {
+  // 403 ACCESS_REFUSED: the user may not write to the exchange (the default one, for every target),
+  // so the broker refused this publish as it refused the one that closed the channel — nothing
+  // was enqueued (a failure, not a possible duplicate).
+  if ((closedBy.details as { replyCode?: unknown } | undefined)?.replyCode === 403) return new QueuescopeError(closedBy.code, closedBy.message, { ...closedBy.details, outcome: 'refused' });
   return new QueuescopeError(closedBy.code, closedBy.message, { ...closedBy.details, outcome: 'unknown' });
 }
 
