@@ -153,3 +153,17 @@ describe('analysis limits: fields the walk did not read make the payload review,
     expect(analyzeMessage(msg({ body: wide(1100, ORDER) }), { rules: { snapshotFields: ['**'] } }).verdict).toBe('ok');
   });
 });
+
+describe('a Redis stream pending entry whose entry was trimmed', () => {
+  it('is flagged as lost (entry-deleted), not an ok empty body; an ordinary empty body stays ok', () => {
+    const lost = analyzeMessage(msg({ rawBody: '', queueId: 'redis-stream:orders', properties: { entryDeleted: true } }));
+    expect(lost.verdict).toBe('flag');
+    expect(lost.payload.findings.map((f) => f.rule)).toEqual(['entry-deleted']);
+    expect(lost.payload.reasons[0]).toMatch(/deleted \(trimmed\) while it was pending: its data is lost/);
+    const empty = analyzeMessage(msg({ rawBody: '' }));
+    expect(empty.verdict).toBe('ok');
+    expect(empty.payload.findings.map((f) => f.rule)).toEqual(['not-json']);
+    // Only a literal true counts (properties are broker data).
+    expect(analyzeMessage(msg({ rawBody: '', properties: { entryDeleted: 'true' } })).verdict).toBe('ok');
+  });
+});

@@ -1305,7 +1305,14 @@ function payloadResult(message: QueueMessage, rules: InspectRules, key: KeyExtra
   const data = typeof body?.data === 'string' ? body.data : '';
   if (view.format !== 'json') {
     const empty = (format: PayloadAnalysis['format'], finding: Finding | null, hash: string | null): PayloadResult => emptyResult(msgOp, format, finding, hash);
-    if (view.format === 'empty') return empty('empty', { rule: 'not-json', severity: 'ok', text: 'the body is empty: nothing in the payload can go stale.', fields: [] }, null);
+    if (view.format === 'empty') {
+      // A Redis stream pending entry whose entry was deleted (trimmed) while it was pending: the
+      // adapter returns it with no body. Its data is gone; a retry has nothing to process.
+      if ((message.properties as Record<string, unknown> | undefined)?.entryDeleted === true) {
+        return empty('empty', { rule: 'entry-deleted', severity: 'flag', text: 'the stream entry was deleted (trimmed) while it was pending: its data is lost and a redelivery has nothing to process; acknowledge it, and find the data elsewhere if it mattered.', fields: [] }, null);
+      }
+      return empty('empty', { rule: 'not-json', severity: 'ok', text: 'the body is empty: nothing in the payload can go stale.', fields: [] }, null);
+    }
     const h = hashString(data, view.format === 'text' ? 11 : 12, LEAF_H);
     if (body?.truncated === true) return empty(view.format, { rule: 'truncated', severity: 'review', text: 'the body was cut at the read limit, so its fields could not be classified; read the full message.', fields: [] }, taggedHash('r', h.a, h.b));
     const text = view.format === 'binary' ? `the body is binary (${plural(typeof body?.sizeBytes === 'number' ? body.sizeBytes : 0, 'byte')}): its fields were not classified.` : 'the body is text, not JSON: its fields were not classified.';

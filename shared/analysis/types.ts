@@ -98,6 +98,7 @@ export type PayloadVerdictKind = 'ok' | 'review' | 'flag';
  */
 export type PayloadRuleId =
   | 'not-json'
+  | 'entry-deleted'
   | 'truncated'
   | 'queue-snapshot'
   | 'embedded-entity'
