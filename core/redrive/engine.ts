@@ -328,7 +328,7 @@ export async function planRedrive(env: RedriveEnv, r: RedriveRequest, signal?: A
     notFoundCount: d.notFoundIds().length,
     targets,
     loops,
-    warnings: [...new Set(d.allTargets().flatMap((t) => t.warnings))],
+    warnings: [...new Set([...heldWarnings(p.dlq), ...d.allTargets().flatMap((t) => t.warnings)])],
     groups: d.groupList(),
     wastedRetries: d.wastedRetries,
     samples: [...d.moveSamples, ...d.skipSamples],
@@ -337,6 +337,25 @@ export async function planRedrive(env: RedriveEnv, r: RedriveRequest, signal?: A
     stoppedBecause: summary.stoppedBecause,
     notes: [...(summary.notes ?? []), ...sideEffects(p.mover, p.dlq)],
   };
+}
+
+/**
+ * DLQ messages a redrive cannot see: on RabbitMQ those another consumer holds unacknowledged, on
+ * SQS those in flight (received, invisible). A run reads only ready / visible messages, so they are
+ * neither examined nor moved; they return to the DLQ when released. (Redis has no such state: stream
+ * pending entries are read, BullMQ failed jobs are not held.)
+ */
+function heldWarnings(dlq: QueueSummary): string[] {
+  if (dlq.broker !== 'rabbitmq' && dlq.broker !== 'sqs') return [];
+  const n = dlq.inFlight;
+  if (n !== null && n > 0) {
+    const how = dlq.broker === 'sqs' ? 'in flight (received by a consumer and invisible)' : 'held unacknowledged by a consumer';
+    return [`${n} message${n === 1 ? ' of' : 's of'} ${dlq.name} ${n === 1 ? 'is' : 'are'} ${how}: the redrive neither examines nor moves ${n === 1 ? 'it' : 'them'}; ${n === 1 ? 'it returns' : 'they return'} to the DLQ when released — run it again then`];
+  }
+  if (n === null && dlq.broker === 'rabbitmq' && dlq.consumers !== null && dlq.consumers > 0) {
+    return [`${dlq.consumers} consumer${dlq.consumers === 1 ? ' reads' : 's read'} ${dlq.name}: messages ${dlq.consumers === 1 ? 'it holds' : 'they hold'} unacknowledged (not counted here) are neither examined nor moved`];
+  }
+  return [];
 }
 
 /** What reading and moving change on the broker, in words (the mover's `clientMoveSideEffects`). */

@@ -161,6 +161,28 @@ describe('RabbitMQ with management statistics off (private node)', () => {
     expect(stderr).not.toContain('needs durations');
   });
 
+  it('redrive dry run: warns that messages another consumer holds unacknowledged are neither examined nor moved', async () => {
+    const ch = await conn.createChannel();
+    await ch.prefetch(5);
+    let held = 0;
+    await ch.consume(dlq, () => {
+      held++;
+    }, { noAck: false });
+    try {
+      for (let t = 0; held < 5 && t < 100; t++) await new Promise((r) => setTimeout(r, 50));
+      expect(held).toBe(5);
+      let stdout = '';
+      let stderr = '';
+      const io: CliIo = { stdout: { write: (x: string) => (stdout += x) }, stderr: { write: (x: string) => (stderr += x) }, env: { QUEUESCOPE_HOME: home }, cwd: home };
+      const code = await main(['redrive', rabbit.url, dlq, '--management-url', rabbit.mgmtUrl, '--to', work, '--dry-run'], io);
+      expect(code, stderr).toBe(0);
+      expect(stdout).toMatch(/examined/);
+      expect(stdout).toContain(`warning: 1 consumer reads ${dlq}: messages it holds unacknowledged (not counted here) are neither examined nor moved`);
+    } finally {
+      await ch.close(); // the 5 go back to the DLQ
+    }
+  });
+
   it('redrive: no shovel (its outcome needs the statistics); the client-side move takes every message', async () => {
     const support = await adapter.redrive!.nativeMove(await adapter.getQueue(id(dlq)), id(work));
     expect(support.available).toBe(false);
