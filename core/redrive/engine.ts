@@ -1,3 +1,4 @@
+import { resolve as resolvePath } from 'node:path';
 import { TokenBucket } from 'limiter';
 import type { KeyRule } from '../../shared/analysis/idempotency';
 import { QueuescopeError, toErrorInfo, type OperationSnapshot, type QueueMessage, type QueueSummary } from '../../shared/domain';
@@ -337,6 +338,33 @@ export async function planRedrive(env: RedriveEnv, r: RedriveRequest, signal?: A
     stoppedBecause: summary.stoppedBecause,
     notes: [...(summary.notes ?? []), ...sideEffects(p.mover, p.dlq)],
   };
+}
+
+/**
+ * Earlier uses of a backup file recorded in the audit log, in words, newest first: the redrive that
+ * wrote it (when it moved messages, they are already in its target, so publishing the backup again
+ * makes duplicates) and earlier re-injects of it. Reads the newest 1,000 entries; empty when the
+ * log cannot be read (a warning is a courtesy, not a gate). Paths are compared resolved.
+ */
+export async function priorUsesOfBackup(env: Pick<RedriveEnv, 'auditLog'>, path: string, signal?: AbortSignal): Promise<string[]> {
+  let page: Awaited<ReturnType<RedriveEnv['auditLog']['read']>>;
+  try {
+    page = await env.auditLog.read({ limit: 1000 }, signal);
+  } catch (e) {
+    if (e instanceof QueuescopeError && e.code === 'CANCELLED') throw e;
+    return [];
+  }
+  const want = resolvePath(path);
+  const out: string[] = [];
+  for (const e of page.entries) {
+    if (e.backupPath === null || resolvePath(e.backupPath) !== want) continue;
+    const when = new Date(e.time).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const moved = e.counts.moved ?? 0;
+    const published = e.counts.published ?? 0;
+    if (e.action === 'redrive' && moved > 0) out.push(`the redrive that wrote this backup (${when}, ${e.status ?? 'no end recorded'}) moved ${moved} of its messages to ${e.target ?? 'their target'}: they are there already, so publishing them again makes duplicates unless the consumer deduplicates on an idempotency key`);
+    else if (e.action === 'reinject' && published > 0) out.push(`this backup was already re-injected (${when}: ${published} published to ${e.target ?? '?'})`);
+  }
+  return out;
 }
 
 /**

@@ -238,7 +238,13 @@ describe('usage errors a new user hit: guessed targets, --native with a selectio
       const back = await cli(['reinject', REDIS_URL, dl, '--from', backup ?? '', '--yes']);
       expect(back.code, back.stderr).toBe(0);
       expect(back.stderr).toMatch(/does not exist now/);
+      // The audit log knows the backup's redrive moved its messages: publishing them again duplicates them.
+      expect(back.stderr).toMatch(/warning: the redrive that wrote this backup \(.*, completed\) moved 2 of its messages to .*: they are there already, so publishing them again makes duplicates/);
       expect(await redis.lrange(dl, 0, -1)).toEqual(['{"orderId":"A-1"}', '{"orderId":"A-2"}']);
+      const again = await cli(['reinject', REDIS_URL, dl, '--from', backup ?? '', '--yes']);
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stderr).toMatch(/warning: this backup was already re-injected \(.*: 2 published to /);
+      await redis.del(dl);
     } finally {
       await redis.del(src, dl);
     }

@@ -3,7 +3,7 @@ import { resolve as resolvePath } from 'node:path';
 import type { Command } from 'commander';
 import { QueuescopeError, type OperationSnapshot, type QueueSummary } from '../../../shared/domain';
 import { parseFilter } from '../../../shared/redrive/filter';
-import { checkRate, planRedrive, resolveReinjectTarget, startRedrive, startReinject, type RedriveEnv, type RedrivePlan, type RedriveRequest, type RedriveResult, type ReinjectResult } from '../../redrive/engine';
+import { checkRate, planRedrive, priorUsesOfBackup, resolveReinjectTarget, startRedrive, startReinject, type RedriveEnv, type RedrivePlan, type RedriveRequest, type RedriveResult, type ReinjectResult } from '../../redrive/engine';
 import { readSnapshot } from '../../snapshot/reader';
 import { AuditLog, type AuditEntry } from '../../services/audit-log';
 import { OperationManager } from '../../services/operations';
@@ -362,8 +362,11 @@ export function register(program: Command, ctx: CliContext): void {
       if ('absentNote' in q && q.absentNote !== null) ctx.err(`warning: ${q.absentNote}.\n`);
       let count = 0;
       for await (const item of readSnapshot(path, ctx.signal)) if (item.type === 'message') count++;
+      // A backup whose redrive moved its messages: they are in the target already (duplicates ahead).
+      const prior = await priorUsesOfBackup(env, path, ctx.signal);
+      for (const w of prior) ctx.err(`warning: ${escapeForTerminal(w)}.\n`);
       if (opts.yes !== true) {
-        const ok = await confirm(ctx, `Publish ${count} message${count === 1 ? '' : 's'} from ${cell(path, 200)} to ${cell(q.name, 80)}?`);
+        const ok = await confirm(ctx, `Publish ${count} message${count === 1 ? '' : 's'} from ${cell(path, 200)} to ${cell(q.name, 80)}${prior.length > 0 ? ' despite the warning above' : ''}?`);
         if (ok !== true) {
           ctx.err(ok === null ? 'error: not publishing without confirmation: pass --yes (no terminal to ask on).\n' : 'Nothing was published.\n');
           ctx.setExitCode(EXIT.NOT_CONFIRMED);
