@@ -23,8 +23,9 @@ import type { BrokerAdapter } from '../adapters/types';
  * element) that vanishes counts as drained, not as an error.
  *
  * Depth decreases that do not reach 0 raise nothing. The depth watched is the one a redrive takes
- * from: the `failed` count for queues whose dead letters are a `failed` state (BullMQ), otherwise
- * `depth` (ready / visible messages, a stream's or list's length).
+ * from: the `failed` count for queues whose dead letters are a `failed` state (BullMQ); on RabbitMQ
+ * and SQS the messages held by consumers count too (RabbitMQ `messages`, SQS visible + in flight);
+ * otherwise `depth` (a stream's or list's length).
  *
  * Where `capabilities.canPeekNonDestructively` (Redis streams, lists, BullMQ failed jobs, snapshots),
  * `first-message` and `grew` carry the newest message's failure class and reason
@@ -65,10 +66,17 @@ const PEEK_BODY_BYTES = 4_096;
 
 /**
  * The depth a DLQ watch compares: `counts.failed` for queues whose dead letters are a `failed`
- * state (BullMQ), else `depth`. Null when the broker did not say.
+ * state (BullMQ); RabbitMQ's total (`counts.total`: ready + unacknowledged) when the management
+ * statistics give it; SQS visible + in flight; else `depth`. Null when the broker did not say.
  */
 export function watchedDepth(q: QueueSummary): number | null {
   if (q.capabilities.peekStates.includes('failed') && typeof q.counts.failed === 'number') return q.counts.failed;
+  // Messages a consumer holds are still in the DLQ: a DLQ whose consumer takes every dead letter
+  // unacknowledged (or in flight) showed depth 0 and never alerted. RabbitMQ: the management
+  // API's total (ready + unacknowledged, one consistent reading; absent with statistics off, then
+  // only the ready count is known); SQS: visible + in flight from one GetQueueAttributes.
+  if (q.broker === 'rabbitmq' && typeof q.counts.total === 'number') return q.counts.total;
+  if (q.broker === 'sqs' && q.depth !== null) return q.depth + (q.inFlight ?? 0);
   return q.depth;
 }
 

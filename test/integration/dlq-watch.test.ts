@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from '../../core/adapters';
 import type { BrokerAdapter } from '../../core/adapters/types';
 import { main, type CliIo } from '../../core/cli/main';
-import { watchDlqs, type DlqWatchEvent } from '../../core/services/dlq-watch';
+import { checkDlqsOnce, watchDlqs, type DlqWatchEvent } from '../../core/services/dlq-watch';
 import { AMQP_URL, RABBITMQ_MANAGEMENT_URL, REDIS_URL, uniqueName } from './env';
 
 const redis = new Redis(REDIS_URL);
@@ -268,4 +268,42 @@ describe('watchDlqs when the broker goes away (private redis-server)', () => {
       }
     }
   });
+});
+
+describe('a RabbitMQ DLQ whose consumer holds every dead letter unacknowledged', () => {
+  it('checkDlqsOnce counts the held messages (they are still in the DLQ; the ready count alone is 0)', async () => {
+    const q = uniqueName('watch-held');
+    const c = await amqp.connect(AMQP_URL, { noDelay: true });
+    const adapter = createAdapter({ kind: 'rabbitmq', url: AMQP_URL, managementUrl: RABBITMQ_MANAGEMENT_URL });
+    try {
+      const pub = await c.createConfirmChannel();
+      await pub.assertQueue(q, { durable: false });
+      for (let i = 0; i < 3; i++) pub.sendToQueue(q, Buffer.from(`{"n":${i}}`));
+      await pub.waitForConfirms();
+      const holder = await c.createChannel();
+      await holder.prefetch(10);
+      let held = 0;
+      await holder.consume(q, () => {
+        held++;
+      });
+      // The management statistics (refreshed every 5 s) must show the 3 as unacknowledged first.
+      const auth = `Basic ${Buffer.from('guest:guest').toString('base64')}`;
+      const t0 = Date.now();
+      for (;;) {
+        const body = (await (await fetch(`${RABBITMQ_MANAGEMENT_URL}/api/queues/%2F/${encodeURIComponent(q)}`, { headers: { authorization: auth } })).json()) as { messages?: number; messages_unacknowledged?: number };
+        if (held === 3 && body.messages_unacknowledged === 3 && body.messages === 3) break;
+        if (Date.now() - t0 > 30_000) throw new Error(`statistics did not show the held messages: ${JSON.stringify(body)}`);
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      const summary = await adapter.getQueue(`rabbitmq:%2F/${q}`);
+      expect(summary.depth).toBe(0); // ready
+      const [e] = await checkDlqsOnce(adapter, [summary.id], { classifyNewest: false });
+      expect(e?.depth).toBe(3);
+    } finally {
+      await adapter.close();
+      const ch2 = await c.createChannel();
+      await ch2.deleteQueue(q).catch(() => undefined);
+      await c.close();
+    }
+  }, 60_000);
 });
