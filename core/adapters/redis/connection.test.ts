@@ -43,6 +43,11 @@ describe('mapRedisError', () => {
     expect(code(Object.assign(new Error('WRONGPASS invalid username-password pair or user is disabled.'), { name: 'ReplyError' }))).toBe('AUTH_FAILED');
     expect(code(new Error('NOAUTH Authentication required.'))).toBe('AUTH_FAILED');
     expect(code(new Error("NOPERM this user has no permissions to run the 'scan' command"))).toBe('PERMISSION_DENIED');
+    // A read-only user's transaction (the listing's MULTI/EXEC): the NOPERM is inside the EXECABORT.
+    const tx = mapRedisError(Object.assign(new Error("EXECABORT Transaction discarded because of: NOPERM this user has no permissions to run the 'exec' command"), { name: 'ReplyError' }), ep, 'Listing Redis queues');
+    expect(tx.code).toBe('PERMISSION_DENIED');
+    expect(tx.message).toContain("no permissions to run the 'exec' command");
+    expect(tx.message).toContain('+multi +exec');
     expect(code(Object.assign(new Error('self-signed certificate'), { code: 'DEPTH_ZERO_SELF_SIGNED_CERT' }))).toBe('TLS_ERROR');
     expect(code(Object.assign(new Error('wrong version number'), { code: 'ERR_SSL_WRONG_VERSION_NUMBER' }))).toBe('TLS_ERROR');
     expect(code(new Error('Command timed out'))).toBe('TIMEOUT');

@@ -153,8 +153,13 @@ export function mapRedisError(e: unknown, endpoint: RedisEndpoint, context: stri
     return make('AUTH_FAILED', `Redis at ${where} rejected the user name or password${endpoint.username !== null ? ` (user "${endpoint.username}")` : ''}.`);
   }
   if (/^NOAUTH/.test(msg)) return make('AUTH_FAILED', `Redis at ${where} requires a password, and none was given.`);
-  if (/^NOPERM/.test(msg)) {
-    return make('PERMISSION_DENIED', `Redis at ${where} denied a command for user "${endpoint.username ?? 'default'}": ${firstLine(msg)}.`);
+  // Also inside a transaction: "EXECABORT Transaction discarded because of: NOPERM … 'exec' command".
+  if (/^NOPERM|\bbecause of: NOPERM\b/.test(msg)) {
+    const detail = firstLine(msg).replace(/^EXECABORT Transaction discarded because of: /, '');
+    return make(
+      'PERMISSION_DENIED',
+      `Redis at ${where} denied a command for user "${endpoint.username ?? 'default'}": ${detail}. Queuescope reads with +@read plus MULTI/EXEC (consistent snapshots of a queue's keys) and SCAN; redrives also need +@write and +@scripting (ACL SETUSER <user> +@read +multi +exec …).`,
+    );
   }
   if (TLS_CODES.has(code) || code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_') || /SSL routines|TLS|certificate/i.test(msg)) {
     return make('TLS_ERROR', `TLS with ${where} failed: ${firstLine(msg)}. Check the CA certificate, the server name, and that the port speaks TLS.`);
