@@ -461,5 +461,9 @@ describe('a user who may read the DLQ but not publish (write permission ^$)', ()
     expect(out.result?.possibleDuplicates ?? 0).toBe(0);
     expect(await nativeCount(dlq)).toBe(200);
     expect(await nativeCount(work)).toBe(0);
+    // `history` shows why the run failed, not only "failed" with no counts.
+    const h = await runCli(dir, ['history', '--limit', '1']);
+    expect(h.code, h.stderr).toBe(0);
+    expect(h.stdout).toMatch(/failed .* examined 200, failed 200\n\s+error: PERMISSION_DENIED: RabbitMQ closed the publishing channel \(403\)/);
   });
 });

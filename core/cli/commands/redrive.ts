@@ -302,7 +302,10 @@ function historyTable(entries: readonly AuditEntry[]): string {
       .filter(([, v]) => v !== 0)
       .map(([k, v]) => `${k} ${v}`)
       .join(', ');
-    return `${formatTime(e.time)}  ${e.actor.padEnd(3)}  ${cell(e.action, 24).padEnd(12)}  ${cell(e.status ?? '', 12).padEnd(10)}  ${cell(e.source ?? '', 60)} → ${cell(e.target ?? '', 60)}  ${cell(counts, 120)}${e.backupPath !== null ? `\n      backup: ${cell(e.backupPath, 300)}` : ''}${e.filter !== null ? `\n      filter: ${cell(e.filter, 200)}` : ''}${e.status === 'started' ? '\n      no end recorded: the process stopped during the run (counts unknown: check the queues; the backup holds what it was about to move)' : ''}`;
+    // Why a run failed (kept in the entry's details), so the table alone explains it.
+    const err = (e.details as { error?: { code?: unknown; message?: unknown } }).error;
+    const why = e.status === 'failed' && err !== undefined && typeof err.message === 'string' ? `\n      error: ${typeof err.code === 'string' ? `${err.code}: ` : ''}${cell(err.message, 300)}` : '';
+    return `${formatTime(e.time)}  ${e.actor.padEnd(3)}  ${cell(e.action, 24).padEnd(12)}  ${cell(e.status ?? '', 12).padEnd(10)}  ${cell(e.source ?? '', 60)} → ${cell(e.target ?? '', 60)}  ${cell(counts === '' && e.status !== 'started' ? 'nothing moved' : counts, 120)}${why}${e.backupPath !== null ? `\n      backup: ${cell(e.backupPath, 300)}` : ''}${e.filter !== null ? `\n      filter: ${cell(e.filter, 200)}` : ''}${e.status === 'started' ? '\n      no end recorded: the process stopped during the run (counts unknown: check the queues; the backup holds what it was about to move)' : ''}`;
   });
   return rows.length === 0 ? 'The audit log is empty.\n' : `${rows.join('\n')}\n`;
 }
