@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -389,13 +390,15 @@ describe('lists', () => {
     await native.rpush(key, 'first', all, 'last');
     const a = adapter();
     const page = await a.peek(`list:${key}`, { limit: 10 });
-    expect(page.messages.map((m) => m.id)).toEqual(['#0', '#1', '#2']);
+    // Index plus the content's hash (see listEntryId): the same entry has the same id read from either end.
+    const sha = (b: Buffer | string): string => createHash('sha1').update(b).digest('hex').slice(0, 8);
+    expect(page.messages.map((m) => m.id)).toEqual([`#0~${sha('first')}`, `#1~${sha(all)}`, `#2~${sha('last')}`]);
     const bin = page.messages[1]!;
     expect(bin.body.encoding).toBe('base64');
     expect(bin.body.sizeBytes).toBe(256);
     expect(bytesOf(bin).equals(all)).toBe(true);
     const newest = await peekAll(a, `list:${key}`, { direction: 'newest' }, 2);
-    expect(newest.map((m) => m.id)).toEqual(['#2', '#1', '#0']);
+    expect(newest.map((m) => m.id)).toEqual([`#2~${sha('last')}`, `#1~${sha(all)}`, `#0~${sha('first')}`]);
     expect(newest[0]!.body.data).toBe('last');
     expect(await native.llen(key)).toBe(3);
   });

@@ -125,6 +125,26 @@ describe('redrive on a Redis list: picked ids, Ctrl+C, --file', () => {
     await redis.quit();
   });
 
+  it('--ids picked from a peek no longer matches after another client pops the list: reported not found, nothing else moves', async () => {
+    const k = uniqueName('rd-shift');
+    const t = uniqueName('rd-shift-target');
+    try {
+      await redis.rpush(k, ...Array.from({ length: 10 }, (_, i) => `{"orderId":"S-${i}"}`));
+      const peek = await cli(['peek', REDIS_URL, `list:${k}`, '--json', '--limit', '10']);
+      const ids = (JSON.parse(peek.stdout) as { messages: { id: string; body: { data: string } }[] }).messages;
+      const picked = ids[7];
+      expect(picked?.body.data).toBe('{"orderId":"S-7"}');
+      await redis.lpop(k); // another client consumes the head: every index shifts by one
+      const r = await cli(['redrive', REDIS_URL, `list:${k}`, '--to', `list:${t}`, '--ids', picked?.id ?? '', '--yes']);
+      expect(r.code, r.stderr).toBe(EXIT.PARTIAL);
+      expect(r.stdout + r.stderr).toContain(`picked id was not found in the DLQ: ${picked?.id ?? ''}`);
+      expect(await redis.llen(t)).toBe(0); // before: the entry now at #7 (S-8) was moved instead
+      expect(await redis.llen(k)).toBe(9);
+    } finally {
+      await redis.del(k, t);
+    }
+  });
+
   it('--ids with an id that does not exist: listed, JSON field, exit 7; the existing one moves', async () => {
     const dry = await cli(['redrive', REDIS_URL, `list:${key}`, '--to', `list:${targetKey}`, '--dry-run', '--json']);
     const plan = JSON.parse(dry.stdout) as { samples: { id: string }[] };

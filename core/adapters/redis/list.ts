@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { QueuescopeError, type PeekOptions, type PeekPage, type QueueMessage, type QueueSummary } from '../../../shared/domain';
 import { toMessageBody } from './body';
 import { decodeCursor, encodeCursor } from './cursor';
@@ -61,6 +62,17 @@ export async function listSummary(ctx: RedisContext, key: string, signal?: Abort
  * (a page may repeat or skip some) — lists have no stable element ids.
  * @throws QueuescopeError `QUEUE_NOT_FOUND`, `INVALID_INPUT` (cursor, options), `CANCELLED`.
  */
+/**
+ * The id of a list entry: its index plus the first 8 hex digits of the SHA-1 of its bytes,
+ * `#7~1a2b3c4d`. Lists have no element ids and indexes shift when consumers pop or push: an id that
+ * was only the index (`#7`) could pick ANOTHER entry for a redrive `--ids` after a pop (a fresh-user
+ * pass moved the wrong message that way). With the content hash, a shifted or replaced entry no
+ * longer matches the id (it is reported not found) instead of standing in for it.
+ */
+export function listEntryId(index: number, raw: Buffer): string {
+  return `#${index}~${createHash('sha1').update(raw).digest('hex').slice(0, 8)}`;
+}
+
 export async function peekList(ctx: RedisContext, key: string, options: PeekOptions, signal?: AbortSignal): Promise<PeekPage> {
   const { limit, direction, maxBodyBytes } = normalisePeek(options);
   const queueId = formatQueueId({ kind: 'list', key });
@@ -86,7 +98,7 @@ export async function peekList(ctx: RedisContext, key: string, options: PeekOpti
   const messages: QueueMessage[] = page.map((buf, i) => {
     const index = direction === 'oldest' ? offset + i : length - 1 - (offset + i);
     return {
-      id: `#${index}`,
+      id: listEntryId(index, buf),
       queueId,
       queueName: key,
       position: offset + i,

@@ -11,6 +11,7 @@ import { formatQueueId, parseQueueId } from './ids';
 import { BULLMQ_RETRY_BATCH_LUA, BULLMQ_RETRY_LUA, LIST_MOVE_LUA, STREAM_MOVE_LUA } from './redrive-lua';
 import { LuaScript } from './redrive-script';
 import { streamEntryMessage } from './stream';
+import { listEntryId } from './list';
 
 /** Hash field of a BullMQ job naming the job it was redriven from (`<queue id>|<job id>`), so a repeated run finds its own copy. */
 export const REDRIVEN_FROM_FIELD = 'x-queuescope-redriven-from';
@@ -119,7 +120,7 @@ export class ListSource implements BatchSource {
     this.last = vals;
     this.left -= vals.length;
     const messages = vals.map((buf, i): QueueMessage => ({
-      id: `#${this.off + i}`,
+      id: listEntryId(this.off + i, buf),
       queueId,
       queueName: this.key,
       position: this.examined + i,
