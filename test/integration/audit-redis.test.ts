@@ -1,6 +1,5 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
@@ -13,6 +12,7 @@ import { evaluateAudit, type AuditReport, type Measurements } from '../../shared
 import { REDIS_URL, uniqueName } from './env';
 import { runCli } from './fixtures/run-cli';
 import { EXIT } from '../../core/cli/exit-codes';
+import { freePort } from './fixtures/free-port';
 
 // Queue-level rules on the shared Redis (unique keys, removed afterwards; read-only checks of its
 // server settings: it runs with --save "" --appendonly no, so redis.no-persistence fires there).
@@ -42,18 +42,6 @@ async function pendingStream(key: string): Promise<string[]> {
   await redis.xgroup('CREATE', key, 'g', '0');
   await redis.xreadgroup('GROUP', 'g', 'c1', 'COUNT', 10, 'STREAMS', key, '>');
   return ids;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      const port = typeof a === 'object' && a !== null ? a.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** Starts a private redis-server; returns its port and a stop function (by pid). */

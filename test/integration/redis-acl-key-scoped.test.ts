@@ -1,6 +1,5 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,6 +8,7 @@ import { Queue, Worker } from 'bullmq';
 import { createRedisAdapter, type RedisAdapter } from '../../core/adapters/redis';
 import type { MoveBatchResult } from '../../core/adapters/redrive-types';
 import { runCli } from './fixtures/run-cli';
+import { freePort } from './fixtures/free-port';
 
 /**
  * An ACL user restricted to one queue's keys (`~myapp:payments:* +@all`, the usual least-privilege
@@ -26,18 +26,6 @@ let admin: Redis | undefined;
 const password = randomBytes(12).toString('hex');
 const adapters: RedisAdapter[] = [];
 const QUEUE_ID = 'bullmq:myapp:payments';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      const p = typeof a === 'object' && a !== null ? a.port : 0;
-      s.close(() => resolve(p));
-    });
-  });
-}
 
 async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
   const until = Date.now() + timeoutMs;

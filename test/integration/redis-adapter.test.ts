@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -11,6 +10,7 @@ import { Queue, Worker, type Job } from 'bullmq';
 import { createRedisAdapter, type RedisAdapter } from '../../core/adapters/redis';
 import { QueuescopeError, type PeekOptions, type QueueMessage, type RedisConnectionConfig } from '../../shared/domain';
 import { REDIS_URL, uniqueName } from './env';
+import { freePort } from './fixtures/free-port';
 
 /**
  * Redis-specific behaviour of the Redis adapter, against the real Redis: BullMQ jobs processed
@@ -556,19 +556,6 @@ describe('connection errors', () => {
     expect(() => createRedisAdapter({ kind: 'redis', url: 'redis://127.0.0.1:6379/abc' })).toThrow(/database index/);
   });
 });
-
-/** Finds a free TCP port on 127.0.0.1. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 describe('TLS (private redis-server with a throwaway CA)', () => {
   let dir: string;

@@ -1,4 +1,3 @@
-import { createServer } from 'node:net';
 import { isUtf8 } from 'node:buffer';
 import {
   CreateQueueCommand,
@@ -13,6 +12,7 @@ import { afterAll } from 'vitest';
 import { createSqsAdapter } from '../../core/adapters/sqs';
 import { runAdapterContract, type ContractHarness } from './adapter-contract';
 import { SQS_ENDPOINT, SQS_REGION, SQS_TEST_CREDENTIALS, uniqueName } from './env';
+import { freePort as closedPort } from './fixtures/free-port';
 
 /**
  * The shared adapter contract against fauxqs (the faithful emulator), once for standard queues and
@@ -36,18 +36,6 @@ function sqsBodyText(bytes: Uint8Array): string {
     if (SQS_BODY_OK.test(text)) return text;
   }
   return buf.toString('base64');
-}
-
-async function closedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 async function queueUrl(name: string): Promise<string> {
