@@ -368,19 +368,20 @@ export async function priorUsesOfBackup(env: Pick<RedriveEnv, 'auditLog'>, path:
 }
 
 /**
- * DLQ messages a redrive cannot see: on RabbitMQ those another consumer holds unacknowledged, on
- * SQS those in flight (received, invisible). A run reads only ready / visible messages, so they are
+ * DLQ messages a redrive cannot see: those a consumer holds (`capabilities.heldByConsumers`:
+ * RabbitMQ unacknowledged, SQS in flight). A run reads only ready / visible messages, so they are
  * neither examined nor moved; they return to the DLQ when released. (Redis has no such state: stream
  * pending entries are read, BullMQ failed jobs are not held.)
  */
 function heldWarnings(dlq: QueueSummary): string[] {
-  if (dlq.broker !== 'rabbitmq' && dlq.broker !== 'sqs') return [];
+  const held = dlq.capabilities.heldByConsumers;
+  if (held === undefined) return [];
   const n = dlq.inFlight;
   if (n !== null && n > 0) {
-    const how = dlq.broker === 'sqs' ? 'in flight (received by a consumer and invisible)' : 'held unacknowledged by a consumer';
+    const how = held === 'in-flight' ? 'in flight (received by a consumer and invisible)' : 'held unacknowledged by a consumer';
     return [`${n} message${n === 1 ? ' of' : 's of'} ${dlq.name} ${n === 1 ? 'is' : 'are'} ${how}: the redrive neither examines nor moves ${n === 1 ? 'it' : 'them'}; ${n === 1 ? 'it returns' : 'they return'} to the DLQ when released — run it again then`];
   }
-  if (n === null && dlq.broker === 'rabbitmq' && dlq.consumers !== null && dlq.consumers > 0) {
+  if (n === null && held === 'unacknowledged' && dlq.consumers !== null && dlq.consumers > 0) {
     return [`${dlq.consumers} consumer${dlq.consumers === 1 ? ' reads' : 's read'} ${dlq.name}: messages ${dlq.consumers === 1 ? 'it holds' : 'they hold'} unacknowledged (not counted here) are neither examined nor moved`];
   }
   return [];

@@ -66,17 +66,21 @@ const PEEK_BODY_BYTES = 4_096;
 
 /**
  * The depth a DLQ watch compares: `counts.failed` for queues whose dead letters are a `failed`
- * state (BullMQ); RabbitMQ's total (`counts.total`: ready + unacknowledged) when the management
- * statistics give it; SQS visible + in flight; else `depth`. Null when the broker did not say.
+ * state (BullMQ); for queues whose consumers hold messages (`capabilities.heldByConsumers`) the
+ * held ones too — `counts.total` when given (RabbitMQ), else `depth + inFlight` (SQS); else
+ * `depth`. Null when the broker did not say.
  */
 export function watchedDepth(q: QueueSummary): number | null {
   if (q.capabilities.peekStates.includes('failed') && typeof q.counts.failed === 'number') return q.counts.failed;
   // Messages a consumer holds are still in the DLQ: a DLQ whose consumer takes every dead letter
-  // unacknowledged (or in flight) showed depth 0 and never alerted. RabbitMQ: the management
-  // API's total (ready + unacknowledged, one consistent reading; absent with statistics off, then
-  // only the ready count is known); SQS: visible + in flight from one GetQueueAttributes.
-  if (q.broker === 'rabbitmq' && typeof q.counts.total === 'number') return q.counts.total;
-  if (q.broker === 'sqs' && q.depth !== null) return q.depth + (q.inFlight ?? 0);
+  // unacknowledged (or in flight) showed depth 0 and never alerted. A total from one reading when
+  // the adapter gives it (RabbitMQ: the management API's ready + unacknowledged; absent with
+  // statistics off, when only the ready count is known), else depth + inFlight (SQS: both from one
+  // GetQueueAttributes).
+  if (q.capabilities.heldByConsumers !== undefined) {
+    if (typeof q.counts.total === 'number') return q.counts.total;
+    if (q.depth !== null && q.inFlight !== null) return q.depth + q.inFlight;
+  }
   return q.depth;
 }
 

@@ -52,6 +52,14 @@ export interface QueueCapabilities {
   maxPeekWindow: number;
   /** Message states that can be peeked separately (BullMQ `waiting`, `failed`…; stream `pending`). Empty if one state. */
   peekStates: string[];
+  /**
+   * How a consumer holds messages it has received but not settled: `unacknowledged` (RabbitMQ
+   * classic/quorum) or `in-flight` (SQS, invisible until deleted or the visibility timeout ends).
+   * Held messages are still in the queue (`inFlight` counts them when known) but no peek or redrive
+   * can read them until they are released. Absent where nothing holds messages that way (Redis,
+   * RabbitMQ streams, snapshots).
+   */
+  heldByConsumers?: 'unacknowledged' | 'in-flight';
 }
 
 /** A dead-letter link out of a queue, as resolved from broker configuration. */

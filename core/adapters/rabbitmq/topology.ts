@@ -372,7 +372,7 @@ export function capabilitiesFor(kind: QueueKind | null, settings: EffectiveSetti
     effects.push({ kind: 'may-dead-letter', description: 'The queue type is unknown (the management API did not answer): if it is a quorum queue with a delivery limit, a peek can dead-letter messages.' });
     mayDeadLetter = null;
   }
-  return { canPeekNonDestructively: false, peekSideEffects: effects, peekMayDeadLetter: mayDeadLetter, canPageFromCursor: false, maxPeekWindow: MAX_PEEK_WINDOW, peekStates: [] };
+  return { canPeekNonDestructively: false, peekSideEffects: effects, peekMayDeadLetter: mayDeadLetter, canPageFromCursor: false, maxPeekWindow: MAX_PEEK_WINDOW, peekStates: [], heldByConsumers: 'unacknowledged' };
 }
 
 /**

@@ -229,6 +229,7 @@ export function sqsCapabilities(attrs: Record<string, string> | null, dlqName: s
     canPageFromCursor: false,
     maxPeekWindow: SQS_MAX_PEEK_WINDOW,
     peekStates: [],
+    heldByConsumers: 'in-flight',
   };
 }
 
