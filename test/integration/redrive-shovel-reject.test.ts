@@ -368,12 +368,15 @@ describe('native move (dynamic shovel) into a target that refuses publishes', ()
   }, 60_000);
 });
 
+/** A management API call as guest (the shared broker's administrator), for creating and removing test users. */
+function admin(method: string, path: string, body?: unknown): Promise<Response> {
+  const authorization = `Basic ${Buffer.from('guest:guest').toString('base64')}`;
+  return fetch(`${RABBITMQ_MANAGEMENT_URL}${path}`, { method, headers: { authorization, 'content-type': 'application/json' }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+}
+
 describe('a user without the policymaker tag (monitoring only)', () => {
   const user = uniqueName('mon-user');
   const password = 'mon-pw';
-  const auth = `Basic ${Buffer.from('guest:guest').toString('base64')}`;
-  const admin = (method: string, path: string, body?: unknown): Promise<Response> =>
-    fetch(`${RABBITMQ_MANAGEMENT_URL}${path}`, { method, headers: { authorization: auth, 'content-type': 'application/json' }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
   const dlq = uniqueName('mon-dlq');
   const work = uniqueName('mon-work');
 
@@ -427,9 +430,6 @@ describe('a user without the policymaker tag (monitoring only)', () => {
 describe('a user who may read the DLQ but not publish (write permission ^$)', () => {
   const user = uniqueName('ro-user');
   const password = 'ro-pw';
-  const auth = `Basic ${Buffer.from('guest:guest').toString('base64')}`;
-  const admin = (method: string, path: string, body?: unknown): Promise<Response> =>
-    fetch(`${RABBITMQ_MANAGEMENT_URL}${path}`, { method, headers: { authorization: auth, 'content-type': 'application/json' }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
   const dlq = uniqueName('ro-dlq');
   const work = uniqueName('ro-work');
   let dir: string;
