@@ -54,6 +54,13 @@ export function truncate(text: string, max: number): string {
   return `${chars.slice(0, Math.max(0, max - 1)).join('')}…`;
 }
 
+/**
+ * Longest note, warning or problem text the CLI prints, in code points. These are Queuescope's own
+ * sentences (with queue names and ids quoted in them): cutting them at a table width lost their
+ * ends (the cause or the next step), so only runaway text is cut.
+ */
+export const NOTE_MAX = 2000;
+
 /** One safe cell: escaped, then truncated. */
 export function cell(text: string | number | null | undefined, max = 60): string {
   if (text === null || text === undefined) return '-';
@@ -114,7 +121,7 @@ export function queuesTable(queues: readonly QueueSummary[], width = 100): strin
     const snap = snaps[i] ?? null;
     const inFile = anySnapshot ? [snap === null ? '-' : `${snap.messages}${snap.partial ? ' partial' : ''}`] : [];
     t.push([cell(q.name, nameMax), cell(q.kind), n(q.depth), n(q.inFlight), n(q.delayed), n(q.consumers), ...inFile, cell(links.join(' ') || '-', 40)]);
-    for (const d of q.deadLetterTargets) if (d.problem !== undefined) notes.push(`(!) ${cell(q.name, 60)}: ${cell(d.problem, 200)}`);
+    for (const d of q.deadLetterTargets) if (d.problem !== undefined) notes.push(`(!) ${cell(q.name, 60)}: ${cell(d.problem, NOTE_MAX)}`);
     if (snap?.partial === true) notes.push(`partial: ${cell(q.name, 60)}: ${cell(snap.partialReason ?? 'the snapshot does not hold the whole queue', 600)}`);
   });
   if (anySnapshot) notes.push('Depth, in flight, delayed and consumers are as recorded when the snapshot was exported; "in snapshot" is what the file holds.');

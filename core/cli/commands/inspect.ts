@@ -12,7 +12,7 @@ import { ProfileStore, defaultConfigDir } from '../../services/profile-store';
 import { connectionOptions, flagsOf, resolveQueue, splitPositionals, throwOperationFailure, waitWithProgress, type CliContext, type CommonOpts } from '../context';
 import { EXIT } from '../exit-codes';
 import { projectFileNote } from '../resolve-config';
-import { cell, escapeForTerminal, toJson } from '../format';
+import { cell, escapeForTerminal, NOTE_MAX, toJson } from '../format';
 
 interface InspectOpts extends CommonOpts {
   state?: string;
@@ -231,11 +231,11 @@ export function formatInspectReport(r: InspectReport, options: { rows: number; w
     out.push(`Same payload under different keys or without a key: ${plural(s.samePayloadDifferentKeysCount, 'group')}`);
     for (const g of s.samePayloadDifferentKeys.slice(0, 10)) out.push(`  ${cell(g.reason, 200)} e.g. ${ids(g.exampleIds, g.count)}`);
   }
-  if (s.bounds.note !== null) out.push(`Note: ${cell(s.bounds.note, 300)}`);
+  if (s.bounds.note !== null) out.push(`Note: ${cell(s.bounds.note, NOTE_MAX)}`);
   for (const c of r.comparisons) {
     const rel = c.relation === 'dead-letter-source' ? 'dead-letter source' : c.relation === 'dead-letter-target' ? 'dead-letter queue' : 'other snapshot';
     if (c.result === null) {
-      out.push(`Compared with ${rel} ${cell(c.label, 100)}: not compared. ${cell(c.note ?? '', 400)}`);
+      out.push(`Compared with ${rel} ${cell(c.label, 100)}: not compared. ${cell(c.note ?? '', NOTE_MAX)}`);
       continue;
     }
     const res = c.result;
@@ -243,7 +243,7 @@ export function formatInspectReport(r: InspectReport, options: { rows: number; w
     out.push(`Compared with ${rel} ${cell(c.label, 100)} (${plural(c.read, 'message')}${c.partial ? ', PARTIAL: see the note' : ''}): ${plural(res.sharedKeyCount, 'shared key')}, ${plural(res.samePayloadDifferentKeysCount, 'payload')} under different keys${c.partial ? ' in the messages read' : ''}`);
     for (const reason of res.reasons.slice(0, 5)) out.push(`  ${cell(reason, 300)}`);
     for (const g of res.sharedKeys.slice(0, 10)) out.push(`  ${cell(g.key, 60)}: ${String(g.countA)} here (${ids(g.exampleIdsA, g.countA)}), ${String(g.countB)} there (${ids(g.exampleIdsB, g.countB)})`);
-    if (c.note !== null) out.push(`  note: ${cell(c.note, 300)}`);
+    if (c.note !== null) out.push(`  note: ${cell(c.note, NOTE_MAX)}`);
   }
   if (options.rows > 0 && r.messages.length > 0) {
     out.push('');

@@ -10,7 +10,7 @@ import { OperationManager } from '../../services/operations';
 import { defaultConfigDir } from '../../services/profile-store';
 import { brokerConnectionOptions, flagsOf, refuseSnapshot, resolveQueue, splitPositionals, waitWithProgress, type CliContext, type CommonOpts } from '../context';
 import { EXIT, exitCodeFor } from '../exit-codes';
-import { cell, escapeForTerminal, formatTime, toJson } from '../format';
+import { cell, escapeForTerminal, formatTime, NOTE_MAX, toJson } from '../format';
 import type { ResolvedConnection } from '../resolve-config';
 import type { BrokerAdapter } from '../../adapters/types';
 import { DEFAULT_REDRIVE_MAX_BODY_BYTES, MAX_REDRIVE_MAX_BODY_BYTES } from '../../../shared/redrive/types';
@@ -122,10 +122,10 @@ export function formatPlan(plan: RedrivePlan): string {
     if (plan.groups.length > 15) lines.push(`    … ${plan.groups.length - 15} more groups`);
   }
   if (plan.wastedRetries > 0) lines.push(`  wasted retries: ${plan.wastedRetries} non-retryable message${plan.wastedRetries === 1 ? '' : 's'} used all their attempts`);
-  for (const l of plan.loops) lines.push(`  LOOP: ${cell(l.loop ?? '', 200)} — pass --confirm-loop to move there anyway`);
-  for (const w of plan.warnings) lines.push(`  warning: ${cell(w, 200)}`);
-  lines.push(`  native move: ${plan.native.wouldUse ? 'yes' : 'no'} — ${cell(plan.native.why, 200)}`);
-  for (const n of plan.notes) lines.push(`  note: ${cell(n, 200)}`);
+  for (const l of plan.loops) lines.push(`  LOOP: ${cell(l.loop ?? '', NOTE_MAX)} — pass --confirm-loop to move there anyway`);
+  for (const w of plan.warnings) lines.push(`  warning: ${cell(w, NOTE_MAX)}`);
+  lines.push(`  native move: ${plan.native.wouldUse ? 'yes' : 'no'} — ${cell(plan.native.why, NOTE_MAX)}`);
+  for (const n of plan.notes) lines.push(`  note: ${cell(n, NOTE_MAX)}`);
   return `${lines.join('\n')}\n`;
 }
 
@@ -145,7 +145,7 @@ export function formatResult(r: RedriveResult, status: string): string {
   if (r.notFoundCount > 0) lines.push(`warning: ${notFoundLine(r.notFoundCount, r.notFoundIds)}`);
   if (r.backupPath !== null) lines.push(`Backup: ${cell(r.backupPath, 400)} (put back with: queuescope reinject <connection> <queue> --from <backup>)`);
   if (r.auditId !== null) lines.push(`Audit log: entry ${r.auditId} (queuescope history)`);
-  for (const n of r.notes) lines.push(`note: ${cell(n, 200)}`);
+  for (const n of r.notes) lines.push(`note: ${cell(n, NOTE_MAX)}`);
   return `${lines.join('\n')}\n`;
 }
 
