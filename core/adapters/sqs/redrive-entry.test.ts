@@ -128,6 +128,8 @@ describe('derivedDeduplicationId', () => {
     expect(derivedDeduplicationId('d1', 'm', 1)).toBe(derivedDeduplicationId('d1', 'm', 1));
     expect(derivedDeduplicationId('d1', 'm', 1)).not.toBe(derivedDeduplicationId('d1', 'm', 2));
     expect(derivedDeduplicationId(null, 'm1', 1)).not.toBe(derivedDeduplicationId(null, 'm2', 1));
+    // Two dead letters with the same deduplication id (sent > 5 min apart, or per-group scope) get different ids.
+    expect(derivedDeduplicationId('d1', 'm1', 1)).not.toBe(derivedDeduplicationId('d1', 'm2', 1));
     expect(derivedDeduplicationId('d1', 'm', 1)).toMatch(/^[0-9a-f]{64}$/);
   });
 });

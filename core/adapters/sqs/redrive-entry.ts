@@ -56,16 +56,22 @@ export function existingRedriveCount(headers: Record<string, HeaderValue>): numb
 
 /**
  * The MessageDeduplicationId a FIFO redrive sends: SHA-256 (hex, 64 characters) of the message's
- * original deduplication id (or its MessageId when it had none) and the new redrive count.
+ * original deduplication id (or none), its MessageId and the new redrive count.
  *
  * Why not keep the original id: FIFO queues drop a message whose deduplication id they accepted in
  * the last 5 minutes while still reporting it sent. A message that dead-lettered within 5 minutes of
  * its first send would be silently dropped by its source queue, and then deleted from the DLQ —
  * lost. The derived id is new for each redrive of a message yet the same when a crashed run sends the
  * same message again, so the target deduplicates that retry instead of enqueuing it twice.
+ *
+ * Why the MessageId too: two different dead letters can carry the same deduplication id — sent more
+ * than 5 minutes apart, or in two groups of a queue with `DeduplicationScope=messageGroup`, or the
+ * same body under content-based deduplication. An id made of the old id and the count alone would be
+ * equal for both, and a target that deduplicates per queue would silently drop the second one.
+ * A message keeps its MessageId while it sits in the DLQ, so a retry still gets the same id.
  */
 export function derivedDeduplicationId(original: string | null | undefined, messageId: string, redriveCount: number): string {
-  return createHash('sha256').update(`${original ?? `id:${messageId}`}\u0000queuescope-redrive\u0000${redriveCount}`).digest('hex');
+  return createHash('sha256').update(`${original ?? ''}\u0000id:${messageId}\u0000queuescope-redrive\u0000${redriveCount}`).digest('hex');
 }
 
 /** Why an attribute name is not allowed by SQS, or null. */

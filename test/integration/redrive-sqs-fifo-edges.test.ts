@@ -1,0 +1,114 @@
+import {
+  CreateQueueCommand,
+  DeleteMessageBatchCommand,
+  DeleteQueueCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SQSClient,
+  SendMessageCommand,
+  type Message,
+} from '@aws-sdk/client-sqs';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import type { MoveHooks, RedriveDecision } from '../../core/adapters/redrive-types';
+import { SqsAdapter } from '../../core/adapters/sqs';
+import type { QueueMessage } from '../../shared/domain';
+import { SQS_ALT_ENDPOINT, SQS_REGION, SQS_TEST_CREDENTIALS, uniqueName } from './env';
+
+/**
+ * SQS FIFO redrive edge cases found by the sqs-pass (a demanding-user pass) against the real
+ * emulators. local-aws-sqs is used where fauxqs lacks the feature (DeduplicationScope=messageGroup:
+ * fauxqs deduplicates per queue whatever the scope).
+ */
+
+const clients = new Map<string, SQSClient>();
+function client(endpoint: string): SQSClient {
+  let c = clients.get(endpoint);
+  if (!c) {
+    c = new SQSClient({ region: SQS_REGION, endpoint, credentials: SQS_TEST_CREDENTIALS });
+    clients.set(endpoint, c);
+  }
+  return c;
+}
+const adapters: SqsAdapter[] = [];
+function adapterFor(endpoint: string): SqsAdapter {
+  const a = new SqsAdapter({ kind: 'sqs', region: SQS_REGION, endpoint, ...SQS_TEST_CREDENTIALS });
+  adapters.push(a);
+  return a;
+}
+const created: { c: SQSClient; url: string }[] = [];
+async function createQueue(c: SQSClient, name: string, attributes: Record<string, string> = {}): Promise<{ url: string; id: string; arn: string }> {
+  const url = (await c.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }))).QueueUrl!;
+  created.push({ c, url });
+  const arn = (await c.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
+  return { url, id: `sqs:${url}`, arn };
+}
+
+/** Receives (and deletes) everything in a FIFO queue, group heads first; stops after 3 empty receives. */
+async function drainFifo(c: SQSClient, url: string): Promise<Message[]> {
+  const out: Message[] = [];
+  for (let empty = 0; empty < 3; ) {
+    const r = await c.send(
+      // eslint-disable-next-line @typescript-eslint/no-deprecated
+      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 300, AttributeNames: ['All'], MessageSystemAttributeNames: ['All'], MessageAttributeNames: ['All'] }),
+    );
+    const got = r.Messages ?? [];
+    if (got.length === 0) {
+      empty++;
+      continue;
+    }
+    empty = 0;
+    out.push(...got);
+    await c.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: got.map((m, j) => ({ Id: `d${j}`, ReceiptHandle: m.ReceiptHandle! })) }));
+  }
+  return out;
+}
+
+function hooks(decide: (m: QueueMessage) => RedriveDecision): MoveHooks {
+  return { gate: () => Promise.resolve(), decide, beforeMove: () => Promise.resolve(), onBatch: () => undefined };
+}
+
+afterEach(async () => {
+  for (const { c, url } of created.splice(0)) await c.send(new DeleteQueueCommand({ QueueUrl: url })).catch(() => undefined);
+});
+afterAll(async () => {
+  for (const a of adapters) await a.close();
+  for (const c of clients.values()) c.destroy();
+});
+
+describe('SQS FIFO redrive: deduplication ids (local-aws-sqs)', () => {
+  const endpoint = SQS_ALT_ENDPOINT;
+  const c = client(endpoint);
+
+  it('two dead letters that share a MessageDeduplicationId both arrive (the derived id includes the MessageId)', async () => {
+    // A DLQ with DeduplicationScope=messageGroup (high-throughput FIFO) accepts the same
+    // deduplication id in two groups — as any FIFO queue does for the same id sent > 5 min apart.
+    // The target deduplicates per queue: an id derived from the old id and the redrive count
+    // alone is the same for both, so SQS silently drops the second while reporting it sent, and
+    // the redrive then deletes it from the DLQ (old code: 2 moved, 1 in the target).
+    const base = uniqueName('fifo-dd');
+    const dlq = await createQueue(c, `${base}-dlq.fifo`, { FifoQueue: 'true', DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' });
+    const target = await createQueue(c, `${base}-tgt.fifo`, { FifoQueue: 'true' });
+    await c.send(new SendMessageCommand({ QueueUrl: dlq.url, MessageBody: '{"orderId":"A-1","n":1}', MessageGroupId: 'g1', MessageDeduplicationId: 'order-A-1' }));
+    await c.send(new SendMessageCommand({ QueueUrl: dlq.url, MessageBody: '{"orderId":"A-1","n":2}', MessageGroupId: 'g2', MessageDeduplicationId: 'order-A-1' }));
+    const adapter = adapterFor(endpoint);
+    const summary = await adapter.redrive.moveClientSide({ sourceQueueId: dlq.id, batchSize: 10, cutoffMs: Date.now() + 1_000, maxMessages: null, dryRun: false }, hooks(() => ({ action: 'move', targetQueueId: target.id })));
+    expect(summary).toMatchObject({ moved: 2, failed: 0, possibleDuplicates: 0 });
+    const got = await drainFifo(c, target.url);
+    expect(got.map((m) => m.Body).sort()).toEqual(['{"orderId":"A-1","n":1}', '{"orderId":"A-1","n":2}']);
+    expect(new Set(got.map((m) => m.Attributes?.MessageDeduplicationId)).size).toBe(2);
+  });
+
+  it('a retried redrive of the same message still deduplicates (same MessageId → same derived id)', async () => {
+    const base = uniqueName('fifo-dd2');
+    const target = await createQueue(c, `${base}-tgt.fifo`, { FifoQueue: 'true' });
+    const dlq = await createQueue(c, `${base}-dlq.fifo`, { FifoQueue: 'true' });
+    await c.send(new SendMessageCommand({ QueueUrl: dlq.url, MessageBody: '{"orderId":"B-1"}', MessageGroupId: 'g1', MessageDeduplicationId: 'order-B-1' }));
+    const adapter = adapterFor(endpoint);
+    const page = await adapter.peek(dlq.id, { limit: 10, acceptSideEffects: true });
+    expect(page.messages).toHaveLength(1);
+    // The same message published twice (a crashed run's retry, or a re-inject of its backup): one arrives.
+    expect((await adapter.redrive.publish(target.id, page.messages)).published).toHaveLength(1);
+    expect((await adapter.redrive.publish(target.id, page.messages)).published).toHaveLength(1);
+    expect((await drainFifo(c, target.url)).map((m) => m.Body)).toEqual(['{"orderId":"B-1"}']);
+  });
+});
