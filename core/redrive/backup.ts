@@ -6,7 +6,9 @@ import { formatHeaderLine, formatMessageLine, type SnapshotHeaderInput } from '.
 /**
  * The backup a redrive writes before it moves anything: a snapshot file in the export format
  * (`core/snapshot/format.ts`, one queue section, `selection: "ids"`) holding every message the run
- * moves (or tries to), so `queuescope reinject` can put them back.
+ * moves (or tries to), so `queuescope reinject` can put them back. Messages are stored as the
+ * adapter read them, which keeps their bytes: bodies and values that are not UTF-8 as base64, a
+ * Redis stream entry's exact field names in `properties.streamFields` (see `streamEntryMessage`).
  *
  * Unlike the export writer it writes under the final name from the start and fsyncs after every
  * batch ({@link append}): the engine calls it in `MoveHooks.beforeMove`, so when the process dies

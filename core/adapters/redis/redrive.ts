@@ -241,7 +241,9 @@ class RedisRedriveMover implements RedriveMover {
    * - list: RPUSH of the body bytes (right end = the tail), confirmed by the reply;
    * - stream: XADD of the body under its original field (`properties.bodyField`, else the fields
    *   of the JSON map the body then is) plus the headers as fields (`{ base64 }` values as bytes)
-   *   and the counter field; each reply (the new id) confirms one message;
+   *   and the counter field; a message with `properties.streamFields` (an entry with field names
+   *   that are not valid UTF-8 or repeated) gets exactly those names, in that order, the counter
+   *   updated in place as the move script does; each reply (the new id) confirms one message;
    * - BullMQ: `Queue.addBulk` with the job name, data (the JSON body) and options; custom job ids
    *   are kept, then the counter hash field is set. A message whose custom job id already exists in
    *   the queue is reported failed, not published: BullMQ would ignore the add (see `publishJobs`).
@@ -568,17 +570,66 @@ function fieldValue(v: HeaderValue): string | Buffer {
   return JSON.stringify(v);
 }
 
-/** Stream fields for re-publishing a stream message (see {@link RedisRedriveMover.publish}), or why it cannot be. */
+/**
+ * Stream fields for re-publishing a stream message (see {@link RedisRedriveMover.publish}), or why it cannot be.
+ * With `properties.streamFields` (an entry whose names are not all distinct UTF-8 text, see
+ * `streamEntryMessage`), the fields are rebuilt from it: exact names (bytes from `{ base64 }`),
+ * in entry order, values from the key each names, the counter field updated where it is (as the
+ * stream move script does) or appended.
+ */
 function streamFields(m: QueueMessage): (string | Buffer)[] | string {
-  const out: (string | Buffer)[] = [];
   const bodyField = m.properties.bodyField;
-  if (typeof bodyField === 'string' && bodyField !== '') out.push(bodyField, bodyBytes(m));
-  else {
-    const map = jobData(m);
-    if (!map.ok || map.data === null || typeof map.data !== 'object' || Array.isArray(map.data)) return 'a stream message without a body field must carry a JSON object of fields as its body';
-    for (const [k, v] of Object.entries(map.data as Record<string, HeaderValue>)) if (k !== REDRIVE_COUNT_HEADER) out.push(k, fieldValue(v));
+  const hasBodyField = typeof bodyField === 'string' && bodyField !== '';
+  let map: Record<string, HeaderValue> | null = null;
+  if (!hasBodyField) {
+    const parsed = jobData(m);
+    if (!parsed.ok || parsed.data === null || typeof parsed.data !== 'object' || Array.isArray(parsed.data)) return 'a stream message without a body field must carry a JSON object of fields as its body';
+    map = parsed.data as Record<string, HeaderValue>;
   }
+  if (m.properties.streamFields !== undefined) return exactStreamFields(m, map);
+  const out: (string | Buffer)[] = [];
+  if (map === null) out.push(bodyField as string, bodyBytes(m));
+  else for (const [k, v] of Object.entries(map)) if (k !== REDRIVE_COUNT_HEADER) out.push(k, fieldValue(v));
   for (const [k, v] of Object.entries(m.headers)) if (k !== REDRIVE_COUNT_HEADER) out.push(k, fieldValue(v));
   out.push(REDRIVE_COUNT_HEADER, String(counterOf(m) + 1));
+  return out;
+}
+
+/** {@link streamFields} from `properties.streamFields`; `map` is the body's field map when there is no body field. */
+function exactStreamFields(m: QueueMessage, map: Record<string, HeaderValue> | null): (string | Buffer)[] | string {
+  const list = m.properties.streamFields;
+  const bad = 'its properties.streamFields is not a list of { name, key } (name text or { base64 }, key text or null)';
+  if (!Array.isArray(list)) return bad;
+  const values = map ?? m.headers;
+  const hasOwn = (k: string): boolean => Object.prototype.hasOwnProperty.call(values, k);
+  const used = new Set<string>();
+  const out: (string | Buffer)[] = [];
+  let counted = false;
+  for (const f of list) {
+    if (f === null || typeof f !== 'object' || Array.isArray(f)) return bad;
+    const { name, key } = f;
+    let nameOut: string | Buffer;
+    if (typeof name === 'string') nameOut = name;
+    else if (name !== null && typeof name === 'object' && !Array.isArray(name) && typeof name.base64 === 'string' && /^[A-Za-z0-9+/]*={0,2}$/.test(name.base64)) nameOut = Buffer.from(name.base64, 'base64');
+    else return bad;
+    let value: string | Buffer;
+    if (key === null) {
+      if (map !== null) return bad;
+      value = bodyBytes(m);
+    } else if (typeof key === 'string' && hasOwn(key)) {
+      value = fieldValue(values[key] as HeaderValue);
+      used.add(key);
+    } else return `its properties.streamFields names the field "${typeof key === 'string' ? key.slice(0, 100) : JSON.stringify(key ?? null).slice(0, 100)}", which it does not carry`;
+    if (nameOut === REDRIVE_COUNT_HEADER) {
+      // As STREAM_MOVE_LUA: every field of that name becomes its number + 1 (1 when not a number).
+      const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;
+      value = String((Number.isFinite(n) ? n : 0) + 1);
+      counted = true;
+    }
+    out.push(nameOut, value);
+  }
+  // Fields added to the message after it was read (none from a backup) are kept, after the entry's own.
+  for (const [k, v] of Object.entries(values)) if (!used.has(k) && k !== REDRIVE_COUNT_HEADER) out.push(k, fieldValue(v));
+  if (!counted) out.push(REDRIVE_COUNT_HEADER, String(counterOf(m) + 1));
   return out;
 }

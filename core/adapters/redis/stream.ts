@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { Redis } from 'ioredis';
 import { QueuescopeError, type HeaderValue, type PeekOptions, type PeekPage, type QueueMessage, type QueueSummary } from '../../../shared/domain';
 import { toHeaderValue, toMessageBody } from './body';
@@ -153,6 +154,16 @@ interface PendingInfo {
  * Builds a {@link QueueMessage} from a stream entry: the body is the first of
  * {@link STREAM_BODY_FIELDS} present (else the whole field map as JSON, `properties.bodyField`
  * null), other fields are headers (binary values as `{ base64 }`); enqueuedAt = the id's ms part.
+ *
+ * Field names are bytes in Redis and need not be valid UTF-8 or distinct (XADD accepts the same
+ * name twice). A name that is valid UTF-8 is its own header key (its first occurrence); any other
+ * field gets a distinct key ({@link streamFieldKeys}): a name that is not valid UTF-8 is shown
+ * with its invalid bytes as `\xHH` (and `\` as `\\`), a repeated name, or one no header map can
+ * hold (`__proto__`), gets ` #2`, ` #3`… appended. Such an entry then also carries
+ * `properties.streamFields`: every field in entry order as `{ name, key }`, `name` the exact
+ * name (text, or `{ base64 }` of the bytes when not valid UTF-8) and `key` the header key (the
+ * body JSON's key when there is no body field) holding its value, null for the body field. The
+ * re-inject publisher (`RedisRedriveMover.publish`) rebuilds the entry from it byte for byte.
  */
 export function streamEntryMessage(
   idBuf: Buffer | string,
@@ -161,28 +172,31 @@ export function streamEntryMessage(
 ): QueueMessage {
   const id = typeof idBuf === 'string' ? idBuf : idBuf.toString('latin1');
   const count = fields.length >> 1;
-  const names = new Array<string>(count);
+  const nameBufs = new Array<Buffer>(count);
   let bodyIndex = -1;
   let bodyRank: number = STREAM_BODY_FIELDS.length;
   for (let i = 0; i < count; i++) {
-    const name = (fields[i * 2] as Buffer).toString('utf8');
-    names[i] = name;
-    const rank = BODY_RANK.get(name);
+    const buf = fields[i * 2] as Buffer;
+    nameBufs[i] = buf;
+    const rank = isUtf8(buf) ? BODY_RANK.get(buf.toString('utf8')) : undefined;
     if (rank !== undefined && rank < bodyRank) {
       bodyRank = rank;
       bodyIndex = i;
     }
   }
+  const { keys, exact } = streamFieldKeys(nameBufs);
   const headers: Record<string, HeaderValue> = {};
   let body;
   if (bodyIndex >= 0) {
     body = toMessageBody(fields[bodyIndex * 2 + 1], at.maxBodyBytes);
-    for (let i = 0; i < count; i++) if (i !== bodyIndex) headers[names[i] as string] = toHeaderValue(fields[i * 2 + 1] as Buffer);
+    for (let i = 0; i < count; i++) if (i !== bodyIndex) headers[keys[i] as string] = toHeaderValue(fields[i * 2 + 1] as Buffer);
   } else {
     const map: Record<string, HeaderValue> = {};
-    for (let i = 0; i < count; i++) map[names[i] as string] = toHeaderValue(fields[i * 2 + 1] as Buffer);
+    for (let i = 0; i < count; i++) map[keys[i] as string] = toHeaderValue(fields[i * 2 + 1] as Buffer);
     body = toMessageBody(Buffer.from(JSON.stringify(map), 'utf8'), at.maxBodyBytes);
   }
+  const properties: Record<string, HeaderValue> = { bodyField: bodyIndex >= 0 ? (keys[bodyIndex] as string) : null };
+  if (!exact) properties.streamFields = nameBufs.map((b, i) => ({ name: toHeaderValue(b), key: i === bodyIndex ? null : (keys[i] as string) }));
   const ms = Number(id.slice(0, id.indexOf('-')));
   return {
     id,
@@ -191,9 +205,64 @@ export function streamEntryMessage(
     position: at.position,
     body,
     headers,
-    properties: { bodyField: bodyIndex >= 0 ? (names[bodyIndex] as string) : null },
+    properties,
     meta: { enqueuedAt: Number.isFinite(ms) ? ms : null },
   };
+}
+
+/**
+ * Distinct map keys for the field names of one stream entry, in entry order, and whether every
+ * key is exactly its name (valid UTF-8, not repeated, not `__proto__`, which JSON readers drop).
+ * Valid UTF-8 names are taken first, so a text name always keeps its own key (its first
+ * occurrence); the others get {@link escapeFieldName} of the name, with ` #2`, ` #3`… appended
+ * until the key is unused.
+ */
+export function streamFieldKeys(names: readonly Buffer[]): { keys: string[]; exact: boolean } {
+  const keys = new Array<string>(names.length);
+  const used = new Set<string>(['__proto__']);
+  let exact = true;
+  for (let i = 0; i < names.length; i++) {
+    const b = names[i] as Buffer;
+    if (!isUtf8(b)) continue;
+    const s = b.toString('utf8');
+    if (used.has(s)) continue;
+    used.add(s);
+    keys[i] = s;
+  }
+  for (let i = 0; i < names.length; i++) {
+    if (keys[i] !== undefined) continue;
+    exact = false;
+    const base = escapeFieldName(names[i] as Buffer);
+    let key = base;
+    for (let n = 2; used.has(key); n++) key = `${base} #${n}`;
+    used.add(key);
+    keys[i] = key;
+  }
+  return { keys, exact };
+}
+
+/**
+ * A field name as readable text: valid UTF-8 sequences as their characters; when the name is not
+ * valid UTF-8, every other byte as `\xHH` (lower-case hex) and `\` as `\\`, so two different
+ * binary names never read the same. Valid UTF-8 names are returned unchanged.
+ */
+export function escapeFieldName(b: Buffer): string {
+  if (isUtf8(b)) return b.toString('utf8');
+  let out = '';
+  let i = 0;
+  while (i < b.length) {
+    const c = b[i] as number;
+    const len = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    const seq = len > 0 ? b.subarray(i, i + len) : null;
+    if (seq !== null && seq.length === len && isUtf8(seq)) {
+      out += c === 0x5c ? '\\\\' : seq.toString('utf8');
+      i += len;
+    } else {
+      out += `\\x${c.toString(16).padStart(2, '0')}`;
+      i += 1;
+    }
+  }
+  return out;
 }
 
 const BODY_RANK = new Map<string, number>(STREAM_BODY_FIELDS.map((f, i) => [f, i]));
