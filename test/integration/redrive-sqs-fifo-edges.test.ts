@@ -1,3 +1,6 @@
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   CreateQueueCommand,
   DeleteMessageBatchCommand,
@@ -10,9 +13,11 @@ import {
 } from '@aws-sdk/client-sqs';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { MoveHooks, RedriveDecision } from '../../core/adapters/redrive-types';
+import { buildSendEntry } from '../../core/adapters/sqs/redrive-entry';
 import { SqsAdapter } from '../../core/adapters/sqs';
+import { main } from '../../core/cli/main';
 import type { QueueMessage } from '../../shared/domain';
-import { SQS_ALT_ENDPOINT, SQS_REGION, SQS_TEST_CREDENTIALS, uniqueName } from './env';
+import { SQS_ALT_ENDPOINT, SQS_ENDPOINT, SQS_REGION, SQS_TEST_CREDENTIALS, uniqueName } from './env';
 
 /**
  * SQS FIFO redrive edge cases found by the sqs-pass (a demanding-user pass) against the real
@@ -98,17 +103,60 @@ describe('SQS FIFO redrive: deduplication ids (local-aws-sqs)', () => {
     expect(new Set(got.map((m) => m.Attributes?.MessageDeduplicationId)).size).toBe(2);
   });
 
-  it('a retried redrive of the same message still deduplicates (same MessageId → same derived id)', async () => {
+  it('a retried send of the same redriven message still deduplicates (same MessageId → same derived id)', async () => {
     const base = uniqueName('fifo-dd2');
-    const target = await createQueue(c, `${base}-tgt.fifo`, { FifoQueue: 'true' });
     const dlq = await createQueue(c, `${base}-dlq.fifo`, { FifoQueue: 'true' });
     await c.send(new SendMessageCommand({ QueueUrl: dlq.url, MessageBody: '{"orderId":"B-1"}', MessageGroupId: 'g1', MessageDeduplicationId: 'order-B-1' }));
     const adapter = adapterFor(endpoint);
     const page = await adapter.peek(dlq.id, { limit: 10, acceptSideEffects: true });
     expect(page.messages).toHaveLength(1);
-    // The same message published twice (a crashed run's retry, or a re-inject of its backup): one arrives.
-    expect((await adapter.redrive.publish(target.id, page.messages)).published).toHaveLength(1);
-    expect((await adapter.redrive.publish(target.id, page.messages)).published).toHaveLength(1);
-    expect((await drainFifo(c, target.url)).map((m) => m.Body)).toEqual(['{"orderId":"B-1"}']);
+    const m = page.messages[0]!;
+    const sent = [1, 2].map(() => buildSendEntry(m, { name: 't.fifo', fifo: true, maxMessageBytes: 262_144 }, 'e0'));
+    const ids = sent.map((b) => ('error' in b ? b.error.message : b.entry.MessageDeduplicationId));
+    expect(ids[0]).toMatch(/^[0-9a-f]{64}$/);
+    expect(ids[1]).toBe(ids[0]);
+  });
+});
+
+describe('SQS FIFO re-inject after a redrive (fauxqs, CLI)', () => {
+  const endpoint = SQS_ENDPOINT;
+  const c = client(endpoint);
+
+  it('re-injecting the backup of a FIFO redrive whose messages were consumed puts them back (old code: "Re-injected 3 of 3", 0 arrived)', async () => {
+    // The redrive sent each message with a deduplication id derived from it; a re-inject of its
+    // backup within 5 minutes derived the very same ids, so the FIFO queue silently dropped every
+    // message while SendMessageBatch reported them sent.
+    // The SDK's credential chain reads process.env, not the CLI's io.env.
+    process.env.AWS_ACCESS_KEY_ID ??= SQS_TEST_CREDENTIALS.accessKeyId;
+    process.env.AWS_SECRET_ACCESS_KEY ??= SQS_TEST_CREDENTIALS.secretAccessKey;
+    const dir = await mkdtemp(join(tmpdir(), 'qs-sqs-fifo-reinject-'));
+    try {
+      const base = uniqueName('fifo-ri');
+      const dlq = await createQueue(c, `${base}-dlq.fifo`, { FifoQueue: 'true' });
+      const target = await createQueue(c, `${base}.fifo`, { FifoQueue: 'true' });
+      for (let n = 0; n < 3; n++) await c.send(new SendMessageCommand({ QueueUrl: dlq.url, MessageBody: JSON.stringify({ orderId: `C-${n}` }), MessageGroupId: 'g', MessageDeduplicationId: `C-${n}` }));
+      const conn = `sqs://${SQS_REGION}?endpoint=${endpoint}`;
+      const cli = async (argv: string[]): Promise<{ code: number; out: string }> => {
+        let out = '';
+        const w = { write: (x: string) => (out += x) };
+        const code = await main(argv, { stdout: w, stderr: w, cwd: dir, env: { QUEUESCOPE_HOME: join(dir, 'home') } });
+        return { code, out };
+      };
+      const rd = await cli(['redrive', conn, `${base}-dlq.fifo`, '--to', `${base}.fifo`, '--yes']);
+      expect(rd.out).toContain('3 moved');
+      expect(rd.code).toBe(0);
+      // The consumer takes them (and loses the work): the operator puts the backup back.
+      expect((await drainFifo(c, target.url)).map((m) => m.Body)).toHaveLength(3);
+      const backups = await readdir(join(dir, 'home', 'backups'));
+      expect(backups).toHaveLength(1);
+      const ri = await cli(['reinject', conn, `${base}.fifo`, '--from', join(dir, 'home', 'backups', backups[0]!), '--yes']);
+      expect(ri.out).toContain('Re-injected 3 of 3');
+      expect(ri.code).toBe(0);
+      const back = await drainFifo(c, target.url);
+      expect(back.map((m) => m.Body)).toEqual([0, 1, 2].map((n) => JSON.stringify({ orderId: `C-${n}` })));
+      expect(back.map((m) => m.Attributes?.MessageGroupId)).toEqual(['g', 'g', 'g']);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

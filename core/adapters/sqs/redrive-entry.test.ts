@@ -131,5 +131,8 @@ describe('derivedDeduplicationId', () => {
     // Two dead letters with the same deduplication id (sent > 5 min apart, or per-group scope) get different ids.
     expect(derivedDeduplicationId('d1', 'm1', 1)).not.toBe(derivedDeduplicationId('d1', 'm2', 1));
     expect(derivedDeduplicationId('d1', 'm', 1)).toMatch(/^[0-9a-f]{64}$/);
+    // A re-inject (publish salt) never reuses the redrive's id.
+    expect(derivedDeduplicationId('d1', 'm', 1, 'salt')).not.toBe(derivedDeduplicationId('d1', 'm', 1));
+    expect(derivedDeduplicationId('d1', 'm', 1, 'salt')).toBe(derivedDeduplicationId('d1', 'm', 1, 'salt'));
   });
 });

@@ -69,9 +69,14 @@ export function existingRedriveCount(headers: Record<string, HeaderValue>): numb
  * same body under content-based deduplication. An id made of the old id and the count alone would be
  * equal for both, and a target that deduplicates per queue would silently drop the second one.
  * A message keeps its MessageId while it sits in the DLQ, so a retry still gets the same id.
+ *
+ * `publishSalt` (a re-inject: `SqsRedriveMover.publish`) is mixed in so a re-inject gets ids of
+ * its own: with the redrive's ids, re-injecting a redrive's backup within 5 minutes was silently
+ * dropped by the FIFO queue (reported published, nothing arrived).
  */
-export function derivedDeduplicationId(original: string | null | undefined, messageId: string, redriveCount: number): string {
-  return createHash('sha256').update(`${original ?? ''}\u0000id:${messageId}\u0000queuescope-redrive\u0000${redriveCount}`).digest('hex');
+export function derivedDeduplicationId(original: string | null | undefined, messageId: string, redriveCount: number, publishSalt?: string): string {
+  const salt = publishSalt === undefined ? '' : `\u0000publish:${publishSalt}`;
+  return createHash('sha256').update(`${original ?? ''}\u0000id:${messageId}\u0000queuescope-redrive\u0000${redriveCount}${salt}`).digest('hex');
 }
 
 /** Why an attribute name is not allowed by SQS, or null. */
@@ -122,9 +127,11 @@ function toAttribute(message: QueueMessage, name: string, value: HeaderValue): {
  * - refused when body + attributes exceed the target's `MaximumMessageSize`.
  *
  * @param id the batch entry id (unique within one batch, `[A-Za-z0-9_-]{1,80}`).
+ * @param publishSalt for FIFO targets, mixed into the deduplication id ({@link derivedDeduplicationId}):
+ *   none for a redrive (a retried send deduplicates), a fresh value per re-inject.
  * @returns the entry, or `{ error }` (code `INVALID_INPUT`) saying why this message cannot be sent.
  */
-export function buildSendEntry(message: QueueMessage, target: SendTarget, id: string): BuiltEntry | { error: ErrorInfo } {
+export function buildSendEntry(message: QueueMessage, target: SendTarget, id: string, publishSalt?: string): BuiltEntry | { error: ErrorInfo } {
   if (message.body.truncated) {
     return fail(`The body of message ${message.id} (${message.body.sizeBytes} bytes) was cut at the read limit, so it is not moved (raise maxBodyBytes).`, { messageId: message.id });
   }
@@ -170,7 +177,7 @@ export function buildSendEntry(message: QueueMessage, target: SendTarget, id: st
     }
     const dedupProp = message.properties.MessageDeduplicationId;
     entry.MessageGroupId = group;
-    entry.MessageDeduplicationId = derivedDeduplicationId(message.meta.messageDeduplicationId ?? (typeof dedupProp === 'string' ? dedupProp : null), message.id, count);
+    entry.MessageDeduplicationId = derivedDeduplicationId(message.meta.messageDeduplicationId ?? (typeof dedupProp === 'string' ? dedupProp : null), message.id, count, publishSalt);
   }
   return { entry, bytes, redriveCount: count };
 }

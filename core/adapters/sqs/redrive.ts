@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import {
   CancelMessageMoveTaskCommand,
   ChangeMessageVisibilityBatchCommand,
@@ -260,7 +261,10 @@ export class SqsRedriveMover implements RedriveMover {
   /**
    * Publishes `messages` (e.g. from a snapshot) to `targetQueueId` with `SendMessageBatch`, built as
    * for a redrive ({@link buildSendEntry}: body, attributes with their SQS types, the redrive counter
-   * +1, FIFO group id and a derived deduplication id). `published` lists the ids SQS reported
+   * +1, FIFO group id and a derived deduplication id — salted with a value fresh for each call, so a
+   * FIFO target does not drop a re-injected message as a duplicate of the redrive that wrote the
+   * backup, or of an earlier re-inject, within its 5-minute window; SDK retries of one call keep
+   * the id). `published` lists the ids SQS reported
    * `Successful`; every other message is in `failed` with why (not sendable, a per-entry failure,
    * or the call itself failing — then it may or may not have arrived).
    * @throws QueuescopeError QUEUE_NOT_FOUND (target), INVALID_INPUT (not an sqs: id), CANCELLED before the first call.
@@ -271,8 +275,9 @@ export class SqsRedriveMover implements RedriveMover {
     const published: string[] = [];
     const failed: { id: string; error: ErrorInfo }[] = [];
     const built: (BuiltEntry & { messageId: string })[] = [];
+    const salt = randomUUID();
     messages.forEach((m, i) => {
-      const b = buildSendEntry(m, target, `p${i % SQS_MAX_BATCH_ENTRIES}`);
+      const b = buildSendEntry(m, target, `p${i % SQS_MAX_BATCH_ENTRIES}`, salt);
       if ('error' in b) failed.push({ id: m.id, error: b.error });
       else built.push({ ...b, messageId: m.id });
     });
