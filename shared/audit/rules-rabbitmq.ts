@@ -2,10 +2,12 @@
  * RabbitMQ audit rules. Facts come from the management API: queue arguments and the effective
  * policy definition (queue arguments win for the dead-letter exchange and routing key; the lower
  * value wins for TTL, max length and delivery limit — https://www.rabbitmq.com/docs/dlx,
- * https://www.rabbitmq.com/docs/parameters#policies), exchanges and bindings.
+ * https://www.rabbitmq.com/docs/parameters#policies), exchanges and bindings. With management
+ * statistics off the consumer-less-DLQ rule reads the AMQP counts instead (ready and consumers from
+ * a passive queue.declare; see `RabbitQueueFacts.amqpCounts`).
  */
-import { fmtMs, notApplicable, notChecked, pass, type QueueRule } from './rule-kit';
-import type { AuditFix, RabbitQueueFacts, SourcedValue } from './types';
+import { fmtMs, notApplicable, notChecked, pass, type QueueRule, type RuleContext } from './rule-kit';
+import type { AuditFix, RabbitQueueFacts, RuleOutcome, SourcedValue } from './types';
 
 type RabbitRule = QueueRule<RabbitQueueFacts>;
 const DLX_DOC = 'https://www.rabbitmq.com/docs/dlx';
@@ -246,6 +248,39 @@ export const rabbitNonDurable: RabbitRule = {
   },
 };
 
+const STATS_OFF = "the broker's management statistics are off (management_agent.disable_metrics_collector = true)";
+/** Where the counts came from, for notes and messages. */
+const FROM_AMQP = `counts from AMQP (passive queue.declare), as ${STATS_OFF}: ready messages only, unacknowledged unknown, no growth rate`;
+
+/**
+ * {@link rabbitDlqNoConsumers} on a broker with statistics off, from the AMQP counts: the consumer
+ * count and the ready count are exact at collection time, but unacknowledged messages and the
+ * growth rate are unknown. So: a consumer or no ready message → pass; ready ≥ maxMessages →
+ * finding (ready is a lower bound of the total); ready below minGrowingMessages → pass (the growth
+ * branch could only be reached through unacknowledged messages, which the note says are unknown);
+ * in between → not checked, because only the statistics' rate tells whether the DLQ is growing.
+ */
+function dlqCheckFromAmqp(q: RabbitQueueFacts, ctx: RuleContext): RuleOutcome {
+  const c = q.amqpCounts;
+  if (!c) {
+    return notChecked(`${STATS_OFF}, so the management API gives no message or consumer counts, and ${q.amqpCountsNote ?? 'they were not read over AMQP'}; watch the DLQ with \`queuescope watch\` (it counts over AMQP) or turn the statistics on`);
+  }
+  const max = ctx.threshold('maxMessages');
+  const minGrowing = ctx.threshold('minGrowingMessages');
+  const ready = `${c.ready} ready message${c.ready === 1 ? '' : 's'}`;
+  if (c.consumers > 0) return pass(`${c.consumers} consumer${c.consumers === 1 ? '' : 's'}; ${FROM_AMQP}`);
+  if (c.ready === 0) return pass(`no consumers, 0 ready messages; ${FROM_AMQP}`);
+  if (c.ready >= max) {
+    return {
+      status: 'fail',
+      message: `${q.name} has no consumers and holds ${ready} (at least ${max}); ${FROM_AMQP}.`,
+      evidence: { consumers: c.consumers, messagesReady: c.ready, messagesUnacknowledged: null, growthPerS: null, threshold: max, countsSource: 'amqp' },
+    };
+  }
+  if (c.ready < minGrowing) return pass(`no consumers, ${ready}, below both thresholds; ${FROM_AMQP}`);
+  return notChecked(`no consumers and ${ready}, below maxMessages ${max} but at least minGrowingMessages ${minGrowing}: whether it is growing needs the management statistics' rate; ${FROM_AMQP}`);
+}
+
 export const rabbitDlqNoConsumers: RabbitRule = {
   kind: 'rabbitmq',
   meta: {
@@ -264,13 +299,8 @@ export const rabbitDlqNoConsumers: RabbitRule = {
   },
   check(q, ctx) {
     if (!q.isDeadLetterQueue) return notApplicable;
-    if (q.consumers === null || q.messages === null) {
-      return notChecked(
-        q.statsDisabled === true
-          ? "the broker's management statistics are off (management_agent.disable_metrics_collector = true), so the management API gives no message or consumer counts; watch the DLQ with `queuescope watch` (it counts over AMQP) or turn the statistics on"
-          : 'queue statistics are not available yet (management API stats lag a few seconds)',
-      );
-    }
+    if (q.statsDisabled === true && (q.consumers === null || q.messages === null)) return dlqCheckFromAmqp(q, ctx);
+    if (q.consumers === null || q.messages === null) return notChecked('queue statistics are not available yet (management API stats lag a few seconds)');
     if (q.consumers > 0 || q.messages === 0) return pass();
     const max = ctx.threshold('maxMessages');
     const growing = q.messagesGrowthPerS !== null && q.messagesGrowthPerS > 0 && q.messages >= ctx.threshold('minGrowingMessages');

@@ -218,6 +218,30 @@ describe('RabbitMQ rules', () => {
     expect(ids(run([{ ...dlq, messagesGrowthPerS: 0 }]))).toEqual([]);
     expect(ids(run([{ ...dlq, messagesGrowthPerS: 0, messages: 5000 }]))).toEqual(['work.dlq:rabbitmq.dlq-growing-without-consumers']);
   });
+
+  it('consumer-less DLQ with statistics off: judged from the AMQP counts (ready only), said so; growth and past-the-cap are not checked', () => {
+    const off = rabbit({ name: 'work.dlq', isDeadLetterQueue: true, deadLetterExchange: null, deadLetterRouting: null, deadLetterRoutingKey: null, consumers: null, messages: null, messagesGrowthPerS: null, statsDisabled: true });
+    const check = (q: RabbitQueueFacts, thresholds: Record<string, number> = {}): { status: string; note: string | undefined; finding: string | undefined } => {
+      const config: AuditConfig = { ...defaultProjectConfig().audit, thresholds: { 'rabbitmq.dlq-growing-without-consumers': thresholds } };
+      const r = run([q], { config });
+      const c = r.checks.find((x) => x.ruleId === 'rabbitmq.dlq-growing-without-consumers');
+      const finding = r.findings.find((f) => f.ruleId === 'rabbitmq.dlq-growing-without-consumers')?.message;
+      return { status: finding !== undefined ? 'fail' : (c?.status ?? 'missing'), note: c?.note ?? undefined, finding };
+    };
+    const big = check({ ...off, amqpCounts: { ready: 1500, consumers: 0 } });
+    expect(big.status).toBe('fail');
+    expect(big.finding).toBe("work.dlq has no consumers and holds 1500 ready messages (at least 1000); counts from AMQP (passive queue.declare), as the broker's management statistics are off (management_agent.disable_metrics_collector = true): ready messages only, unacknowledged unknown, no growth rate.");
+    expect(check({ ...off, amqpCounts: { ready: 1500, consumers: 2 } })).toMatchObject({ status: 'pass', note: expect.stringContaining('2 consumers; counts from AMQP') as unknown });
+    expect(check({ ...off, amqpCounts: { ready: 0, consumers: 0 } }, { maxMessages: 0 }).status).toBe('pass');
+    expect(check({ ...off, amqpCounts: { ready: 20, consumers: 0 } })).toMatchObject({ status: 'pass', note: expect.stringContaining('unacknowledged unknown') as unknown });
+    // Between the thresholds only the rate (statistics) tells whether it grows.
+    expect(check({ ...off, amqpCounts: { ready: 200, consumers: 0 } })).toMatchObject({ status: 'not-checked', note: expect.stringContaining('whether it is growing needs the management statistics') as unknown });
+    expect(check({ ...off, amqpCounts: { ready: 200, consumers: 0 } }, { maxMessages: 150 }).status).toBe('fail');
+    const capped = check({ ...off, amqpCounts: null, amqpCountsNote: 'past the cap' });
+    expect(capped.status).toBe('not-checked');
+    expect(capped.note).toContain('management statistics are off');
+    expect(capped.note).toContain('past the cap');
+  });
 });
 
 describe('Redis rules', () => {

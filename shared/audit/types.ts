@@ -169,6 +169,16 @@ export interface RabbitQueueFacts {
    * `consumers`, `messages` and `messagesGrowthPerS` stay null; absent = false.
    */
   statsDisabled?: boolean;
+  /**
+   * Only with statistics off, for dead-letter queues (classic and quorum): the counts AMQP
+   * `queue.declare` (passive) answered at collection time — `ready` = messages ready for delivery
+   * (`message_count`; unacknowledged messages are NOT included and stay unknown) and `consumers`
+   * (`consumer_count`), both exact at that moment. `null` when they were not read (past the AMQP
+   * count cap, a stream, or the declare failed): `amqpCountsNote` says why. Absent otherwise.
+   */
+  amqpCounts?: { ready: number; consumers: number } | null;
+  /** Why `amqpCounts` is null (one sentence), when it is. */
+  amqpCountsNote?: string;
   /** Queues that dead-letter into this one. */
   deadLetterSources: string[];
   isDeadLetterQueue: boolean;

@@ -1,13 +1,14 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import amqp from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRabbitmqAdapter } from '../../core/adapters/rabbitmq';
+import { AMQP_COUNTS_CAP } from '../../core/adapters/rabbitmq/adapter';
 import type { BrokerAdapter } from '../../core/adapters/types';
 import { main, type CliIo } from '../../core/cli/main';
 import { defaultProjectConfig } from '../../shared/config/project-config';
-import { evaluateAudit } from '../../shared/audit';
+import { evaluateAudit, type AuditReport } from '../../shared/audit';
 import { PrivateRabbit } from './fixtures/private-rabbitmq';
 import { RABBITMQ_MANAGEMENT_URL, uniqueName } from './env';
 
@@ -136,14 +137,82 @@ describe('RabbitMQ with management statistics off (private node)', () => {
     }
   });
 
-  it('audit: the DLQ rule is "not checked" with the real reason (not "stats lag"), and a note says why', async () => {
-    const facts = await adapter.audit!.collect({ pattern: 'qs-test-nostats-*' });
-    const report = evaluateAudit([facts], { config: defaultProjectConfig().audit, measurements: new Map(), now: Date.now() });
-    const check = report.checks.find((c) => c.ruleId === 'rabbitmq.dlq-growing-without-consumers' && c.target.includes(dlq));
-    expect(check?.status).toBe('not-checked');
-    expect(check?.note).toContain('management statistics are off');
-    expect(check?.note).not.toContain('lag');
-    expect(report.notes.join('\n')).toContain('management statistics are off');
+  it('audit: the consumer-less-DLQ check is judged from AMQP counts (a DLQ without consumers: finding; one with a consumer: pass), and says so', async () => {
+    // A second DLQ with a consumer holding 1 of its 60 (prefetch 1): 59 ready, above the threshold below,
+    // so only its consumer count can make it pass.
+    const held = uniqueName('nostats-dlq-held');
+    const ch = await conn.createConfirmChannel();
+    await ch.assertQueue(held, { durable: true });
+    for (let i = 0; i < N; i++) ch.sendToQueue(held, Buffer.from(`H-${i}`), { persistent: true });
+    await ch.waitForConfirms();
+    const consumerCh = await conn.createChannel();
+    await consumerCh.prefetch(1);
+    await consumerCh.consume(held, () => undefined, { noAck: false });
+    try {
+      for (let t = 0; (await ch.checkQueue(held)).messageCount !== N - 1; t++) {
+        if (t > 100) throw new Error('the consumer did not take a message');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const dir = await mkdtemp(join(home, 'audit-'));
+      // maxMessages 50: the 60 dead letters in the consumer-less DLQ are reported (the default is 1000).
+      await writeFile(join(dir, 'queuescope.config.json'), JSON.stringify({ version: 1, audit: { thresholds: { 'rabbitmq.dlq-growing-without-consumers': { maxMessages: 50 } } } }));
+      let stdout = '';
+      let stderr = '';
+      const io: CliIo = { stdout: { write: (x: string) => (stdout += x) }, stderr: { write: (x: string) => (stderr += x) }, env: { QUEUESCOPE_HOME: home }, cwd: dir };
+      const code = await main(['audit', rabbit.url, '--management-url', rabbit.mgmtUrl, '--queues', 'qs-test-nostats-*', '--fail-on', 'warning', '--json'], io);
+      const report = JSON.parse(stdout) as AuditReport;
+      const rule = 'rabbitmq.dlq-growing-without-consumers';
+      const findings = report.findings.filter((f) => f.ruleId === rule);
+      expect(findings.map((f) => f.target)).toEqual([dlq]);
+      expect(findings[0]?.message).toBe(
+        `${dlq} has no consumers and holds ${N} ready messages (at least 50); counts from AMQP (passive queue.declare), as the broker's management statistics are off (management_agent.disable_metrics_collector = true): ready messages only, unacknowledged unknown, no growth rate.`,
+      );
+      expect(findings[0]?.evidence).toMatchObject({ consumers: 0, messagesReady: N, messagesUnacknowledged: null, countsSource: 'amqp' });
+      expect(code, stderr).toBe(6);
+      const heldCheck = report.checks.find((c) => c.ruleId === rule && c.target === held);
+      expect(heldCheck?.status).toBe('pass');
+      expect(heldCheck?.note).toMatch(/^1 consumer; counts from AMQP \(passive queue\.declare\).*unacknowledged unknown/);
+      const notes = report.notes.join('\n');
+      expect(notes).toContain('management statistics are off');
+      expect(notes).toContain('consumer and ready counts of 2 dead-letter queues were read over AMQP instead');
+      expect(notes).toContain('unacknowledged unknown');
+    } finally {
+      await consumerCh.close();
+      await ch.deleteQueue(held);
+      await ch.close();
+    }
+  });
+
+  it('audit and listing past the AMQP count cap (lowered to 1 for this test; 2,000 in production): not checked / not read, with the reason', async () => {
+    expect(AMQP_COUNTS_CAP).toBe(2000);
+    const second = uniqueName('nostats-dlq-second'); // sorts after `dlq` (hex suffix), so it is past a cap of 1
+    const ch = await conn.createChannel();
+    await ch.assertQueue(second, { durable: true });
+    const capped = createRabbitmqAdapter({ kind: 'rabbitmq', url: rabbit.url, managementUrl: rabbit.mgmtUrl }, { amqpCountsCap: 1 });
+    try {
+      const facts = await capped.audit!.collect({ pattern: 'qs-test-nostats-*' });
+      const report = evaluateAudit([facts], { config: defaultProjectConfig().audit, measurements: new Map(), now: Date.now() });
+      const rule = 'rabbitmq.dlq-growing-without-consumers';
+      const first = report.checks.find((c) => c.ruleId === rule && c.target === dlq);
+      expect(first?.status).toBe('pass'); // 60 ready, below both default thresholds
+      expect(first?.note).toContain(`no consumers, ${N} ready messages, below both thresholds; counts from AMQP`);
+      const past = report.checks.find((c) => c.ruleId === rule && c.target === second);
+      expect(past?.status).toBe('not-checked');
+      expect(past?.note).toContain('management statistics are off');
+      expect(past?.note).toContain('counts over AMQP are read for the first 1 dead-letter queues of an audit (this is one of 1 past that cap; audit fewer with --queues)');
+      expect(report.notes.join('\n')).toContain('Only the first 1 dead-letter queues are counted over AMQP: 1 more are not checked (audit fewer with --queues)');
+
+      const listed = await capped.listQueues({ pattern: 'qs-test-nostats-*' });
+      const counted = listed.filter((q) => q.depth !== null);
+      const notRead = listed.filter((q) => q.config.counts !== undefined);
+      expect(counted).toHaveLength(1);
+      expect(notRead).toHaveLength(listed.length - 1);
+      expect(String(notRead[0]?.config.counts)).toBe('not read: counts over AMQP are read for the first 1 queues of a listing without them; list fewer (a name pattern) or open the queue');
+    } finally {
+      await capped.close();
+      await ch.deleteQueue(second);
+      await ch.close();
+    }
   });
 
   it("tuning: Little's law (ack counter and unacknowledged gauge) is unavailable, with the reason and what to do", async () => {

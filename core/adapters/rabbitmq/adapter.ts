@@ -41,8 +41,20 @@ import { RabbitmqRedriveMover } from './redrive';
 import { createRabbitmqTuning } from './tuning';
 import { createRabbitmqAuditCollector } from './audit';
 
-/** At most this many queues of one listing get their counts from AMQP passive declares (see amqpCounts). */
-const AMQP_COUNTS_CAP = 2000;
+/**
+ * At most this many queues of one listing (or dead-letter queues of one audit, with statistics off)
+ * get their counts from AMQP passive declares (see amqpCounts): one declare per queue.
+ */
+export const AMQP_COUNTS_CAP = 2000;
+
+/** Options of {@link createRabbitmqAdapter} besides the connection config. */
+export interface RabbitmqAdapterOptions {
+  /**
+   * Overrides {@link AMQP_COUNTS_CAP} (2,000), the most queues whose counts are read over AMQP per
+   * listing or audit — for tests of the past-the-cap path without thousands of queues. Integer ≥ 0.
+   */
+  amqpCountsCap?: number;
+}
 /** Columns requested from `GET /api/queues/<vhost>` (keeps a 1,000-queue listing small and fast). */
 const LIST_COLUMNS = 'name,type,messages_ready,messages_unacknowledged,consumers,arguments,effective_policy_definition,policy,durable,auto_delete,exclusive,messages,state';
 /** Columns needed only to resolve dead-letter sources of queues outside a filtered listing. */
@@ -126,14 +138,20 @@ export class RabbitmqAdapter implements BrokerAdapter {
   readonly audit = createRabbitmqAuditCollector(
     () => this.s,
     (get) => this.sameBroker(get),
+    { read: (names, signal) => this.amqpCounts(names, signal), cap: () => this.countsCap },
   );
+  /** {@link AMQP_COUNTS_CAP} unless overridden (tests). */
+  private readonly countsCap: number;
   private conn: Promise<ChannelModel> | null = null;
 
   /** DLQ redrive (issue 4): see `redrive.ts`. */
   readonly redrive: RedriveMover;
 
-  constructor(config: RabbitmqConnectionConfig) {
+  constructor(config: RabbitmqConnectionConfig, options: RabbitmqAdapterOptions = {}) {
     this.s = resolveRabbitmqSettings(config);
+    const cap = options.amqpCountsCap ?? AMQP_COUNTS_CAP;
+    if (!Number.isInteger(cap) || cap < 0) throw new QueuescopeError('INVALID_INPUT', `amqpCountsCap must be an integer ≥ 0, not ${String(cap)}.`);
+    this.countsCap = cap;
     this.mgmt = new ManagementClient(this.s);
     this.redrive = new RabbitmqRedriveMover({
       vhost: this.s.vhost,
@@ -670,7 +688,7 @@ export class RabbitmqAdapter implements BrokerAdapter {
    * again here; `limit` (default 10,000) bounds the result. Counts come from management stats, which
    * lag AMQP by up to ~5 s; queues listed without counts (brand new, or all of them on a broker with
    * statistics off) get ready and consumer counts from AMQP passive declares (at most
-   * {@link AMQP_COUNTS_CAP}; in-flight stays null), and with statistics off `config.managementStatistics`
+   * {@link AMQP_COUNTS_CAP}, or the `amqpCountsCap` option; in-flight stays null), and with statistics off `config.managementStatistics`
    * says so. Sorted by name (locale collation).
    * @throws QueuescopeError HOST_UNREACHABLE, MANAGEMENT_UNAVAILABLE, AUTH_FAILED, PERMISSION_DENIED,
    *   UNKNOWN_VHOST, TLS_ERROR, TIMEOUT, INVALID_INPUT (bad options), CANCELLED.
@@ -701,16 +719,16 @@ export class RabbitmqAdapter implements BrokerAdapter {
     const topo = buildTopology(this.s.vhost, all, exchanges, bindings);
     const sources = this.sourcesIndex(topo);
     // Queues listed without counts (brand new, or every queue when the broker's statistics are
-    // off): their ready and consumer counts from AMQP, for at most AMQP_COUNTS_CAP of them.
+    // off): their ready and consumer counts from AMQP, for at most countsCap (AMQP_COUNTS_CAP) of them.
     const uncounted = queues.filter((q) => q.messagesReady === null && q.messages === null && queueKind(q.type) !== 'rabbitmq-stream').map((q) => q.name);
-    const [statsOff, fresh] = uncounted.length === 0 ? [false, new Map<string, { messageCount: number; consumerCount: number }>()] : await Promise.all([this.statsDisabled(signal), this.amqpCounts(uncounted.slice(0, AMQP_COUNTS_CAP), signal)]);
+    const [statsOff, fresh] = uncounted.length === 0 ? [false, new Map<string, { messageCount: number; consumerCount: number }>()] : await Promise.all([this.statsDisabled(signal), this.amqpCounts(uncounted.slice(0, this.countsCap), signal)]);
     throwIfAborted(signal);
-    const beyondCap = new Set(uncounted.slice(AMQP_COUNTS_CAP));
+    const beyondCap = new Set(uncounted.slice(this.countsCap));
     return queues
       .map((q) => {
         const summary = this.summary(q, topo, sources, fresh.get(q.name), statsOff);
         // Past the cap: say why this queue has no counts (the listing is too long to declare every queue).
-        if (beyondCap.has(q.name)) summary.config = { ...summary.config, counts: `not read: counts over AMQP are read for the first ${AMQP_COUNTS_CAP} queues of a listing without them; list fewer (a name pattern) or open the queue` };
+        if (beyondCap.has(q.name)) summary.config = { ...summary.config, counts: `not read: counts over AMQP are read for the first ${this.countsCap} queues of a listing without them; list fewer (a name pattern) or open the queue` };
         return summary;
       })
       .sort((a, b) => collator.compare(a.name, b.name) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -866,11 +884,11 @@ export class RabbitmqAdapter implements BrokerAdapter {
 
 /**
  * Creates the RabbitMQ adapter (RabbitMQ 3.x, AMQP 0-9-1 via amqplib plus the management HTTP API).
- * Nothing connects until the first call.
- * @throws QueuescopeError `INVALID_INPUT` for a malformed URL or management URL.
+ * Nothing connects until the first call. `options.amqpCountsCap` is for tests (see {@link RabbitmqAdapterOptions}).
+ * @throws QueuescopeError `INVALID_INPUT` for a malformed URL or management URL, or a bad option.
  */
-export function createRabbitmqAdapter(config: RabbitmqConnectionConfig): BrokerAdapter {
-  return new RabbitmqAdapter(config);
+export function createRabbitmqAdapter(config: RabbitmqConnectionConfig, options: RabbitmqAdapterOptions = {}): BrokerAdapter {
+  return new RabbitmqAdapter(config, options);
 }
 
 /** The error for a management API that belongs to another broker than the AMQP connection (see RabbitmqAdapter.sameBroker). */

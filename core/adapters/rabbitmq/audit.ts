@@ -3,6 +3,9 @@
  * `/api/overview` (version), `/api/queues/<vhost>` (arguments, effective policy definition,
  * durability, consumers, message counts and rates), `/api/exchanges`, `/api/bindings` (dead-letter
  * routing resolved with the adapter's topology logic) and `/api/policies` (for the one-click fix).
+ * With management statistics off (`/api/overview` `disable_stats`) the queues come without counts:
+ * dead-letter queues then get ready and consumer counts over AMQP (passive `queue.declare`, at most
+ * the adapter's AMQP count cap per audit; unacknowledged messages and rates stay unknown).
  *
  * Dead-letter settings: a queue argument wins over a policy key for the dead-letter exchange and
  * routing key; the lower value wins for TTL, max length and delivery limit
@@ -55,11 +58,26 @@ export function dlqCandidateNames(name: string): string[] {
   return out;
 }
 
+/**
+ * Reads ready and consumer counts over AMQP (passive `queue.declare`, one per queue) — the
+ * adapter's reader. `read` resolves with an entry per queue it could declare (a queue deleted
+ * meanwhile or another connection's exclusive queue gets none); `cap()` is the most queues read
+ * per audit.
+ */
+export interface AmqpCountReader {
+  read(names: readonly string[], signal?: AbortSignal): Promise<Map<string, { messageCount: number; consumerCount: number }>>;
+  cap(): number;
+}
+
 class RabbitmqAuditCollector implements AuditCollector {
-  /** @param guard checked before the first management request of each client (the adapter's same-broker check). */
+  /**
+   * @param guard checked before the first management request of each client (the adapter's same-broker check).
+   * @param counts with statistics off, where dead-letter queues' counts come from.
+   */
   constructor(
     private readonly settings: () => RabbitmqSettings,
     private readonly guard?: ManagementGuard,
+    private readonly counts?: AmqpCountReader,
   ) {}
 
   private get s(): RabbitmqSettings {
@@ -102,7 +120,6 @@ class RabbitmqAuditCollector implements AuditCollector {
         if (raw) queues.push({ raw, growth: typeof rate === 'number' && Number.isFinite(rate) ? rate : null });
       }
     }
-    if (overview?.statsDisabled === true) notes.push(`${STATS_DISABLED_NOTE.charAt(0).toUpperCase()}${STATS_DISABLED_NOTE.slice(1)}; the checks that need them are not checked.`);
     if (queues.length >= QUEUE_CAP) notes.push(`Only the first ${String(QUEUE_CAP)} queues of vhost '${this.s.vhost}' were read.`);
     const [ex, bi] = await Promise.all([this.getJson(c, `/api/exchanges/${v}?columns=name,type,arguments`, signal), this.getJson(c, `/api/bindings/${v}`, signal)]);
     return {
@@ -190,8 +207,10 @@ class RabbitmqAuditCollector implements AuditCollector {
       const pattern = options.pattern;
       const queues = all.queues
         .filter(({ raw }) => pattern === undefined || pattern === '' || matchesQueuePattern(pattern, raw.name))
-        .map(({ raw, growth }) => ({ ...this.queueFacts(raw, growth, topo, sources, all.version), ...(all.statsDisabled ? { statsDisabled: true } : {}) }))
+        .map(({ raw, growth }): RabbitQueueFacts => ({ ...this.queueFacts(raw, growth, topo, sources, all.version), ...(all.statsDisabled ? { statsDisabled: true } : {}) }))
         .sort((a, b) => a.name.localeCompare(b.name));
+      const notes = [...all.notes];
+      if (all.statsDisabled) notes.unshift(await this.addAmqpCounts(queues, signal));
       const server: RabbitServerFacts = {
         kind: 'rabbitmq-server',
         label: this.s.label,
@@ -199,8 +218,59 @@ class RabbitmqAuditCollector implements AuditCollector {
         // Not exposed by the management API: the default is assumed (override with the rule's threshold).
         consumerTimeoutMs: null,
       };
-      return { broker: 'rabbitmq', label: this.s.label, servers: [server], queues, notes: all.notes };
+      return { broker: 'rabbitmq', label: this.s.label, servers: [server], queues, notes };
     });
+  }
+
+  /**
+   * Statistics off: sets `amqpCounts` (or `amqpCountsNote`) on the dead-letter queues among
+   * `queues` — the only facts a count-based rule can use then — reading at most `cap()` of them
+   * in name order over AMQP. Returns the collector note saying where counts came from and what
+   * stays unknown. An AMQP failure leaves the counts null with the reason (the audit still runs).
+   * @throws QueuescopeError `CANCELLED`.
+   */
+  private async addAmqpCounts(queues: RabbitQueueFacts[], signal?: AbortSignal): Promise<string> {
+    const dlqs = queues.filter((q) => q.isDeadLetterQueue);
+    const countable = dlqs.filter((q) => q.type !== 'stream');
+    const cap = this.counts?.cap() ?? 0;
+    let read = new Map<string, { messageCount: number; consumerCount: number }>();
+    let failure: string | null = null;
+    if (this.counts && countable.length > 0 && cap > 0) {
+      try {
+        read = await this.counts.read(countable.slice(0, cap).map((q) => q.name), signal);
+      } catch (e) {
+        throwIfAborted(signal);
+        if (e instanceof QueuescopeError && e.code === 'CANCELLED') throw e;
+        failure = e instanceof Error ? e.message : String(e);
+      }
+    }
+    const beyond = Math.max(0, countable.length - cap);
+    countable.forEach((q, i) => {
+      const c = i < cap ? read.get(q.name) : undefined;
+      if (c) {
+        q.amqpCounts = { ready: c.messageCount, consumers: c.consumerCount };
+        return;
+      }
+      q.amqpCounts = null;
+      q.amqpCountsNote =
+        i >= cap
+          ? `they were not read over AMQP either: counts over AMQP are read for the first ${String(cap)} dead-letter queues of an audit (this is one of ${String(beyond)} past that cap; audit fewer with --queues)`
+          : failure !== null
+            ? `reading them over AMQP failed: ${failure}`
+            : 'the passive queue.declare over AMQP failed (the queue was deleted meanwhile, or it is an exclusive queue of another connection)';
+    });
+    for (const q of dlqs) {
+      if (q.type !== 'stream') continue;
+      q.amqpCounts = null;
+      q.amqpCountsNote = 'AMQP gives no message count for a stream';
+    }
+    const stats = `${STATS_DISABLED_NOTE.charAt(0).toUpperCase()}${STATS_DISABLED_NOTE.slice(1)}`;
+    const got = countable.filter((q) => q.amqpCounts).length;
+    const via =
+      countable.length === 0
+        ? 'the checks that need them are not checked'
+        : `consumer and ready counts of ${got === countable.length ? String(got) : `${String(got)} of ${String(countable.length)}`} dead-letter queue${countable.length === 1 ? '' : 's'} were read over AMQP instead (passive queue.declare: exact at that moment, but ready messages only — unacknowledged unknown — and no rates), so the consumer-less-DLQ check uses them; checks that need rates or unacknowledged counts are not checked${beyond > 0 ? `. Only the first ${String(cap)} dead-letter queues are counted over AMQP: ${String(beyond)} more are not checked (audit fewer with --queues)` : ''}${failure !== null ? `. Reading the counts over AMQP failed (${failure}): those checks are not checked` : ''}`;
+    return `${stats}; ${via}.`;
   }
 
   private async currentQueue(c: ManagementClient, name: string, signal?: AbortSignal): Promise<RawQueue> {
@@ -316,8 +386,9 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 
 /**
  * Creates the RabbitMQ audit collector. `settings` is read at each call (the adapter resolves
- * them in its constructor).
+ * them in its constructor). `counts` reads dead-letter queues' ready and consumer counts over AMQP
+ * when the broker's management statistics are off (without it they stay unknown).
  */
-export function createRabbitmqAuditCollector(settings: () => RabbitmqSettings, guard?: ManagementGuard): AuditCollector {
-  return new RabbitmqAuditCollector(settings, guard);
+export function createRabbitmqAuditCollector(settings: () => RabbitmqSettings, guard?: ManagementGuard, counts?: AmqpCountReader): AuditCollector {
+  return new RabbitmqAuditCollector(settings, guard, counts);
 }
