@@ -30,8 +30,19 @@ export const REDRIVE_COUNT_HEADER = 'x-queuescope-redrive-count';
 export type RedriveDecision =
   /** Publish to `targetQueueId` (a queue id of the same connection), then remove from the DLQ. */
   | { action: 'move'; targetQueueId: string }
-  /** Leave it in the DLQ; `reason` is shown to the user ("non-retryable: HTTP 422 …", "not selected", "duplicate key A-1:charge"). */
-  | { action: 'skip'; reason: string };
+  /**
+   * Leave it in the DLQ; `reason` is shown to the user ("non-retryable: HTTP 422 …", "not selected", "duplicate key A-1:charge").
+   * `held`: it stays only because a consumer received it less than {@link RECENT_DELIVERY_MS} ago and has not acknowledged it.
+   */
+  | { action: 'skip'; reason: string; held?: boolean };
+
+/**
+ * A DLQ message a consumer received less than this long ago (ms) and has not acknowledged — a Redis
+ * stream entry in a consumer group's pending entries list whose idle time (XPENDING) is below it —
+ * is taken to be being processed right now: a redrive leaves it in the DLQ unless told to include
+ * pending entries. One idle for longer is taken as left by a consumer that stopped, and moves.
+ */
+export const RECENT_DELIVERY_MS = 60_000;
 
 /** How a redrive run reads the DLQ. */
 export interface ClientMoveOptions {
@@ -112,6 +123,12 @@ export interface MoveSummary {
    * read got ApproximateReceiveCount +1", "the DLQ has its own RedrivePolicy …"). Absent = none.
    */
   notes?: string[];
+  /**
+   * Optional: warnings about the messages this run moved or would move (dry run), one sentence each
+   * — e.g. Redis stream entries pending in a consumer group of the DLQ: which group and consumer,
+   * how many, how long idle. Shown with the plan's and the result's warnings. Absent = none.
+   */
+  warnings?: string[];
   /** Optional: broker API calls the run made (SQS requests), for the API-calls-per-message bench. */
   apiCalls?: number;
 }

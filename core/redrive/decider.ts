@@ -3,7 +3,7 @@ import type { QueueMessage, QueueSummary } from '../../shared/domain';
 import { classifyFailure, type FailureInfo } from '../../shared/redrive/failure-class';
 import { isEmptyFilter, matchFilter, type RedriveFilter } from '../../shared/redrive/filter';
 import type { DecisionSample, FailureGroup, SkipCategory, TargetInfo } from '../../shared/redrive/types';
-import type { RedriveDecision, RedriveMover } from '../adapters/redrive-types';
+import { RECENT_DELIVERY_MS, type RedriveDecision, type RedriveMover } from '../adapters/redrive-types';
 
 export type { DecisionSample, FailureGroup, SkipCategory, TargetInfo };
 
@@ -24,6 +24,12 @@ export interface DeciderOptions {
   includeNonRetryable: boolean;
   /** Move one message per idempotency key (the first examined); others stay, reported as duplicates. */
   dedupeByKey: boolean;
+  /**
+   * Move messages a consumer received less than {@link RECENT_DELIVERY_MS} ago and has not
+   * acknowledged too (Redis stream pending entries, see {@link recentlyDelivered}); default false:
+   * they stay, counted under skip category `held`.
+   */
+  includePending?: boolean;
   /** User key rules for {@link extractIdempotencyKey}. */
   keyRules: readonly KeyRule[];
   /** A chosen target queue id, or null for the original source per message ({@link RedriveMover.resolveTarget}). */
@@ -50,7 +56,9 @@ export interface DeciderOptions {
  * 3. filter: a failed term → skip "not selected (term)";
  * 4. target: chosen, or resolved from the message; none → skip "no target"; a queue that does not
  *    exist → skip; a loop target without confirmation → skip "loop: …";
- * 5. `dedupeByKey`: a key seen before → skip "duplicate idempotency key <key>".
+ * 5. held: received by a consumer less than a minute ago and not acknowledged ({@link recentlyDelivered}),
+ *    unless `includePending` → skip "held: pending in group …" (decision `held: true`);
+ * 6. `dedupeByKey`: a key seen before → skip "duplicate idempotency key <key>".
  */
 export class Decider {
   readonly examined = { count: 0 };
@@ -129,6 +137,17 @@ export class Decider {
     }
     if (!target.exists) return this.skip(message, failure, 'target missing', `target ${target.queueName} does not exist`, `target missing: ${target.queueName}`);
     if (target.loop !== null && !this.o.confirmLoop) return this.skip(message, failure, 'loop', `loop: ${target.loop} (confirm to move anyway)`, `loop: ${target.queueName}`);
+    if (this.o.includePending !== true && recentlyDelivered(message)) {
+      const group = message.meta.consumerGroup ?? '?';
+      const d = this.skip(
+        message,
+        failure,
+        'held',
+        `held: pending in consumer group "${group.slice(0, 120)}" (consumer "${(message.meta.consumer ?? '?').slice(0, 120)}", delivered ${Math.round((message.meta.idleMs ?? 0) / 1000)} s ago, not acknowledged): likely being processed now — include pending entries to move it`,
+        `held: pending in group "${group.slice(0, 120)}", delivered < ${RECENT_DELIVERY_MS / 1000} s ago (likely being processed now)`,
+      );
+      return d.action === 'skip' ? { ...d, held: true } : d;
+    }
     if (this.o.dedupeByKey && key !== null && key.verdict !== 'missing') {
       if (this.keysSeen.has(key.key)) return this.skip(message, failure, 'duplicate key', `duplicate idempotency key ${key.key.slice(0, 120)}`, 'duplicate idempotency key');
       this.keysSeen.add(key.key);
@@ -233,4 +252,13 @@ export function describeTarget(queueId: string, via: string, dlq: QueueSummary, 
     else if (backToDlq && q.consumers === 0) warnings.push(`${name} has no consumers: redriven messages wait there, and any that expire or are rejected come back to ${dlq.name}`);
   }
   return { queueId, queueName: name, via, exists: queues === null || q !== undefined, loop, warnings };
+}
+
+/**
+ * True when a consumer received `m` less than {@link RECENT_DELIVERY_MS} ago and has not
+ * acknowledged it: `meta.state` `pending` (a Redis stream entry in a consumer group's pending
+ * entries list, as the stream mover reads it) with `meta.idleMs` (XPENDING idle time, ms) below it.
+ */
+export function recentlyDelivered(m: QueueMessage): boolean {
+  return m.meta.state === 'pending' && typeof m.meta.idleMs === 'number' && m.meta.idleMs < RECENT_DELIVERY_MS;
 }

@@ -32,6 +32,12 @@ export interface RedriveRequest {
   includeNonRetryable?: boolean;
   /** Move one message per idempotency key (the first read); the others stay, reported as duplicates. */
   dedupeByKey?: boolean;
+  /**
+   * Move messages a consumer received less than 60 s ago (`RECENT_DELIVERY_MS` of the adapters' redrive types) and has not
+   * acknowledged too — Redis stream entries pending in a consumer group of the DLQ. Default false:
+   * they stay in the DLQ (skip category `held`), and the plan and result warn about them.
+   */
+  includePending?: boolean;
   /** User rules for finding idempotency keys (profile / project `inspect` settings). */
   keyRules?: KeyRule[];
   /** A target queue id; absent/null = each message's original source ({@link RedriveMover.resolveTarget}). */
@@ -136,13 +142,14 @@ export function validateRequest(r: RedriveRequest): void {
 }
 
 /** The filter in words (audit log, labels). */
-export function describeSelection(r: Pick<RedriveRequest, 'selection' | 'includeNonRetryable' | 'dedupeByKey'>): string {
+export function describeSelection(r: Pick<RedriveRequest, 'selection' | 'includeNonRetryable' | 'dedupeByKey' | 'includePending'>): string {
   const parts: string[] = [];
   if (r.selection.kind === 'all') parts.push('all');
   else if (r.selection.kind === 'filter') parts.push(formatFilter(r.selection.filter));
   else parts.push(`ids:${r.selection.ids.length <= 20 ? r.selection.ids.join(',') : `${r.selection.ids.slice(0, 20).join(',')},… (${r.selection.ids.length} ids)`}`);
   if (r.includeNonRetryable !== true) parts.push('excluding non-retryable');
   if (r.dedupeByKey === true) parts.push('one per idempotency key');
+  if (r.includePending === true) parts.push('including pending entries');
   return parts.join('; ');
 }
 
@@ -221,6 +228,7 @@ async function prepare(env: RedriveEnv, r: RedriveRequest, signal?: AbortSignal)
       selection: r.selection,
       includeNonRetryable: r.includeNonRetryable === true,
       dedupeByKey: r.dedupeByKey === true,
+      includePending: r.includePending === true,
       keyRules: r.keyRules ?? [],
       targetQueueId: target,
       confirmLoop: r.confirmLoop === true,
@@ -329,7 +337,7 @@ export async function planRedrive(env: RedriveEnv, r: RedriveRequest, signal?: A
     notFoundCount: d.notFoundIds().length,
     targets,
     loops,
-    warnings: [...new Set([...heldWarnings(p.dlq), ...d.allTargets().flatMap((t) => t.warnings)])],
+    warnings: [...new Set([...heldWarnings(p.dlq), ...(summary.warnings ?? []), ...d.allTargets().flatMap((t) => t.warnings)])],
     groups: d.groupList(),
     wastedRetries: d.wastedRetries,
     samples: [...d.moveSamples, ...d.skipSamples],
@@ -370,8 +378,8 @@ export async function priorUsesOfBackup(env: Pick<RedriveEnv, 'auditLog'>, path:
 /**
  * DLQ messages a redrive cannot see: those a consumer holds (`capabilities.heldByConsumers`:
  * RabbitMQ unacknowledged, SQS in flight). A run reads only ready / visible messages, so they are
- * neither examined nor moved; they return to the DLQ when released. (Redis has no such state: stream
- * pending entries are read, BullMQ failed jobs are not held.)
+ * neither examined nor moved; they return to the DLQ when released. (Redis stream pending entries
+ * are read: the stream mover's summary `warnings` speak of them; BullMQ failed jobs are not held.)
  */
 function heldWarnings(dlq: QueueSummary): string[] {
   const held = dlq.capabilities.heldByConsumers;
@@ -477,6 +485,7 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
   ctx.setTotal(p.expected);
   const totals: Totals = { examined: 0, moved: 0, skipped: 0, failed: 0, possibleDuplicates: 0, perTarget: new Map() };
   const notes: string[] = [];
+  const warnings: string[] = [];
   const backupPath = r.backupPath ?? defaultBackupPath(env.configDir, p.dlq.name, p.cutoffMs);
   const header = {
     exportedAt: p.cutoffMs,
@@ -526,6 +535,7 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
       const s = await clientSide(r, p, backup, ctx, totals);
       stoppedBecause = s.stoppedBecause;
       notes.push(...(s.notes ?? []));
+      warnings.push(...(s.warnings ?? []));
     }
   } catch (e) {
     error = e;
@@ -550,6 +560,7 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
     auditId: null,
     filter: describeSelection(r),
     notes,
+    warnings,
     notFoundIds: p.decider.notFoundIds().slice(0, MAX_CANNOT_MOVE_LISTED),
     notFoundCount: p.decider.notFoundIds().length,
   };
@@ -576,6 +587,7 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
         stoppedBecause,
         ...(error !== null ? { error: toErrorInfo(error) } : {}),
         notes,
+        ...(warnings.length > 0 ? { warnings } : {}),
       },
     });
     result.auditId = entry.id;

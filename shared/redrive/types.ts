@@ -17,8 +17,8 @@ export const DEFAULT_REDRIVE_MAX_BODY_BYTES = 1024 * 1024 + 1024;
  */
 export const MAX_REDRIVE_MAX_BODY_BYTES = 128 * 1024 * 1024;
 
-/** Skip categories, counted per category in plans and results. */
-export type SkipCategory = 'non-retryable' | 'not selected' | 'not picked' | 'duplicate key' | 'no target' | 'target missing' | 'loop';
+/** Skip categories, counted per category in plans and results (`held`: a consumer received it under a minute ago and has not acknowledged it — a Redis stream pending entry). */
+export type SkipCategory = 'non-retryable' | 'not selected' | 'not picked' | 'duplicate key' | 'no target' | 'target missing' | 'loop' | 'held';
 
 /** One target of a redrive with what is known about it. */
 export interface TargetInfo {
@@ -133,6 +133,8 @@ export interface RedriveResult extends Record<string, unknown> {
   auditId: string | null;
   filter: string;
   notes: string[];
+  /** Warnings about the messages the run moved or left (e.g. Redis stream entries pending in a consumer group of the DLQ), as in the plan's `warnings`; absent in results of older versions. */
+  warnings?: string[];
   /** Picked ids (`ids` selection) that were not found in the DLQ (at most {@link MAX_CANNOT_MOVE_LISTED}); empty otherwise. */
   notFoundIds: string[];
   /** How many picked ids were not found in all ({@link notFoundIds} lists the first ones). */

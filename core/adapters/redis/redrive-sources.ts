@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { JobsOptions } from 'bullmq';
 import { QueuescopeError, type ErrorInfo, type HeaderValue, type QueueMessage } from '../../../shared/domain';
-import { REDRIVE_COUNT_HEADER, type MoveSummary } from '../redrive-types';
+import { RECENT_DELIVERY_MS, REDRIVE_COUNT_HEADER, type MoveSummary, type RedriveDecision } from '../redrive-types';
 import { toMessageBody } from './body';
 import { peekBullmq, readSortedStateJobs } from './bullmq';
 import { notFound, num, type RedisContext } from './context';
@@ -10,7 +10,7 @@ import { decodeCursor, encodeCursor } from './cursor';
 import { formatQueueId, parseQueueId } from './ids';
 import { BULLMQ_RETRY_BATCH_LUA, BULLMQ_RETRY_LUA, LIST_MOVE_LUA, STREAM_MOVE_LUA } from './redrive-lua';
 import { LuaScript } from './redrive-script';
-import { streamEntryMessage } from './stream';
+import { pendingInRange, streamEntryMessage, type PendingEntry } from './stream';
 import { listEntryId } from './list';
 
 /** Hash field of a BullMQ job naming the job it was redriven from (`<queue id>|<job id>`), so a repeated run finds its own copy. */
@@ -45,6 +45,10 @@ export interface BatchSource {
   advance(batch: QueueMessage[]): void;
   /** Optional: lets a read in flight settle before the run ends (nothing of it is used). */
   close?(): Promise<void>;
+  /** Optional: told the engine's decision for each message read, right after it was made. */
+  observe?(message: QueueMessage, decision: RedriveDecision): void;
+  /** Optional: warnings about the messages decided so far (see {@link MoveSummary.warnings}); `dryRun` picks the tense. */
+  warnings?(dryRun: boolean): string[];
 }
 
 /** A batch read ahead older than this when its turn comes (a pause, a rate-limit wait, a slow backup) is read again. */
@@ -176,10 +180,32 @@ export class ListSource implements BatchSource {
 
 // ---- streams ----------------------------------------------------------------------------------
 
-/** A stream DLQ, read with XRANGE from its first entry up to the cutoff (entry id time ≤ cutoffMs). */
+/** Formats an idle time in ms for a warning: "0.4 s", "12 s", "5 min", "3.2 h". */
+function idleText(ms: number): string {
+  if (ms < 10_000) return `${(ms / 1000).toFixed(1)} s`;
+  if (ms < 120_000) return `${Math.round(ms / 1000)} s`;
+  if (ms < 2 * 3_600_000) return `${Math.round(ms / 60_000)} min`;
+  return `${(ms / 3_600_000).toFixed(1)} h`;
+}
+
+/** What happens to stream entries pending in a group: they stay (delivered recently), or move though delivered recently, or move after a long idle. */
+type PendingFate = 'stays' | 'moves-recent' | 'moves-idle';
+
+/**
+ * A stream DLQ, read with XRANGE from its first entry up to the cutoff (entry id time ≤ cutoffMs).
+ * Each batch's entries that are pending in a consumer group of the DLQ (read by a consumer with
+ * XREADGROUP and not XACKed; extended XPENDING over the batch's id range) get `meta.state`
+ * `pending` with the group, consumer, idle time and delivery count of the most recent delivery, so
+ * the engine can leave those delivered less than {@link RECENT_DELIVERY_MS} ago in the DLQ; the
+ * source counts them per group and consumer for {@link warnings}.
+ */
 export class StreamSource implements BatchSource {
   private lastId: string | null = null;
   private examined = 0;
+  /** Pending rows of the batch in hand, by entry id. */
+  private batchPending = new Map<string, PendingEntry[]>();
+  /** Per group, per fate, per consumer: entries and their idle range (ms). */
+  private readonly tally = new Map<string, Map<PendingFate, Map<string, { n: number; min: number; max: number }>>>();
 
   private constructor(
     private readonly conn: Redis,
@@ -205,6 +231,18 @@ export class StreamSource implements BatchSource {
     this.examined += messages.length;
     const last = messages[messages.length - 1];
     if (last) this.lastId = last.id;
+    this.batchPending = last ? await pendingInRange(this.conn, this.key, (messages[0] as QueueMessage).id, last.id) : new Map<string, PendingEntry[]>();
+    for (const m of messages) {
+      const rows = this.batchPending.get(m.id);
+      if (rows === undefined) continue;
+      // The most recent delivery decides whether someone is on it now.
+      const recent = rows.reduce((a, b) => (b.idleMs < a.idleMs ? b : a));
+      m.meta.state = 'pending';
+      m.meta.consumerGroup = recent.group;
+      m.meta.consumer = recent.consumer;
+      m.meta.idleMs = recent.idleMs;
+      m.meta.receiveCount = recent.deliveries;
+    }
     let end: MoveSummary['stoppedBecause'] | null = null;
     if (entries.length < n) {
       const after = await this.conn.xrange(this.key, String(this.cutoffMs + 1), '+', 'COUNT', 1);
@@ -215,6 +253,63 @@ export class StreamSource implements BatchSource {
 
   advance(): void {
     // The cursor is the last entry id read: nothing to do.
+  }
+
+  /** Counts a pending entry the engine decided to move, or left because it was delivered recently (`held`); other skips are not this run's concern. */
+  observe(m: QueueMessage, d: RedriveDecision): void {
+    const rows = this.batchPending.get(m.id);
+    if (rows === undefined || (d.action === 'skip' && d.held !== true)) return;
+    for (const r of rows) {
+      const recent = r.idleMs < RECENT_DELIVERY_MS;
+      // A held entry stays for all its groups; its long-idle rows in other groups are no news.
+      if (d.action === 'skip' && !recent) continue;
+      const fate: PendingFate = d.action === 'skip' ? 'stays' : recent ? 'moves-recent' : 'moves-idle';
+      let byFate = this.tally.get(r.group);
+      if (byFate === undefined) this.tally.set(r.group, (byFate = new Map<PendingFate, Map<string, { n: number; min: number; max: number }>>()));
+      let byConsumer = byFate.get(fate);
+      if (byConsumer === undefined) byFate.set(fate, (byConsumer = new Map<string, { n: number; min: number; max: number }>()));
+      const c = byConsumer.get(r.consumer);
+      if (c === undefined) byConsumer.set(r.consumer, { n: 1, min: r.idleMs, max: r.idleMs });
+      else {
+        c.n++;
+        c.min = Math.min(c.min, r.idleMs);
+        c.max = Math.max(c.max, r.idleMs);
+      }
+    }
+  }
+
+  /**
+   * One sentence per consumer group and fate: entries delivered less than {@link RECENT_DELIVERY_MS}
+   * ago that stay (or, with pending entries included, move although a consumer is likely on them),
+   * and long-idle ones that move — naming the consumers, their counts and idle times.
+   */
+  warnings(dryRun: boolean): string[] {
+    const out: string[] = [];
+    const key = this.key.length > 200 ? `${this.key.slice(0, 200)}…` : this.key;
+    const secs = RECENT_DELIVERY_MS / 1000;
+    for (const [group, byFate] of this.tally) {
+      for (const fate of ['stays', 'moves-recent', 'moves-idle'] as const) {
+        const byConsumer = byFate.get(fate);
+        if (byConsumer === undefined) continue;
+        const total = [...byConsumer.values()].reduce((a, c) => a + c.n, 0);
+        const list = [...byConsumer.entries()].sort((a, b) => b[1].n - a[1].n);
+        const who = list
+          .slice(0, 5)
+          .map(([name, c]) => `consumer "${name.slice(0, 120)}": ${c.n}, idle ${c.min === c.max ? idleText(c.min) : `${idleText(c.min)}–${idleText(c.max)}`}`)
+          .join('; ');
+        const more = list.length > 5 ? `; and ${list.length - 5} more consumers` : '';
+        const head = `${total} entr${total === 1 ? 'y' : 'ies'} of stream "${key}" ${total === 1 ? 'is' : 'are'} pending in consumer group "${group.slice(0, 120)}" (${who}${more})`;
+        const moved = dryRun ? 'would be moved' : 'were moved';
+        if (fate === 'stays') {
+          out.push(`${head}: delivered less than ${secs} s ago and not acknowledged, so likely being processed right now; ${total === 1 ? 'it stays' : 'they stay'} in the DLQ (include pending entries — --include-pending in the CLI — to move ${total === 1 ? 'it' : 'them'}: the move XACKs ${total === 1 ? 'it' : 'them'}, so that consumer's XACK or XCLAIM finds nothing and its work may be done twice)`);
+        } else if (fate === 'moves-recent') {
+          out.push(`${head}: delivered less than ${secs} s ago and likely being processed right now, yet ${moved} (pending entries included) and XACKed in the group: that consumer's XACK or XCLAIM finds nothing, and its work may be done twice`);
+        } else {
+          out.push(`${head}: delivered ${secs} s or more ago and never acknowledged (a consumer that stopped or crashed?); ${total === 1 ? 'it' : 'they'} ${moved} and XACKed in the group`);
+        }
+      }
+    }
+    return out;
   }
 
   async commit(moves: PlannedMove[]): Promise<Committed> {

@@ -37,6 +37,9 @@ import { BullmqSource, jobData, jobOptionsFrom, ListSource, redriveJobId, REDRIV
  * - **Streams**: XADD of the entry's fields, in order, to the target stream (new entry id) with
  *   the counter field `x-queuescope-redrive-count` (+1), XDEL from the DLQ, and XACK in every
  *   consumer group of the DLQ so no pending entries list keeps pointing at a deleted entry.
+ *   Entries pending in a group are read with their XPENDING idle time (`meta.state` `pending`):
+ *   the engine leaves those delivered less than a minute ago in the DLQ unless pending entries are
+ *   included, and the summary's `warnings` name the groups, consumers, counts and idle times.
  *   Cutoff: the entry id's time. The target must be set by the user (mapping); a
  *   `<name>-dlq` / `<name>:dlq` / `dlq:<name>` naming convention is offered as a suggestion.
  * - **Lists**: the head is index 0 (the left end, as the list adapter peeks); moved elements are
@@ -489,6 +492,7 @@ async function drive(
     const moves: PlannedMove[] = [];
     for (const m of messages) {
       const d = hooks.decide(m);
+      source.observe?.(m, d);
       if (d.action === 'skip') {
         result.skipped.push({ id: m.id, reason: d.reason });
         continue;
@@ -544,7 +548,8 @@ async function drive(
       break;
     }
   }
-  return { ...totals, stoppedBecause };
+  const warnings = source.warnings?.(options.dryRun) ?? [];
+  return { ...totals, stoppedBecause, ...(warnings.length > 0 ? { warnings } : {}) };
 }
 
 /** Runs a pipeline and returns its replies in order. @throws the first command error. */

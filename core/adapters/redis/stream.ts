@@ -132,6 +132,47 @@ export async function streamSummary(ctx: RedisContext, key: string, signal?: Abo
   };
 }
 
+/** One row of extended XPENDING: an entry a consumer of `group` read and has not acknowledged. */
+export interface PendingEntry {
+  group: string;
+  consumer: string;
+  /** ms since the entry was last delivered (to this consumer). */
+  idleMs: number;
+  /** Times it was delivered. */
+  deliveries: number;
+}
+
+/**
+ * The pending entries with ids from `lo` to `hi` (inclusive) in every consumer group of the stream
+ * `key`: XINFO GROUPS, then, for each group with a non-empty pending entries list, extended
+ * XPENDING over that id range (https://redis.io/docs/latest/commands/xpending/), paged with an
+ * exclusive start (Redis ≥ 6.2) until the range is read. Returns, per entry id, one row per group
+ * holding it (empty map when the stream has no group with pending entries).
+ * @throws Redis errors as thrown by ioredis (e.g. NOPERM).
+ */
+export async function pendingInRange(conn: Redis, key: string, lo: string, hi: string, page = 500): Promise<Map<string, PendingEntry[]>> {
+  const out = new Map<string, PendingEntry[]>();
+  const groups = parseGroups(await conn.xinfo('GROUPS', key)).filter((g) => g.pending > 0);
+  for (const g of groups) {
+    let start = lo;
+    for (;;) {
+      const rows = (await conn.xpending(key, g.name, start, hi, page)) as unknown[][];
+      for (const row of rows) {
+        const id = str(row[0]);
+        if (id === null) continue;
+        const e: PendingEntry = { group: g.name, consumer: str(row[1]) ?? '', idleMs: num(row[2]) ?? 0, deliveries: num(row[3]) ?? 0 };
+        const list = out.get(id);
+        if (list) list.push(e);
+        else out.set(id, [e]);
+      }
+      const last = rows.length === page ? str(rows[rows.length - 1]?.[0]) : null;
+      if (last === null) break;
+      start = `(${last}`;
+    }
+  }
+  return out;
+}
+
 /** Stream entry id → [ms, seq] for comparisons. */
 function parseId(id: string): [number, number] {
   const dash = id.indexOf('-');

@@ -33,6 +33,10 @@ Body read limit: a message whose body is larger than --max-body-bytes (default $
 1 MiB + 1 KiB) cannot be moved (it could not be backed up whole); the dry run lists each one with its
 id. Raise the limit up to ${MAX_REDRIVE_MAX_BODY_BYTES} (128 MiB, RabbitMQ's largest message) to move them:
 memory grows with it (a batch holds up to batch × limit bytes; lower --batch for big bodies).
+Redis stream DLQ: entries pending in one of its consumer groups (read with XREADGROUP, not yet
+XACKed) that were delivered less than 60 s ago stay in the DLQ (a consumer is likely processing
+them) unless --include-pending; the dry run and the result warn per group and consumer with counts
+and idle times, also for long-idle entries, which move (and are XACKed in their group).
 Picked --ids that are not in the DLQ are listed and make the exit code 7, as does a run that examined
 fewer messages than its dry run (the others were held by another reader, or left the DLQ another way).`;
 
@@ -47,6 +51,7 @@ interface RedriveOpts extends CommonOpts {
   limit?: string;
   dryRun?: boolean;
   dedupeByKey?: boolean;
+  includePending?: boolean;
   native?: boolean;
   backup?: string;
   yes?: boolean;
@@ -145,6 +150,7 @@ export function formatResult(r: RedriveResult, status: string): string {
   if (r.notFoundCount > 0) lines.push(`warning: ${notFoundLine(r.notFoundCount, r.notFoundIds)}`);
   if (r.backupPath !== null) lines.push(`Backup: ${cell(r.backupPath, 400)} (put back with: queuescope reinject <connection> <queue> --from <backup>)`);
   if (r.auditId !== null) lines.push(`Audit log: entry ${r.auditId} (queuescope history)`);
+  for (const w of r.warnings ?? []) lines.push(`warning: ${cell(w, 2000)}`);
   for (const n of r.notes) lines.push(`note: ${cell(n, NOTE_MAX)}`);
   return `${lines.join('\n')}\n`;
 }
@@ -195,6 +201,7 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
       selection: ids !== undefined ? { kind: 'ids', ids } : opts.filter !== undefined ? { kind: 'filter', filter } : { kind: 'all' },
       includeNonRetryable: opts.includeNonRetryable === true,
       dedupeByKey: opts.dedupeByKey === true,
+      ...(opts.includePending === true ? { includePending: true } : {}),
       targetQueueId: target?.id ?? null,
       confirmLoop: opts.confirmLoop === true,
       ratePerSecond: rate,
@@ -328,6 +335,7 @@ export function register(program: Command, ctx: CliContext): void {
       .option('--limit <n>', 'examine at most N messages')
       .option('--dry-run', 'only show what would move where')
       .option('--dedupe-by-key', 'move one message per idempotency key')
+      .option('--include-pending', 'Redis streams: also move entries a consumer of a group read less than 60 s ago and has not XACKed (default: they stay, with a warning)')
       .option('--native', 'require the broker’s native move (SQS move task, RabbitMQ shovel, BullMQ retryJobs)')
       .option('--no-native', 'never use the native move')
       .option('--backup <file>', 'backup snapshot to write before moving (default: in the config folder)')

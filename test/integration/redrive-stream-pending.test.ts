@@ -1,0 +1,106 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { EXIT } from '../../core/cli/exit-codes';
+import type { RedrivePlan, RedriveResult } from '../../shared/redrive/types';
+import { REDIS_URL, uniqueName } from './env';
+import { runCli } from './fixtures/run-cli';
+
+/**
+ * A stream DLQ with consumer groups whose consumers read entries and have not XACKed them: an
+ * alerting consumer that XREADGROUPed 3 entries just now (likely processing them), and a DLQ
+ * processor that read 2 entries two hours ago and stopped. The dry run must name both groups, their
+ * consumers, counts and idle times; the run leaves the 3 fresh ones in the DLQ (still pending, so
+ * the alerting consumer's XACK works) and moves the long-idle ones, XACKed. With --include-pending
+ * the fresh ones would move too, with a warning. Shared Redis, database 9, unique keys (deleted).
+ */
+
+const url9 = `${REDIS_URL.replace(/\/\d*$/, '')}/9`;
+const db = new Redis(url9, { maxRetriesPerRequest: null });
+const keys: string[] = [];
+let dir = '';
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'qs-stream-held-'));
+});
+
+afterAll(async () => {
+  if (keys.length > 0) await db.del(...keys);
+  db.disconnect();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('redrive of a stream DLQ with pending entries in its consumer groups', () => {
+  it('warns per group and consumer, leaves entries delivered just now in the DLQ (still pending) and moves long-idle ones', async () => {
+    const dlq = uniqueName('stream-held-dlq');
+    const target = uniqueName('stream-held-work');
+    keys.push(dlq, target);
+    const ids: string[] = [];
+    for (let i = 1; i <= 10; i++) ids.push((await db.xadd(dlq, '*', 'body', JSON.stringify({ orderId: i }), 'error', 'HTTP 503')) as string);
+    // A DLQ processor read entries 1–2 and stopped two hours ago (XCLAIM … IDLE sets the idle time).
+    await db.xgroup('CREATE', dlq, 'dlq-processor', '0');
+    await db.xreadgroup('GROUP', 'dlq-processor', 'dead-worker', 'COUNT', 2, 'STREAMS', dlq, '>');
+    await db.xclaim(dlq, 'dlq-processor', 'dead-worker', 0, ids[0] as string, ids[1] as string, 'IDLE', 2 * 3_600_000);
+    // An alerting consumer reads entries 5–7 right now.
+    await db.xgroup('CREATE', dlq, 'alerts', ids[3] as string);
+    await db.xreadgroup('GROUP', 'alerts', 'alert-worker', 'COUNT', 3, 'STREAMS', dlq, '>');
+
+    const dry = await runCli(dir, ['redrive', url9, `stream:${dlq}`, '--to', `stream:${target}`, '--dry-run', '--json']);
+    expect(dry.code).toBe(EXIT.OK);
+    const plan = JSON.parse(dry.stdout) as RedrivePlan;
+    expect(plan.examined).toBe(10);
+    expect(plan.toMove).toBe(7);
+    expect(plan.toSkip).toBe(3);
+    expect(plan.skipped).toEqual([{ reason: 'held: pending in group "alerts", delivered < 60 s ago (likely being processed now)', category: 'held', count: 3 }]);
+    const fresh = plan.warnings.find((w) => w.includes('"alerts"'));
+    expect(fresh).toMatch(new RegExp(`^3 entries of stream "${dlq}" are pending in consumer group "alerts" \\(consumer "alert-worker": 3, idle \\d+\\.\\d s(–\\d+\\.\\d s)?\\): delivered less than 60 s ago and not acknowledged, so likely being processed right now; they stay in the DLQ`));
+    const idle = plan.warnings.find((w) => w.includes('"dlq-processor"'));
+    expect(idle).toMatch(new RegExp(`^2 entries of stream "${dlq}" are pending in consumer group "dlq-processor" \\(consumer "dead-worker": 2, idle 2\\.0 h\\): delivered 60 s or more ago and never acknowledged .*; they would be moved and XACKed in the group$`));
+    // Human output: the same warnings.
+    const human = await runCli(dir, ['redrive', url9, `stream:${dlq}`, '--to', `stream:${target}`, '--dry-run']);
+    expect(human.stdout).toContain(`warning: 3 entries of stream "${dlq}" are pending in consumer group "alerts" (consumer "alert-worker": 3`);
+    expect(human.stdout).toMatch(/would stay 3:\n\s+3 {3}held: pending in group "alerts"/);
+    // Nothing changed: the alerting consumer still holds its 3.
+    expect(await db.xlen(dlq)).toBe(10);
+
+    // --include-pending: the fresh ones would move too, with the warning that someone is on them.
+    const incl = JSON.parse((await runCli(dir, ['redrive', url9, `stream:${dlq}`, '--to', `stream:${target}`, '--dry-run', '--json', '--include-pending'])).stdout) as RedrivePlan;
+    expect(incl.toMove).toBe(10);
+    expect(incl.warnings.find((w) => w.includes('"alerts"'))).toMatch(/: delivered less than 60 s ago and likely being processed right now, yet would be moved \(pending entries included\) and XACKed in the group: that consumer's XACK or XCLAIM finds nothing/);
+    expect(incl.filter).toContain('including pending entries');
+
+    const run = await runCli(dir, ['redrive', url9, `stream:${dlq}`, '--to', `stream:${target}`, '--yes', '--json']);
+    expect(run.code).toBe(EXIT.OK);
+    const result = (JSON.parse(run.stdout) as { result: RedriveResult }).result;
+    expect([result.examined, result.moved, result.skipped]).toEqual([10, 7, 3]);
+    expect(result.warnings?.find((w) => w.includes('"alerts"'))).toContain('they stay in the DLQ');
+    expect(result.warnings?.find((w) => w.includes('"dlq-processor"'))).toContain('they were moved and XACKed in the group');
+
+    // The 3 entries being processed are still in the DLQ and still pending: the consumer's XACK works.
+    expect((await db.xrange(dlq, '-', '+')).map(([id]) => id)).toEqual(ids.slice(4, 7));
+    expect(await db.xlen(target)).toBe(7);
+    expect(((await db.xpending(dlq, 'dlq-processor')) as unknown[])[0]).toBe(0);
+    expect(await db.xack(dlq, 'alerts', ...ids.slice(4, 7))).toBe(3);
+
+    // Human result output carries the warnings too.
+    const again = await runCli(dir, ['redrive', url9, `stream:${dlq}`, '--to', `stream:${target}`, '--yes']);
+    expect(again.code).toBe(EXIT.OK);
+    expect(await db.xlen(dlq)).toBe(0);
+  });
+
+  it('the real run prints the warning under its result', async () => {
+    const dlq = uniqueName('stream-held-dlq2');
+    const target = uniqueName('stream-held-work2');
+    keys.push(dlq, target);
+    for (let i = 1; i <= 4; i++) await db.xadd(dlq, '*', 'body', `m${i}`);
+    await db.xgroup('CREATE', dlq, 'alerts', '0');
+    await db.xreadgroup('GROUP', 'alerts', 'pager', 'COUNT', 1, 'STREAMS', dlq, '>');
+    const run = await runCli(dir, ['redrive', url9, `stream:${dlq}`, '--to', `stream:${target}`, '--yes']);
+    expect(run.code).toBe(EXIT.OK);
+    expect(run.stdout).toMatch(/Redrive finished \(client-side\): 3 moved, 1 stayed/);
+    expect(run.stdout).toContain(`warning: 1 entry of stream "${dlq}" is pending in consumer group "alerts" (consumer "pager": 1, idle `);
+    expect(await db.xlen(dlq)).toBe(1);
+  });
+});
