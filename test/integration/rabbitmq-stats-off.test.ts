@@ -199,8 +199,8 @@ describe('RabbitMQ with management statistics off (private node)', () => {
       const past = report.checks.find((c) => c.ruleId === rule && c.target === second);
       expect(past?.status).toBe('not-checked');
       expect(past?.note).toContain('management statistics are off');
-      expect(past?.note).toContain('counts over AMQP are read for the first 1 dead-letter queues of an audit (this is one of 1 past that cap; audit fewer with --queues)');
-      expect(report.notes.join('\n')).toContain('Only the first 1 dead-letter queues are counted over AMQP: 1 more are not checked (audit fewer with --queues)');
+      expect(past?.note).toContain('counts over AMQP are read for the first 1 dead-letter queues of an audit (this is one of 1 past that cap; audit fewer queues with a name pattern, --queues in the CLI)');
+      expect(report.notes.join('\n')).toContain('Only the first 1 dead-letter queues are counted over AMQP: 1 more are not checked (audit fewer queues with a name pattern, --queues in the CLI)');
 
       const listed = await capped.listQueues({ pattern: 'qs-test-nostats-*' });
       const counted = listed.filter((q) => q.depth !== null);

@@ -254,7 +254,7 @@ class RabbitmqAuditCollector implements AuditCollector {
       q.amqpCounts = null;
       q.amqpCountsNote =
         i >= cap
-          ? `they were not read over AMQP either: counts over AMQP are read for the first ${String(cap)} dead-letter queues of an audit (this is one of ${String(beyond)} past that cap; audit fewer with --queues)`
+          ? `they were not read over AMQP either: counts over AMQP are read for the first ${String(cap)} dead-letter queues of an audit (this is one of ${String(beyond)} past that cap; audit fewer queues with a name pattern, --queues in the CLI)`
           : failure !== null
             ? `reading them over AMQP failed: ${failure}`
             : 'the passive queue.declare over AMQP failed (the queue was deleted meanwhile, or it is an exclusive queue of another connection)';
@@ -269,7 +269,7 @@ class RabbitmqAuditCollector implements AuditCollector {
     const via =
       countable.length === 0
         ? 'the checks that need them are not checked'
-        : `consumer and ready counts of ${got === countable.length ? String(got) : `${String(got)} of ${String(countable.length)}`} dead-letter queue${countable.length === 1 ? '' : 's'} were read over AMQP instead (passive queue.declare: exact at that moment, but ready messages only — unacknowledged unknown — and no rates), so the consumer-less-DLQ check uses them; checks that need rates or unacknowledged counts are not checked${beyond > 0 ? `. Only the first ${String(cap)} dead-letter queues are counted over AMQP: ${String(beyond)} more are not checked (audit fewer with --queues)` : ''}${failure !== null ? `. Reading the counts over AMQP failed (${failure}): those checks are not checked` : ''}`;
+        : `consumer and ready counts of ${got === countable.length ? String(got) : `${String(got)} of ${String(countable.length)}`} dead-letter queue${countable.length === 1 ? '' : 's'} were read over AMQP instead (passive queue.declare: exact at that moment, but ready messages only — unacknowledged unknown — and no rates), so the consumer-less-DLQ check uses them; checks that need rates or unacknowledged counts are not checked${beyond > 0 ? `. Only the first ${String(cap)} dead-letter queues are counted over AMQP: ${String(beyond)} more are not checked (audit fewer queues with a name pattern, --queues in the CLI)` : ''}${failure !== null ? `. Reading the counts over AMQP failed (${failure}): those checks are not checked` : ''}`;
     return `${stats}; ${via}.`;
   }
 
