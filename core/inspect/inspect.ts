@@ -341,6 +341,7 @@ export async function inspectQueue(adapter: BrokerAdapter, queueId: string, opti
     analysed,
     total: read.total,
     ...withSnapshotPartial(read, snapshotPartialReason(adapter, queue)),
+    ...(read.notes !== undefined && read.notes.length > 0 ? { notes: read.notes } : {}),
     sideEffects: read.sideEffects,
     summary,
     messages: rows,

@@ -1,6 +1,7 @@
 import { QueuescopeError, type PeekPage, type QueueMessage, type QueueSummary } from '../../shared/domain';
 import type { BrokerAdapter } from '../adapters/types';
 import { assertPeekAllowed } from '../services/export';
+import { PageMoves } from '../services/page-moves';
 import { MAX_SNAPSHOT_LINE_BYTES } from '../snapshot/format';
 
 /**
@@ -77,6 +78,13 @@ export interface ReadQueueResult {
   partialReason: string | null;
   /** Side effects the peeks caused (empty where reading is non-destructive). */
   sideEffects: string[];
+  /**
+   * How the read went when the queue moved between pages (`PeekPage.moved`, e.g. a Redis list
+   * popped meanwhile): a note that pages were re-aligned, and when they could not be, that entries
+   * may have been skipped or read twice (then `partial` is true and `partialReason` says so too).
+   * Absent or empty = no move seen.
+   */
+  notes?: string[];
 }
 
 /**
@@ -85,7 +93,9 @@ export interface ReadQueueResult {
  *   `acceptSideEffects` is not true — the same gate as peek and export;
  * - pageable queues (`capabilities.canPageFromCursor`): cursors from the oldest message, with the
  *   first page's total as a cutoff so messages arriving meanwhile are not swept in; a repeated
- *   cursor stops the loop (`partial` says so);
+ *   cursor stops the loop (`partial` says so); a page whose entries moved since the previous one
+ *   (`PeekPage.moved`: a Redis list pushed or popped meanwhile) adds to `notes`, and one the adapter
+ *   could not re-align makes the read partial (entries may be skipped or read twice);
  * - other queues (RabbitMQ, SQS): one peek of up to `min(limit, maxPeekWindow)` messages, marked
  *   partial when that is less than the depth.
  *
@@ -111,6 +121,7 @@ export async function readQueue(adapter: BrokerAdapter, queue: QueueSummary, opt
     ...(options.acceptSideEffects === true ? { acceptSideEffects: true } : {}),
   };
   const sideEffects = new Set<string>();
+  const moves = new PageMoves(queue.name);
   let read = 0;
   /** Entries the adapter counted in `total` that hold no message (PeekPage.missing: e.g. orphan BullMQ job ids). */
   let missing = 0;
@@ -119,6 +130,7 @@ export async function readQueue(adapter: BrokerAdapter, queue: QueueSummary, opt
   let pageLimit = maxBodyBytes > INSPECT_MAX_BODY_BYTES ? Math.max(minPage, Math.min(pageSize, Math.floor(INSPECT_PAGE_BYTES / maxBodyBytes))) : pageSize;
   const take = (page: PeekPage, room: number): void => {
     for (const s of page.sideEffects) sideEffects.add(s);
+    moves.add(page);
     missing += page.missing ?? 0;
     const msgs = page.messages.length > room ? page.messages.slice(0, room) : page.messages;
     read += msgs.length;
@@ -159,7 +171,11 @@ export async function readQueue(adapter: BrokerAdapter, queue: QueueSummary, opt
     if (partialReason === null && total !== null && read < total) {
       partialReason = read >= limit ? `Limited to the first ${String(limit)} of ${String(total)} messages.` : `Read ${String(read)} of ${String(total)} messages (the queue changed while it was read).`;
     }
-    return { read, total, partial: partialReason !== null, partialReason, sideEffects: [...sideEffects] };
+    // A move the pages could not follow: entries may be missing or doubled even when the count adds up.
+    const moved = moves.reason();
+    if (moved !== null) partialReason = partialReason === null ? moved : `${moved} ${partialReason}`;
+    const notes = moves.notes();
+    return { read, total, partial: partialReason !== null, partialReason, sideEffects: [...sideEffects], ...(notes.length > 0 ? { notes } : {}) };
   }
 
   await options.checkpoint?.();

@@ -1,6 +1,7 @@
 import { QueuescopeError, type PeekPage, type QueueMessage, type QueueSummary } from '../../shared/domain';
 import type { BrokerAdapter } from '../adapters/types';
 import { SnapshotWriter } from '../snapshot/writer';
+import { PageMoves } from './page-moves';
 import type { OperationContext } from './operations';
 
 /** Default messages per peek page during an export. */
@@ -41,6 +42,12 @@ export interface ExportResult {
   notFound?: number;
   /** Side effects the peeks caused on the broker (empty for non-destructive brokers). */
   sideEffects: string[];
+  /**
+   * How the export went when the queue moved between pages (`PeekPage.moved`: a Redis list pushed
+   * or popped meanwhile): re-aligned, or — then `partial` is true and `reason` says so too — entries
+   * may have been skipped or written twice. Absent = no move seen.
+   */
+  notes?: string[];
   /** Queue id and name exported. */
   queueId: string;
   queueName: string;
@@ -71,7 +78,10 @@ export function assertPeekAllowed(queue: QueueSummary, acceptSideEffects: boolea
  *
  * - Pageable queues (`capabilities.canPageFromCursor`): follows cursors from the oldest message.
  *   The count the first page reports is a cutoff, so messages that arrive during the export are
- *   not swept in (BullMQ `retryJobs({ timestamp })` idea); a repeated cursor stops the loop.
+ *   not swept in (BullMQ `retryJobs({ timestamp })` idea); a repeated cursor stops the loop. A
+ *   page whose entries moved since the previous one (`PeekPage.moved`, a Redis list pushed or
+ *   popped meanwhile) adds to `notes`; one the adapter could not re-align makes the result
+ *   `partial` with the reason (entries may be missing from the file or written twice).
  * - Non-pageable queues (RabbitMQ classic/quorum, SQS): one peek of up to `maxPeekWindow`
  *   (≤ 1000) messages; the result says `partial: true` with the reason when that is not all.
  * - With `messageIds`, only those messages are written (the scan stops once all are found).
@@ -105,6 +115,7 @@ export async function exportQueue(adapter: BrokerAdapter, queueId: string, optio
     selection: wanted === null ? ('all' as const) : ('ids' as const),
   };
   const sideEffects = new Set<string>();
+  const moves = new PageMoves(queue.name);
   const found = new Set<string>();
   let written = 0;
   let scanned = 0;
@@ -130,11 +141,15 @@ export async function exportQueue(adapter: BrokerAdapter, queueId: string, optio
       await writer.writeHeader(header, signal);
       let cursor: string | null = null;
       let cutoff: number | null = null;
+      /** Entries the adapter counted in `total` that hold no message (PeekPage.missing: e.g. orphan BullMQ job ids). */
+      let missing = 0;
       const seen = new Set<string>();
       for (;;) {
         await ctx.checkpoint?.();
         const page: PeekPage = await adapter.peek(queue.id, { ...base, cursor }, signal);
         for (const s of page.sideEffects) sideEffects.add(s);
+        moves.add(page);
+        missing += page.missing ?? 0;
         if (cutoff === null) {
           cutoff = page.total;
           ctx.setTotal(wanted !== null ? wanted.size : cutoff);
@@ -151,6 +166,11 @@ export async function exportQueue(adapter: BrokerAdapter, queueId: string, optio
         }
         seen.add(page.nextCursor);
         cursor = page.nextCursor;
+      }
+      // Fewer than the first page counted: consumed or removed before the export reached them.
+      if (!partial && wanted === null && cutoff !== null && scanned < cutoff - missing) {
+        partial = true;
+        reason = `Wrote ${String(scanned)} of the ${String(cutoff - missing)} messages ${queue.name} held when the export started (the queue changed while it was exported: the others were consumed or removed before they were read).`;
       }
     } else {
       await ctx.checkpoint?.();
@@ -172,6 +192,12 @@ export async function exportQueue(adapter: BrokerAdapter, queueId: string, optio
       await writer.writeHeader({ ...header, ...(partial ? { partial: true, partialReason: reason } : {}) }, signal);
       await writeSelected(page.messages);
     }
+    // A move the pages could not follow: lines may be missing or doubled even when the count adds up.
+    const moved = moves.reason();
+    if (moved !== null && wanted === null) {
+      partial = true;
+      reason = reason === undefined ? moved : `${moved} ${reason}`;
+    }
     if (wanted !== null && found.size < wanted.size) {
       partial = true;
       const missing = wanted.size - found.size;
@@ -186,6 +212,7 @@ export async function exportQueue(adapter: BrokerAdapter, queueId: string, optio
       ...(reason !== undefined ? { reason } : {}),
       ...(wanted !== null ? { notFound: wanted.size - found.size } : {}),
       sideEffects: [...sideEffects],
+      ...(moves.notes().length > 0 ? { notes: moves.notes() } : {}),
       queueId: queue.id,
       queueName: queue.name,
     };

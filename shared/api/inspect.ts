@@ -105,6 +105,12 @@ export interface InspectReport {
   total: number | null;
   partial: boolean;
   partialReason: string | null;
+  /**
+   * How the read went when the queue moved while it was read (a Redis list pushed or popped
+   * between pages): re-aligned, or — also in `partialReason` — entries may have been skipped or
+   * read twice. Absent = no move seen.
+   */
+  notes?: string[];
   /** Side effects the reads caused on the broker (empty for Redis and snapshots). */
   sideEffects: string[];
   summary: RedeliverySummary;

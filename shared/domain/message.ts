@@ -128,4 +128,14 @@ export interface PeekPage {
    * or an orphan id). Absent = 0.
    */
   missing?: number;
+  /**
+   * Set on a page read with a cursor when the queue's entries moved since the previous page (Redis
+   * lists: entries pushed or popped at the end read from shift every index). `realigned: true`: the
+   * adapter found the last entries the previous page returned again by their content and this page
+   * starts right after them, so nothing was skipped or read twice. `realigned: false`: it could not
+   * tell where they are now; `uncertain` entries (null = an unknown number) may have been skipped
+   * or read twice between the two pages, and a reader must not call its read complete. `note` says
+   * so in one sentence for people. Absent = no move seen.
+   */
+  moved?: { realigned: boolean; uncertain: number | null; note: string };
 }

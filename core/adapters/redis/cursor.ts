@@ -17,6 +17,16 @@ const cursorSchema = z
     o: z.number().int().min(0).optional(),
     /** Last BullMQ job id returned, used to re-find the position when the state changed meanwhile. */
     j: z.string().max(1024).optional(),
+    /**
+     * Lists: content hashes (first 8 hex of SHA-1, as in the entry ids) of the last entries returned,
+     * oldest read first, the last one being the entry just before `o`; used to check the list did
+     * not move between pages and to re-align when it did (see `peekList`).
+     */
+    h: z.array(z.string().regex(/^[0-9a-f]{8}$/)).min(1).max(16).optional(),
+    /** Lists: LLEN when the previous page was read. */
+    l: z.number().int().min(0).optional(),
+    /** Lists: content hash of the entry at the end read from (rank 0) when the previous page was read. */
+    f: z.string().regex(/^[0-9a-f]{8}$/).optional(),
   })
   .strict();
 

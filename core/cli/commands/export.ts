@@ -61,6 +61,8 @@ export function register(program: Command, ctx: CliContext): void {
         if (opts.json === true) ctx.out(toJson(r));
         else {
           ctx.out(`Exported ${String(r.messages)} message${r.messages === 1 ? '' : 's'} of ${cell(q.name)} to ${cell(path, 300)} (${String(r.bytes)} bytes).\n`);
+          // The queue moved while it was read (a Redis list popped/pushed between pages): re-aligned, or lines may be missing or doubled.
+          for (const n of Array.isArray(r.notes) ? (r.notes as unknown[]) : []) if (typeof n === 'string') ctx.err(`note: ${escapeForTerminal(n)}\n`);
           if (r.partial === true) ctx.err(`warning: the export is partial: ${escapeForTerminal(typeof r.reason === 'string' ? r.reason : '')}\n`);
         }
       });

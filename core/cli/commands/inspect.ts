@@ -142,6 +142,8 @@ export function register(program: Command, ctx: CliContext): void {
         if (report === undefined) throw new QueuescopeError('INTERNAL', 'The inspection returned no report.');
         if (opts.json === true) ctx.out(toJson({ ...report, ...(settings.note !== null ? { rulesNote: settings.note } : {}) }));
         else ctx.out(formatInspectReport(report, { rows, width: ctx.width, note: settings.note, why: opts.why === true }));
+        // The queue moved while it was read (a Redis list popped/pushed between pages): re-aligned, or entries may be skipped or doubled.
+        if (opts.json !== true) for (const n of report.notes ?? []) ctx.err(`note: ${escapeForTerminal(n)}\n`);
         if (report.sideEffects.length > 0 && opts.json !== true) ctx.err(`side effects of reading:\n${report.sideEffects.map((e) => `  - ${escapeForTerminal(e)}\n`).join('')}`);
         if (failOn !== undefined) {
           const bad = report.summary.verdicts.flag + (failOn === 'review' ? report.summary.verdicts.review : 0);

@@ -38,6 +38,8 @@ export function register(program: Command, ctx: CliContext): void {
       if (opts.json === true) ctx.out(toJson(page));
       else {
         ctx.out(peekTable(page, ctx.width));
+        // With --cursor: the queue moved since the page the cursor came from (a Redis list popped/pushed).
+        if (page.moved !== undefined) ctx.err(`${page.moved.realigned ? 'note' : 'warning'}: ${escapeForTerminal(page.moved.note)}\n`);
         if (page.sideEffects.length > 0) ctx.err(`side effects of this peek:\n${page.sideEffects.map((e) => `  - ${escapeForTerminal(e)}\n`).join('')}`);
       }
     });
