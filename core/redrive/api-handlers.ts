@@ -25,6 +25,7 @@ function requestOf(input: PlanInput & { ratePerSecond?: number | null | undefine
     selection: input.selection.kind === 'filter' ? { kind: 'filter', filter: { ...input.selection.filter } } : input.selection,
     includeNonRetryable: input.includeNonRetryable === true,
     dedupeByKey: input.dedupeByKey === true,
+    ...(input.includePending === true ? { includePending: true } : {}),
     targetQueueId: input.targetQueueId ?? null,
     confirmLoop: input.confirmLoop === true,
     limit: input.limit ?? null,

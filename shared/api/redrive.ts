@@ -28,6 +28,8 @@ const common = {
   includeNonRetryable: z.boolean().optional(),
   /** One message per idempotency key. */
   dedupeByKey: z.boolean().optional(),
+  /** Also move Redis stream entries a consumer of a group read less than 60 s ago and has not acknowledged (default false: they stay, with a warning). */
+  includePending: z.boolean().optional(),
   /** Target queue id; absent/null = each message's original source. */
   targetQueueId: z.string().min(1).max(2048).nullable().optional(),
   /** Allow a target that loops back into the DLQ. */

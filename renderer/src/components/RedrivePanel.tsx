@@ -43,6 +43,9 @@ export function RedrivePanel({ connectionId, summary, queues, checkedIds }: { co
   const [choices, setChoices] = useState<{ of: RedrivePlan | null; checked: Record<string, boolean> }>({ of: null, checked: {} });
   const [target, setTarget] = useState<string>('');
   const [dedupe, setDedupe] = useState(false);
+  const [includePending, setIncludePending] = useState(false);
+  // A DLQ with consumer groups (a Redis stream) can have entries a consumer is processing right now.
+  const hasPendingStates = summary.capabilities.peekStates.some((s) => s.startsWith('pending:'));
   const [rate, setRate] = useState('');
   const [batch, setBatch] = useState('100');
   const [usePicked, setUsePicked] = useState(false);
@@ -79,10 +82,11 @@ export function RedrivePanel({ connectionId, summary, queues, checkedIds }: { co
       selection,
       includeNonRetryable: usePicked ? true : includeNonRetryable,
       dedupeByKey: dedupe,
+      ...(hasPendingStates && includePending ? { includePending: true } : {}),
       targetQueueId: target === '' ? null : target,
       confirmLoop,
     };
-  }, [usePicked, checkedIds, allChosen, chosen, connectionId, summary.id, state, includeNonRetryable, dedupe, target, confirmLoop]);
+  }, [usePicked, checkedIds, allChosen, chosen, connectionId, summary.id, state, includeNonRetryable, dedupe, hasPendingStates, includePending, target, confirmLoop]);
 
   // Any change of selection or options invalidates the preview.
   const baseJson = JSON.stringify(base);
@@ -212,6 +216,11 @@ export function RedrivePanel({ connectionId, summary, queues, checkedIds }: { co
             <label>
               <input type="checkbox" checked={dedupe} onChange={(e) => setDedupe(e.target.checked)} /> One message per idempotency key
             </label>
+            {hasPendingStates && (
+              <label title="Entries of a consumer group's pending list delivered less than 60 s ago are likely being processed now: by default they stay in the DLQ.">
+                <input type="checkbox" checked={includePending} onChange={(e) => setIncludePending(e.target.checked)} /> Include pending entries
+              </label>
+            )}
             <label>
               Rate{' '}
               <input className="input-narrow" value={rate} onChange={(e) => setRate(e.target.value)} placeholder="no limit" aria-label="Rate (messages per second)" inputMode="decimal" /> msg/s
@@ -448,6 +457,11 @@ function RedriveProgress({ op, onPause, onResume, onCancel, onDismiss }: { op: O
               </li>
             ))}
           </ul>
+          {(result.warnings ?? []).map((w) => (
+            <div key={w} className="notice notice-info">
+              {w}
+            </div>
+          ))}
           {result.backupPath !== null && (
             <div className="muted">
               Backup: <span className="mono">{result.backupPath}</span>
