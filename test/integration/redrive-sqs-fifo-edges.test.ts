@@ -68,6 +68,22 @@ async function drainFifo(c: SQSClient, url: string): Promise<Message[]> {
   return out;
 }
 
+/** Runs the CLI in-process in `dir` (config dir `<dir>/home`); stdout and stderr together. */
+async function cli(dir: string, argv: string[]): Promise<{ code: number; out: string }> {
+  // The SDK's credential chain reads process.env, not the CLI's io.env.
+  process.env.AWS_ACCESS_KEY_ID ??= SQS_TEST_CREDENTIALS.accessKeyId;
+  process.env.AWS_SECRET_ACCESS_KEY ??= SQS_TEST_CREDENTIALS.secretAccessKey;
+  let out = '';
+  const w = { write: (x: string) => (out += x) };
+  const code = await main(argv, { stdout: w, stderr: w, cwd: dir, env: { QUEUESCOPE_HOME: join(dir, 'home') } });
+  return { code, out };
+}
+
+async function depth(c: SQSClient, url: string): Promise<number> {
+  const a = (await c.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }))).Attributes ?? {};
+  return Number(a.ApproximateNumberOfMessages ?? 0) + Number(a.ApproximateNumberOfMessagesNotVisible ?? 0);
+}
+
 function hooks(decide: (m: QueueMessage) => RedriveDecision): MoveHooks {
   return { gate: () => Promise.resolve(), decide, beforeMove: () => Promise.resolve(), onBatch: () => undefined };
 }
@@ -126,9 +142,6 @@ describe('SQS FIFO re-inject after a redrive (fauxqs, CLI)', () => {
     // The redrive sent each message with a deduplication id derived from it; a re-inject of its
     // backup within 5 minutes derived the very same ids, so the FIFO queue silently dropped every
     // message while SendMessageBatch reported them sent.
-    // The SDK's credential chain reads process.env, not the CLI's io.env.
-    process.env.AWS_ACCESS_KEY_ID ??= SQS_TEST_CREDENTIALS.accessKeyId;
-    process.env.AWS_SECRET_ACCESS_KEY ??= SQS_TEST_CREDENTIALS.secretAccessKey;
     const dir = await mkdtemp(join(tmpdir(), 'qs-sqs-fifo-reinject-'));
     try {
       const base = uniqueName('fifo-ri');
@@ -136,25 +149,54 @@ describe('SQS FIFO re-inject after a redrive (fauxqs, CLI)', () => {
       const target = await createQueue(c, `${base}.fifo`, { FifoQueue: 'true' });
       for (let n = 0; n < 3; n++) await c.send(new SendMessageCommand({ QueueUrl: dlq.url, MessageBody: JSON.stringify({ orderId: `C-${n}` }), MessageGroupId: 'g', MessageDeduplicationId: `C-${n}` }));
       const conn = `sqs://${SQS_REGION}?endpoint=${endpoint}`;
-      const cli = async (argv: string[]): Promise<{ code: number; out: string }> => {
-        let out = '';
-        const w = { write: (x: string) => (out += x) };
-        const code = await main(argv, { stdout: w, stderr: w, cwd: dir, env: { QUEUESCOPE_HOME: join(dir, 'home') } });
-        return { code, out };
-      };
-      const rd = await cli(['redrive', conn, `${base}-dlq.fifo`, '--to', `${base}.fifo`, '--yes']);
+      const rd = await cli(dir, ['redrive', conn, `${base}-dlq.fifo`, '--to', `${base}.fifo`, '--yes']);
       expect(rd.out).toContain('3 moved');
       expect(rd.code).toBe(0);
       // The consumer takes them (and loses the work): the operator puts the backup back.
       expect((await drainFifo(c, target.url)).map((m) => m.Body)).toHaveLength(3);
       const backups = await readdir(join(dir, 'home', 'backups'));
       expect(backups).toHaveLength(1);
-      const ri = await cli(['reinject', conn, `${base}.fifo`, '--from', join(dir, 'home', 'backups', backups[0]!), '--yes']);
+      const ri = await cli(dir, ['reinject', conn, `${base}.fifo`, '--from', join(dir, 'home', 'backups', backups[0]!), '--yes']);
       expect(ri.out).toContain('Re-injected 3 of 3');
       expect(ri.code).toBe(0);
       const back = await drainFifo(c, target.url);
       expect(back.map((m) => m.Body)).toEqual([0, 1, 2].map((n) => JSON.stringify({ orderId: `C-${n}` })));
       expect(back.map((m) => m.Attributes?.MessageGroupId)).toEqual(['g', 'g', 'g']);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('SQS redrive of a DLQ that has its own RedrivePolicy (fauxqs, CLI)', () => {
+  const endpoint = SQS_ENDPOINT;
+  const c = client(endpoint);
+
+  it('maxReceiveCount 1 on the DLQ: the dry run lists the messages as cannot move instead of letting the real run push them on (old code: all 5 ended in the next queue)', async () => {
+    // The CLI's dry run receives every message once (count 1 = the DLQ's maxReceiveCount); the
+    // real run's receive then made SQS move all of them to the DLQ's own DLQ instead of returning
+    // them: "examined 0", exit 7, blamed on "another reader", the DLQ empty.
+    const dir = await mkdtemp(join(tmpdir(), 'qs-sqs-chain-'));
+    try {
+      const base = uniqueName('chain');
+      const final = await createQueue(c, `${base}-final`);
+      const dlq = await createQueue(c, `${base}-dlq`, { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: final.arn, maxReceiveCount: 1 }) });
+      const src = await createQueue(c, base, { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 3 }) });
+      for (let n = 0; n < 5; n++) await c.send(new SendMessageCommand({ QueueUrl: dlq.url, MessageBody: JSON.stringify({ orderId: `D-${n}` }) }));
+      const conn = `sqs://${SQS_REGION}?endpoint=${endpoint}`;
+      const run = await cli(dir, ['redrive', conn, `${base}-dlq`, '--yes']);
+      expect(run.out).toContain('cannot move 5');
+      expect(run.out).toContain(`5 messages reached ${base}-dlq's own maxReceiveCount (1) with this dry run's receive: the real run's receive makes SQS move them to ${base}-final`);
+      expect(run.out).toContain('Nothing moved: 5 cannot move');
+      expect(run.code).toBe(7);
+      expect(await depth(c, dlq.url)).toBe(5);
+      expect(await depth(c, final.url)).toBe(0);
+      expect(await depth(c, src.url)).toBe(0);
+      // Now at the limit, any receive moves them on — a second attempt's dry run included; it says where they went.
+      const again = await cli(dir, ['redrive', conn, `${base}-dlq`, '--dry-run']);
+      expect(again.out).toContain(`${base}-final grew by 5 messages during this run (0 → 5)`);
+      expect(again.out).toContain(`They are in ${base}-final now, not lost`);
+      expect(await depth(c, final.url)).toBe(5);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

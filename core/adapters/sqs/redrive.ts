@@ -146,7 +146,9 @@ function receiveTimestampAfter(m: Message, cutoffMs: number): boolean {
  *
  * **Side effects** every read has (SQS has no read without receive), stated in `MoveSummary.notes`:
  * ApproximateReceiveCount +1 for every message read (local-aws-sqs also counts each visibility
- * change); if the DLQ itself has a RedrivePolicy, receives can move its messages on to that queue.
+ * change); if the DLQ itself has a RedrivePolicy, receives can move its messages on to that queue —
+ * a dry run reports each message its receive brought to that maxReceiveCount as `failed` (the real
+ * run's receive would move it on), and the notes say how much that queue grew during the run.
  *
  * Broker documentation followed: SQS API Reference (ReceiveMessage, SendMessageBatch,
  * DeleteMessageBatch, ChangeMessageVisibilityBatch, StartMessageMoveTask, ListMessageMoveTasks,
@@ -513,6 +515,14 @@ class ClientRun {
   private heartbeatRunning: Promise<void> | null = null;
   private readonly vt: number;
   private fifo = false;
+  /**
+   * The DLQ's own RedrivePolicy (it is itself a source of another DLQ): its maxReceiveCount, the
+   * next queue's name and URL (null when it cannot be resolved) and that queue's message count at
+   * the start (null when unknown).
+   */
+  private own: { max: number; next: string; nextUrl: string | null; nextAtStart: number | null } | null = null;
+  /** Dry run: messages whose receive count reached the DLQ's own maxReceiveCount (see {@link processBatch}). */
+  private atOwnLimit = 0;
 
   constructor(
     private readonly mover: SqsRedriveMover,
@@ -544,6 +554,15 @@ class ClientRun {
       this.notes.push(
         `${this.name} has its own RedrivePolicy (maxReceiveCount ${max} → ${next}): every receive of this redrive adds 1 to ApproximateReceiveCount, so a message already received ${max} times is moved to ${next} by SQS instead of being read, and messages left in ${this.name} get closer to that limit.`,
       );
+      if (!('error' in policy)) {
+        this.own = { max: policy.maxReceiveCount, next, nextUrl: null, nextAtStart: null };
+        try {
+          this.own.nextUrl = await this.mover._host.resolveQueueUrl(`sqs:${next}`, this.signal);
+          this.own.nextAtStart = await this.depthOf(this.own.nextUrl);
+        } catch {
+          // Unknown (another account, no permission, deleted): the run says nothing about it.
+        }
+      }
     }
     this.heartbeatTimer = setInterval(() => {
       if (this.heartbeatRunning === null) {
@@ -617,6 +636,41 @@ class ClientRun {
       this.notes.push(`FIFO: messages of a message group behind a message left in ${this.name} cannot be received while it is held, so those groups were not read past it in this run.`);
     }
     return { ...this.totals, stoppedBecause, notes: this.notes, apiCalls: this.mover.apiCalls - this.callsAtStart };
+  }
+
+  /** Visible + in flight + delayed messages of a queue (GetQueueAttributes). */
+  private async depthOf(url: string): Promise<number | null> {
+    const counts = await this.mover._attributes(url, this.signal);
+    const parts = ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'].map((k) => intAttr(counts, k));
+    return parts.every((n) => n === null) ? null : parts.reduce<number>((a, n) => a + (n ?? 0), 0);
+  }
+
+  /**
+   * When the DLQ has its own RedrivePolicy: says how many messages arrived in the next queue during
+   * the run (SQS moves a message whose receive count passed maxReceiveCount on at its receive, so
+   * this run's receives — or another reader's — put them there; SQS does not say which), and how
+   * many the dry run found at that limit. Never throws.
+   */
+  private async noteMovedOn(): Promise<void> {
+    const own = this.own;
+    if (own === null) return;
+    if (this.atOwnLimit > 0) {
+      this.notes.push(
+        `${plural(this.atOwnLimit, 'message')} reached ${this.name}'s own maxReceiveCount (${own.max}) with this dry run's receive: the real run's receive makes SQS move them to ${own.next} instead of to the target (listed as cannot move). Raise ${this.name}'s maxReceiveCount or remove its RedrivePolicy first.`,
+      );
+    }
+    if (own.nextUrl === null || own.nextAtStart === null) return;
+    let now: number | null;
+    try {
+      now = await this.depthOf(own.nextUrl);
+    } catch {
+      return;
+    }
+    if (now !== null && now > own.nextAtStart) {
+      this.notes.push(
+        `${own.next} grew by ${plural(now - own.nextAtStart, 'message')} during this run (${own.nextAtStart} → ${now}): SQS moves a message of ${this.name} already received ${plural(own.max, 'time')} (the maxReceiveCount of its own RedrivePolicy) to ${own.next} when it is received again — by this run or another reader — instead of returning it. They are in ${own.next} now, not lost: redrive ${own.next}, and raise ${this.name}'s maxReceiveCount or remove its RedrivePolicy before redriving ${this.name}.`,
+      );
+    }
   }
 
   /** ⌈n/10⌉ long-polled receives ({@link RECEIVE_WAIT_S}) in parallel. Returns 'over-limit' on SQS OverLimit. */
@@ -783,6 +837,23 @@ class ClientRun {
         hold(m.id, this.o.dryRun ? 'dry-run' : 'failed');
         continue;
       }
+      // Dry run: a message whose receive count reached the DLQ's own maxReceiveCount is moved on
+      // by SQS on its next receive — the real run's too — instead of being returned, so it cannot
+      // move to the target (the real run would not even see it).
+      const received = m.meta.receiveCount;
+      if (this.o.dryRun && this.own !== null && typeof received === 'number' && received >= this.own.max) {
+        this.atOwnLimit++;
+        result.failed.push({
+          id: m.id,
+          error: {
+            code: 'INVALID_INPUT',
+            message: `Message ${m.id} has been received ${plural(received, 'time')} and ${this.name}'s own RedrivePolicy has maxReceiveCount ${this.own.max}: its next receive (the redrive's too) makes SQS move it to ${this.own.next} instead of returning it. Raise ${this.name}'s maxReceiveCount (or remove its RedrivePolicy) before redriving, or redrive ${this.own.next}.`,
+            details: { messageId: m.id, receiveCount: received, maxReceiveCount: this.own.max, movedOnTo: this.own.next },
+          },
+        });
+        hold(m.id, 'dry-run');
+        continue;
+      }
       const list = plannedByTarget.get(d.targetQueueId) ?? [];
       list.push({ ...built, messageId: m.id, targetQueueId: d.targetQueueId, handle: h });
       plannedByTarget.set(d.targetQueueId, list);
@@ -926,6 +997,7 @@ class ClientRun {
       );
     }
     if (this.newer > 0) this.notes.push(`${plural(this.newer, 'message')} sent after the run started (SentTimestamp after the cutoff) were left alone.`);
+    await this.noteMovedOn();
     if (this.removedAgain > 0) this.notes.push(`${plural(this.removedAgain, 'message')} already moved in this run were received again (a lost delete or an SQS duplicate) and removed from ${this.name} then.`);
   }
 }
