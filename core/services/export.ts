@@ -81,7 +81,8 @@ export function assertPeekAllowed(queue: QueueSummary, acceptSideEffects: boolea
  *   not swept in (BullMQ `retryJobs({ timestamp })` idea); a repeated cursor stops the loop. A
  *   page whose entries moved since the previous one (`PeekPage.moved`, a Redis list pushed or
  *   popped meanwhile) adds to `notes`; one the adapter could not re-align makes the result
- *   `partial` with the reason (entries may be missing from the file or written twice).
+ *   `partial` with the reason (entries may be missing from the file or written twice). A partial
+ *   read also marks the file's header `partial` / `partialReason` (rewritten when it finishes).
  * - Non-pageable queues (RabbitMQ classic/quorum, SQS): one peek of up to `maxPeekWindow`
  *   (≤ 1000) messages; the result says `partial: true` with the reason when that is not all.
  * - With `messageIds`, only those messages are written (the scan stops once all are found).
@@ -203,6 +204,8 @@ export async function exportQueue(adapter: BrokerAdapter, queueId: string, optio
       const missing = wanted.size - found.size;
       reason = `${missing} of the ${wanted.size} chosen message${wanted.size === 1 ? '' : 's'} ${missing === 1 ? 'was' : 'were'} not found (consumed, moved, or beyond the ${caps.canPageFromCursor ? 'queue' : 'peek window'}).`;
     }
+    // The header went out before the messages: mark it now, so the file itself says it is partial.
+    if (partial && caps.canPageFromCursor && wanted === null && reason !== undefined) writer.amendFirstHeader({ ...header, partial: true, partialReason: reason });
     const done = await writer.finish(signal);
     return {
       path: done.path,

@@ -82,4 +82,24 @@ describe('SnapshotWriter', () => {
     expect(sections[0]?.messages).toHaveLength(1500);
     expect(sections[0]?.messages[1499]?.id).toBe('1499');
   });
+
+  it('amendFirstHeader marks a streamed file partial at finish, plain and gzip, after several flushes', async () => {
+    for (const name of ['amend.jsonl', 'amend.jsonl.gz', 'small.jsonl.gz']) {
+      const path = join(dir, name);
+      const n = name.startsWith('small') ? 3 : 2000; // 2000 × ~600 B: several 256 KiB flushes before the amendment
+      const w = await SnapshotWriter.create(path);
+      const header = { exportedAt: 1, source: { broker: 'redis' as const, connection: 'c', queue } };
+      await w.writeHeader(header);
+      for (let i = 0; i < n; i++) await w.writeMessage(m(i));
+      w.amendFirstHeader({ ...header, partial: true, partialReason: 'The list moved: entries may have been skipped or read twice.' });
+      const r = await w.finish();
+      expect(await readdir(dir)).not.toContain(`${name}.partial.amend`);
+      expect(r.bytes).toBe((await readFile(path)).length);
+      const sections = await readSnapshotFile(path);
+      expect(sections).toHaveLength(1);
+      expect(sections[0]?.header).toMatchObject({ partial: true, partialReason: 'The list moved: entries may have been skipped or read twice.' });
+      expect(sections[0]?.messages.map((x) => x.id)).toEqual(Array.from({ length: n }, (_, i) => String(i)));
+      expect(sections[0]?.messages[n - 1]).toEqual(m(n - 1));
+    }
+  });
 });

@@ -1,12 +1,13 @@
 import { open, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { promisify } from 'node:util';
-import { gzip as gzipCb } from 'node:zlib';
+import { gunzip as gunzipCb, gzip as gzipCb } from 'node:zlib';
 import { QueuescopeError, type QueueMessage } from '../../shared/domain';
 import { formatHeaderLine, formatMessageLine, type SnapshotHeaderInput } from './format';
 import { throwIfAborted } from './lines';
 
 const gzip = promisify(gzipCb);
+const gunzip = promisify(gunzipCb);
 
 /** Bytes buffered in memory before one write to disk. */
 const FLUSH_BYTES = 256 * 1024;
@@ -49,6 +50,12 @@ export class SnapshotWriter {
   private messageCount = 0;
   private sectionCount = 0;
   private closed = false;
+  /** Bytes (UTF-8) of the first header line as written. */
+  private firstHeaderBytes = 0;
+  /** Bytes on disk of the first flush (one gzip member when compressing), which starts with the first header. */
+  private firstFlushBytes: number | null = null;
+  /** A replacement for the first header, written by `finish()` (see {@link amendFirstHeader}). */
+  private amended: string | null = null;
 
   private constructor(
     private fh: FileHandle | null,
@@ -95,8 +102,21 @@ export class SnapshotWriter {
 
   /** Starts a queue section. */
   async writeHeader(header: SnapshotHeaderInput, signal?: AbortSignal): Promise<void> {
-    await this.push(formatHeaderLine(header), signal);
+    const line = formatHeaderLine(header);
+    await this.push(line, signal);
+    if (this.sectionCount === 0) this.firstHeaderBytes = Buffer.byteLength(line);
     this.sectionCount++;
+  }
+
+  /**
+   * Replaces the first section's header when the file is finished, e.g. to mark it `partial` once
+   * a streamed export learns at the end that it missed messages (the header is written before the
+   * messages). `finish()` then rewrites the file once (the first gzip member only is recompressed).
+   * @throws QueuescopeError `INTERNAL` when no header was written yet.
+   */
+  amendFirstHeader(header: SnapshotHeaderInput): void {
+    if (this.sectionCount === 0) throw new QueuescopeError('INTERNAL', 'SnapshotWriter: amendFirstHeader needs a header written first.');
+    this.amended = formatHeaderLine(header);
   }
 
   /**
@@ -131,6 +151,7 @@ export class SnapshotWriter {
         off += bytesWritten;
       }
       this.written += raw.length;
+      this.firstFlushBytes ??= data.length;
     } catch (e) {
       await this.abort();
       throw writeError(e, this.path);
@@ -147,9 +168,10 @@ export class SnapshotWriter {
       throwIfAborted(signal);
     }
     await this.flush();
-    const fh = this.fh;
-    if (fh === null || this.closed) throw new QueuescopeError('INTERNAL', 'SnapshotWriter: the writer is already finished or aborted.');
+    if (this.fh === null || this.closed) throw new QueuescopeError('INTERNAL', 'SnapshotWriter: the writer is already finished or aborted.');
     try {
+      if (this.amended !== null) await this.rewriteFirstHeader(this.amended);
+      const fh = this.fh;
       await fh.sync();
       await fh.close();
       this.fh = null;
@@ -164,6 +186,48 @@ export class SnapshotWriter {
     return { path: this.path, bytes: size, messages: this.messageCount, sections: this.sectionCount };
   }
 
+  /**
+   * Writes `<path>.partial` again with `line` instead of the first header: the first flush (gzip
+   * member) is rebuilt, the rest is copied byte for byte; the copy then replaces `<path>.partial`
+   * and `this.fh` is a handle on it.
+   */
+  private async rewriteFirstHeader(line: string): Promise<void> {
+    const fh = this.fh;
+    const first = this.firstFlushBytes;
+    if (fh === null || first === null) return;
+    await fh.close();
+    this.fh = null;
+    const copyPath = `${this.partialPath}.amend`;
+    const src = await open(this.partialPath, 'r');
+    try {
+      const dst = await open(copyPath, 'w');
+      try {
+        const head = Buffer.alloc(first);
+        await src.read(head, 0, first, 0);
+        const raw = this.compress ? await gunzip(head) : head;
+        const rebuilt = Buffer.concat([Buffer.from(line, 'utf8'), raw.subarray(this.firstHeaderBytes)]);
+        await writeAll(dst, this.compress ? await gzip(rebuilt) : rebuilt);
+        const chunk = Buffer.alloc(1024 * 1024);
+        for (let pos = first; ; ) {
+          const { bytesRead } = await src.read(chunk, 0, chunk.length, pos);
+          if (bytesRead === 0) break;
+          await writeAll(dst, chunk.subarray(0, bytesRead));
+          pos += bytesRead;
+        }
+        await dst.sync();
+      } finally {
+        await dst.close();
+      }
+    } catch (e) {
+      await unlink(copyPath).catch(() => undefined);
+      throw e;
+    } finally {
+      await src.close();
+    }
+    await rename(copyPath, this.partialPath);
+    this.fh = await open(this.partialPath, 'r+');
+  }
+
   /** Closes and deletes the partial file. Idempotent; never throws. */
   async abort(): Promise<void> {
     this.closed = true;
@@ -174,6 +238,11 @@ export class SnapshotWriter {
     if (fh !== null) await fh.close().catch(() => undefined);
     await unlink(this.partialPath).catch(() => undefined);
   }
+}
+
+/** Writes all of `data` at the handle's position (a write may take fewer bytes than asked). */
+async function writeAll(fh: FileHandle, data: Buffer): Promise<void> {
+  for (let off = 0; off < data.length; ) off += (await fh.write(data, off, data.length - off)).bytesWritten;
 }
 
 /** fsync a directory so a rename survives a crash (POSIX); a no-op where directories cannot be opened (Windows). */

@@ -171,6 +171,10 @@ describe('a list popped and pushed between pages (adapter, deterministic)', () =
     expect(res.reason).toMatch(/skipped or read twice/);
     expect(res.notes?.join(' ')).toMatch(/skipped or read twice/);
     expect(res.messages).toBeLessThan(before);
+    // The file itself says so (its header was written before the messages, and is rewritten at the end).
+    const header = JSON.parse((await readFile(out, 'utf8')).split('\n')[0] ?? '') as { partial?: boolean; partialReason?: string };
+    expect(header.partial).toBe(true);
+    expect(header.partialReason).toMatch(/skipped or read twice/);
   });
 });
 
