@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
+import { createRedisAdapter } from '../../core/adapters/redis';
+import type { MoveBatchResult } from '../../core/adapters/redrive-types';
 import { EXIT } from '../../core/cli/exit-codes';
 import type { RedrivePlan, RedriveResult } from '../../shared/redrive/types';
 import { REDIS_URL, uniqueName } from './env';
@@ -102,5 +104,37 @@ describe('redrive of a stream DLQ with pending entries in its consumer groups', 
     expect(run.stdout).toMatch(/Redrive finished \(client-side\): 3 moved, 1 stayed/);
     expect(run.stdout).toContain(`warning: 1 entry of stream "${dlq}" is pending in consumer group "alerts" (consumer "pager": 1, idle `);
     expect(await db.xlen(dlq)).toBe(1);
+  });
+
+  it('an entry a consumer receives between the read and the move is not moved (the move script checks the pending lists)', async () => {
+    const dlq = uniqueName('stream-held-dlq3');
+    const target = uniqueName('stream-held-work3');
+    keys.push(dlq, target);
+    for (let i = 1; i <= 5; i++) await db.xadd(dlq, '*', 'body', `m${i}`);
+    await db.xgroup('CREATE', dlq, 'alerts', '0');
+    const adapter = createRedisAdapter({ kind: 'redis', url: url9 });
+    try {
+      const batches: MoveBatchResult[] = [];
+      const summary = await adapter.redrive?.moveClientSide(
+        { sourceQueueId: `stream:${dlq}`, batchSize: 100, cutoffMs: Date.now(), maxMessages: null, dryRun: false },
+        {
+          gate: () => Promise.resolve(),
+          decide: () => ({ action: 'move', targetQueueId: `stream:${target}` }),
+          // After the read, before the move: a consumer takes the first two.
+          beforeMove: async () => {
+            await db.xreadgroup('GROUP', 'alerts', 'pager', 'COUNT', 2, 'STREAMS', dlq, '>');
+          },
+          onBatch: (b) => batches.push(b),
+        },
+      );
+      expect(summary?.moved).toBe(3);
+      expect(summary?.failed).toBe(2);
+      expect(batches[0]?.failed[0]?.error.message).toMatch(/was delivered to consumer "pager" of group "alerts" after it was read \(idle \d+ ms, not acknowledged\): it is likely being processed now, so it stays in the DLQ/);
+      expect(await db.xlen(dlq)).toBe(2);
+      expect(await db.xack(dlq, 'alerts', ...(await db.xrange(dlq, '-', '+')).map(([id]) => id))).toBe(2);
+      expect(await db.xlen(target)).toBe(3);
+    } finally {
+      await adapter.close();
+    }
   });
 });

@@ -76,13 +76,19 @@ return {1, moved}
  * the DLQ (so no pending entries list keeps pointing at a deleted entry).
  *
  * KEYS[1] the DLQ stream, KEYS[2..] the target streams.
- * ARGV[1] the counter field name, then pairs: entry id, target index into KEYS.
+ * ARGV[1] the counter field name, ARGV[2] the "recent delivery" idle limit in ms, then pairs:
+ * entry id, target index into KEYS — prefixed with `g` (guarded) when the entry was not pending
+ * with an idle time below that limit when it was read: a guarded entry that a consumer of some
+ * group now holds with an idle time below the limit (XPENDING; delivered since the read, e.g. by
+ * XREADGROUP or XCLAIM) is not moved.
  * Returns per id: the new entry id; "" when the entry is no longer in the DLQ (nothing done);
- * or "!<error>" when XADD to the target failed (the entry stays in the DLQ).
+ * "!<error>" when XADD to the target failed (the entry stays in the DLQ); or
+ * "~<group>\0<consumer>\0<idle ms>" when a guarded entry was delivered since it was read (it stays).
  */
 export const STREAM_MOVE_LUA = `
 local src = KEYS[1]
 local field = ARGV[1]
+local recentMs = tonumber(ARGV[2])
 local groups = {}
 local info = redis.call('XINFO', 'GROUPS', src)
 for _, g in ipairs(info) do
@@ -91,11 +97,26 @@ for _, g in ipairs(info) do
   end
 end
 local out = {}
-for i = 2, #ARGV, 2 do
+for i = 3, #ARGV, 2 do
   local id = ARGV[i]
+  local t = ARGV[i + 1]
+  local guard = string.sub(t, 1, 1) == 'g'
+  if guard then t = string.sub(t, 2) end
+  local held = nil
   local e = redis.call('XRANGE', src, id, id)
+  if #e > 0 and guard then
+    for _, g in ipairs(groups) do
+      local p = redis.call('XPENDING', src, g, id, id, 1)
+      if #p > 0 and tonumber(p[1][3]) < recentMs then
+        held = '~' .. g .. '\\0' .. p[1][2] .. '\\0' .. p[1][3]
+        break
+      end
+    end
+  end
   if #e == 0 then
     out[#out + 1] = ''
+  elseif held then
+    out[#out + 1] = held
   else
     local f = e[1][2]
     local found = false
@@ -109,7 +130,7 @@ for i = 2, #ARGV, 2 do
       f[#f + 1] = field
       f[#f + 1] = '1'
     end
-    local r = redis.pcall('XADD', KEYS[1 + tonumber(ARGV[i + 1])], '*', unpack(f))
+    local r = redis.pcall('XADD', KEYS[1 + tonumber(t)], '*', unpack(f))
     if type(r) == 'table' and r.err then
       out[#out + 1] = '!' .. r.err
     else

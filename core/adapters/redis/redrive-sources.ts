@@ -315,7 +315,7 @@ export class StreamSource implements BatchSource {
   async commit(moves: PlannedMove[]): Promise<Committed> {
     const targets = new Map<string, number>();
     const keys: string[] = [this.key];
-    const args: string[] = [REDRIVE_COUNT_HEADER];
+    const args: string[] = [REDRIVE_COUNT_HEADER, String(RECENT_DELIVERY_MS)];
     for (const m of moves) {
       let t = targets.get(m.targetQueueId);
       if (t === undefined) {
@@ -323,7 +323,11 @@ export class StreamSource implements BatchSource {
         t = keys.length - 1;
         targets.set(m.targetQueueId, t);
       }
-      args.push(m.message.id, String(t));
+      // Guarded unless it was decided on knowing a consumer had just received it (pending entries
+      // included): the script leaves it if a consumer received it since the read.
+      const { state, idleMs } = m.message.meta;
+      const knownRecent = state === 'pending' && typeof idleMs === 'number' && idleMs < RECENT_DELIVERY_MS;
+      args.push(m.message.id, `${knownRecent ? '' : 'g'}${String(t)}`);
     }
     const r = (await streamMove.run(this.conn, keys, args)) as (string | undefined)[];
     const out: Committed = { moved: [], failed: [], possibleDuplicates: [] };
@@ -331,6 +335,13 @@ export class StreamSource implements BatchSource {
       const v = r[i] ?? '';
       if (v === '') out.failed.push({ id: m.message.id, error: err('BROKER_ERROR', `Entry ${m.message.id} is no longer in the DLQ stream (deleted or moved by another client); nothing was published.`) });
       else if (v.startsWith('!')) out.failed.push({ id: m.message.id, error: err('BROKER_ERROR', `Adding entry ${m.message.id} to ${m.targetQueueId} failed: ${v.slice(1, 300)}; it stays in the DLQ.`) });
+      else if (v.startsWith('~')) {
+        const [group = '?', consumer = '?', idle = '?'] = v.slice(1).split('\0');
+        out.failed.push({
+          id: m.message.id,
+          error: err('BROKER_ERROR', `Entry ${m.message.id} was delivered to consumer "${consumer.slice(0, 120)}" of group "${group.slice(0, 120)}" after it was read (idle ${idle} ms, not acknowledged): it is likely being processed now, so it stays in the DLQ; nothing was published.`),
+        });
+      }
       else out.moved.push({ id: m.message.id, targetQueueId: m.targetQueueId });
     });
     return out;
