@@ -6,6 +6,11 @@ import { Redis } from 'ioredis';
 import { createRedisAdapter } from '../../core/adapters/redis';
 import type { MoveBatchResult } from '../../core/adapters/redrive-types';
 import { EXIT } from '../../core/cli/exit-codes';
+import { createApiHandlers, dispatchApi } from '../../core/services/api';
+import { ConnectionManager } from '../../core/services/connection-manager';
+import { OperationManager } from '../../core/services/operations';
+import { ProfileStore } from '../../core/services/profile-store';
+import type { ConnectionProfile } from '../../shared/domain';
 import type { RedrivePlan, RedriveResult } from '../../shared/redrive/types';
 import { REDIS_URL, uniqueName } from './env';
 import { runCli } from './fixtures/run-cli';
@@ -135,6 +140,38 @@ describe('redrive of a stream DLQ with pending entries in its consumer groups', 
       expect(await db.xlen(target)).toBe(3);
     } finally {
       await adapter.close();
+    }
+  });
+
+  it('the app API: redrive.plan leaves entries delivered just now unless includePending, and warns', async () => {
+    const dlq = uniqueName('stream-held-dlq4');
+    keys.push(dlq);
+    for (let i = 1; i <= 4; i++) await db.xadd(dlq, '*', 'body', `m${i}`);
+    await db.xgroup('CREATE', dlq, 'alerts', '0');
+    await db.xreadgroup('GROUP', 'alerts', 'pager', 'COUNT', 2, 'STREAMS', dlq, '>');
+    const store = await ProfileStore.open({ configDir: join(dir, 'api-config') });
+    const connections = new ConnectionManager({ store });
+    const handlers = createApiHandlers({
+      connections,
+      operations: new OperationManager(),
+      dialogs: { pickSnapshotSavePath: () => Promise.resolve(null), pickSnapshotOpenPath: () => Promise.resolve(null) },
+      runtime: 'electron',
+      version: '0.1.0',
+    });
+    try {
+      const saved = await dispatchApi(handlers, 'connections.save', { name: 'redis 9', config: { kind: 'redis', url: url9 } });
+      if (!saved.ok) throw new Error(saved.error.message);
+      const input = { connectionId: (saved.value as ConnectionProfile).id, dlqId: `stream:${dlq}`, selection: { kind: 'all' }, targetQueueId: `stream:${dlq}-work` };
+      const plan = await dispatchApi(handlers, 'redrive.plan', input);
+      if (!plan.ok) throw new Error(plan.error.message);
+      const p = plan.value as RedrivePlan;
+      expect([p.toMove, p.toSkip]).toEqual([2, 2]);
+      expect(p.warnings.some((w) => w.startsWith(`2 entries of stream "${dlq}" are pending in consumer group "alerts" (consumer "pager": 2,`))).toBe(true);
+      const incl = await dispatchApi(handlers, 'redrive.plan', { ...input, includePending: true });
+      if (!incl.ok) throw new Error(incl.error.message);
+      expect((incl.value as RedrivePlan).toMove).toBe(4);
+    } finally {
+      await connections.closeAll();
     }
   });
 });
