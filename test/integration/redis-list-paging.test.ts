@@ -130,6 +130,19 @@ describe('a list popped and pushed between pages (adapter, deterministic)', () =
     expect(bodies.filter((b) => b.includes('"orig-'))).toEqual([...originals].reverse());
   });
 
+  it('identical entries around the last one read: the page cannot tell where it is, repeats rather than skips, and says so', async () => {
+    const key = uniqueName('list-paging-same');
+    keys.push(key);
+    await native.rpush(key, ...Array.from({ length: 300 }, () => 'same'));
+    const a = adapter();
+    const first = await a.peek(`list:${key}`, { limit: 100 });
+    await native.lpush(key, 'new');
+    const second = await a.peek(`list:${key}`, { limit: 100, cursor: first.nextCursor });
+    expect(second.moved?.realigned).toBe(false);
+    expect(second.moved?.uncertain).toBeGreaterThan(0);
+    expect(second.moved?.note).toMatch(/identical contents.*may have been read twice/);
+  });
+
   it('a consumer that overtook the reader: the page says entries may be skipped or read twice, and readQueue/export are partial', async () => {
     const { key } = await seedList('overtaken', 2000);
     const a = adapter();

@@ -81,6 +81,13 @@ export function listRealignWindow(limit: number): number {
   return Math.min(1000, Math.max(100, 2 * limit));
 }
 
+/**
+ * Bytes the re-aligning LRANGE may bring back (about twice the window, whole entries): with large
+ * entries the window shrinks (at least 10 either way), so a list of 1 MiB messages does not pull
+ * gigabytes into memory to re-align.
+ */
+const REALIGN_BYTES = 64 * 1024 * 1024;
+
 interface RankRead {
   /** LLEN at the read. */
   length: number;
@@ -118,7 +125,8 @@ async function readRanks(ctx: RedisContext, key: string, queueId: string, direct
  * hashes of the last {@link ANCHOR_ENTRIES} entries returned, LLEN and the hash of the entry at the
  * end read from. The next page checks them in the same MULTI as its LRANGE; when the end read from
  * changed or those entries are not where they were, it looks for them within
- * {@link listRealignWindow} positions either way (one more LRANGE) and:
+ * {@link listRealignWindow} positions either way (fewer for large entries, see `REALIGN_BYTES`;
+ * one more LRANGE) and:
  * - found at exactly one place: continues right after them (`moved.realigned: true` when they
  *   moved), so no entry still in the list is skipped or read twice;
  * - found at several places (identical contents): continues after the first one, so nothing is
@@ -154,7 +162,10 @@ export async function peekList(ctx: RedisContext, key: string, options: PeekOpti
   const inPlace = first.items.length >= k && anchor.every((h, i) => entryHash(first.items[i] as Buffer) === h);
   const headSame = cursor?.f === undefined || (head !== null && entryHash(head) === cursor.f);
   if (k > 0 && !(inPlace && headSame)) {
-    const window = listRealignWindow(limit);
+    let sampled = 0;
+    for (const b of first.items) sampled += b.length;
+    const perEntry = Math.max(1, first.items.length > 0 ? sampled / first.items.length : 1);
+    const window = Math.max(10, Math.min(listRealignWindow(limit), Math.floor(REALIGN_BYTES / perEntry / 2)));
     const lo = Math.max(0, offset - k - window);
     const wide = await readRanks(ctx, key, queueId, direction, lo, offset + window + limit, signal);
     ({ length, head } = wide);
