@@ -150,7 +150,7 @@ export function formatResult(r: RedriveResult, status: string): string {
   if (r.notFoundCount > 0) lines.push(`warning: ${notFoundLine(r.notFoundCount, r.notFoundIds)}`);
   if (r.backupPath !== null) lines.push(`Backup: ${cell(r.backupPath, 400)} (put back with: queuescope reinject <connection> <queue> --from <backup>)`);
   if (r.auditId !== null) lines.push(`Audit log: entry ${r.auditId} (queuescope history)`);
-  for (const w of r.warnings ?? []) lines.push(`warning: ${cell(w, 2000)}`);
+  for (const w of r.warnings ?? []) lines.push(`warning: ${cell(w, NOTE_MAX)}`);
   for (const n of r.notes) lines.push(`note: ${cell(n, NOTE_MAX)}`);
   return `${lines.join('\n')}\n`;
 }
