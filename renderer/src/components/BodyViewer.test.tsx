@@ -1,5 +1,5 @@
 // @vitest-environment jsdom
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { cleanup, fireEvent, render, screen } from '@testing-library/react';
 import { gzipSync, strToU8 } from 'fflate';
 import { useStore } from '../store';
@@ -81,5 +81,31 @@ describe('BodyViewer', () => {
     expect(screen.getByTestId('body-text').textContent).toHaveLength(100_000);
     fireEvent.click(screen.getByRole('button', { name: 'Show all' }));
     expect(screen.getByTestId('body-text').textContent).toHaveLength(big.length);
+  });
+
+  it('shows bidi overrides and terminal escapes as visible escapes, and copies the original', async () => {
+    // U+202E displays "gnp.exe" as "exe.png"; ESC would render as an empty box.
+    const body = 'file \u202egnp.exe\u202c \x1b[31mRED\x1b[0m\tok';
+    const writes: string[] = [];
+    Object.defineProperty(navigator, 'clipboard', { value: { writeText: (t: string) => Promise.resolve(void writes.push(t)) }, configurable: true });
+    const { container } = render(<MessageView message={message('m8', body, { headers: { 'x-\u202ename': 'v\u202ealue' } })} onClose={() => undefined} />);
+    const shown = screen.getByTestId('body-text').textContent;
+    expect(shown).toBe('file \\u202egnp.exe\\u202c \\x1b[31mRED\\x1b[0m\tok');
+    expect(shown).not.toMatch(/[\u202e\u202c\x1b]/);
+    expect(container.querySelectorAll('[data-testid="body-text"] .hidden-char')).toHaveLength(4);
+    // Headers: names and values.
+    const headers = screen.getByRole('region', { name: 'Headers / attributes' });
+    expect(headers.textContent).toContain('x-\\u202ename');
+    expect(headers.textContent).toContain('v\\u202ealue');
+    expect(headers.textContent).not.toMatch(/\u202e/);
+    fireEvent.click(screen.getByRole('tab', { name: 'Raw' }));
+    expect(screen.getByTestId('body-text').textContent).toBe('file \\u202egnp.exe\\u202c \\x1b[31mRED\\x1b[0m\tok');
+    fireEvent.click(screen.getByRole('button', { name: 'Copy' }));
+    await vi.waitFor(() => expect(writes).toEqual([body]));
+  });
+
+  it('shows hidden characters escaped in pretty JSON too', () => {
+    render(<BodyViewer message={message('m9', JSON.stringify({ file: '\u202egnp.exe' }))} />);
+    expect(screen.getByTestId('body-text').textContent).toBe('{\n  "file": "\\u202egnp.exe"\n}');
   });
 });

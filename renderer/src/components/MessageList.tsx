@@ -6,6 +6,7 @@ import { decodedOf } from '../lib/decoded-cache';
 import { count, shortReason } from '../lib/format';
 import { Time } from './common';
 import { InspectCell, type QueueRules } from './InspectBadges';
+import { Revealed } from './TextViews';
 
 const ROW_HEIGHT = 32;
 
@@ -147,7 +148,7 @@ export function MessageList({
                 )}
                 <div role="gridcell" className="ellipsis preview">
                   {reason !== '' && <span className="reason" title={m.meta.failedReason ?? m.meta.firstDeathReason ?? undefined}>{reason}</span>}
-                  <span className="mono">{bodyPreview(decodedOf(m), 200)}</span>
+                  <span className="mono"><Revealed text={bodyPreview(decodedOf(m), 200)} /></span>
                 </div>
               </div>
             );

@@ -4,6 +4,7 @@ import { absoluteTime, count, duration, headerValueText } from '../lib/format';
 import { BodyViewer } from './BodyViewer';
 import { Time } from './common';
 import { InspectMessagePanel, keyRuleText, markText, useMessageAnalysis } from './InspectMessagePanel';
+import { Revealed } from './TextViews';
 
 /** One message: body viewer, broker metadata (x-death, BullMQ failure, stream pending info), headers and properties. */
 export function MessageView({ message, onClose }: { message: QueueMessage; onClose: () => void }) {
@@ -134,15 +135,21 @@ function KeyValueSection({ title, entries, empty, pathPrefix, keyMark }: { title
               if (keyMark === null || !keyMark.fields.has(`${pathPrefix}${k}`)) {
                 return (
                   <tr key={k}>
-                    <th className="mono">{k}</th>
-                    <td className="mono wrap-anywhere">{text}</td>
+                    <th className="mono">
+                      <Revealed text={k} />
+                    </th>
+                    <td className="mono wrap-anywhere">
+                      <Revealed text={text} />
+                    </td>
                   </tr>
                 );
               }
               // A key composed from several fields (CloudEvents source + id) contains this value rather than equals it: mark the whole value then.
               return (
                 <tr key={k} className="key-row" data-testid="key-row">
-                  <th className="mono">{k}</th>
+                  <th className="mono">
+                    <Revealed text={k} />
+                  </th>
                   <td className="mono wrap-anywhere">
                     {text.includes(keyMark.key) ? markText(text, keyMark.key) : <mark>{text}</mark>}
                     <span className="anno">

@@ -1,12 +1,35 @@
 import { useMemo, useRef, useState } from 'react';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { count as formatCount } from '../lib/format';
+import { hasHidden, revealHidden } from '../lib/visible-text';
 
 const LINE_HEIGHT = 18;
 /** Up to this many lines render as one plain <pre>; more are virtualized. */
 const PLAIN_LINES = 400;
 /** Text views show this many characters before "Show all". */
 export const TEXT_CAP = 100_000;
+
+/**
+ * Untrusted text as text nodes, with control, invisible and bidirectional formatting characters
+ * shown as escapes (`\x1b`, `\u202e`) in a marked span instead of acting on the text around them
+ * (see lib/visible-text.ts). The span's title names the code point. Copy buttons copy the original.
+ */
+export function Revealed({ text }: { text: string }) {
+  if (!hasHidden(text)) return <>{text}</>;
+  return (
+    <>
+      {revealHidden(text).map((p, i) =>
+        'text' in p ? (
+          p.text
+        ) : (
+          <span key={i} className="hidden-char" title={`U+${p.char.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')} (hidden character, shown escaped)`}>
+            {p.escape}
+          </span>
+        ),
+      )}
+    </>
+  );
+}
 
 /**
  * Many lines of monospaced text (pretty JSON, hex dump), rendered as text nodes only.
@@ -18,7 +41,7 @@ export function LinesView({ count, getLine, label }: { count: number; getLine: (
     const text = Array.from({ length: count }, (_, i) => getLine(i)).join('\n');
     return (
       <pre className="body-pre" aria-label={label} data-testid="body-text">
-        {text}
+        <Revealed text={text} />
       </pre>
     );
   }
@@ -34,7 +57,7 @@ function VirtualLines({ count, getLine, label }: { count: number; getLine: (i: n
       <div style={{ height: v.getTotalSize(), position: 'relative', minWidth: '100%' }}>
         {v.getVirtualItems().map((item) => (
           <div key={item.key} className="vline" style={{ position: 'absolute', top: 0, left: 0, height: LINE_HEIGHT, transform: `translateY(${item.start}px)` }}>
-            {getLine(item.index)}
+            <Revealed text={getLine(item.index)} />
           </div>
         ))}
       </div>
@@ -50,7 +73,7 @@ export function CappedText({ text, label }: { text: string; label: string }) {
   return (
     <>
       <pre className="body-pre wrap" aria-label={label} data-testid="body-text">
-        {shown}
+        <Revealed text={shown} />
       </pre>
       {cut && (
         <div className="cap-note">
