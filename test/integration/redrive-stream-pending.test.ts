@@ -109,6 +109,11 @@ describe('redrive of a stream DLQ with pending entries in its consumer groups', 
     expect(run.stdout).toMatch(/Redrive finished \(client-side\): 3 moved, 1 stayed/);
     expect(run.stdout).toContain(`warning: 1 entry of stream "${dlq}" is pending in consumer group "alerts" (consumer "pager": 1, idle `);
     expect(await db.xlen(dlq)).toBe(1);
+    // Only the held entry is left: nothing to move, and the CLI says why.
+    const none = await runCli(dir, ['redrive', url9, `stream:${dlq}`, '--to', `stream:${target}`, '--yes']);
+    expect(none.code).toBe(EXIT.OK);
+    expect(none.stdout).toBe('Nothing to move: 1 stay because a consumer received it less than 60 s ago (see the warning above; --include-pending moves it).\n');
+    expect(none.stderr).toContain('warning: 1 entry of stream');
   });
 
   it('an entry a consumer receives between the read and the move is not moved (the move script checks the pending lists)', async () => {

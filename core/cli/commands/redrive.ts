@@ -228,8 +228,10 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
       // the read limit) are not "done": exit 7, like a run in which some of them failed.
       const unroutable = plan.skipped.filter((g) => g.category === 'no target' || g.category === 'target missing' || g.category === 'loop').reduce((n, g) => n + g.count, 0);
       if (opts.json === true) ctx.out(toJson({ moved: 0, notFoundIds: plan.notFoundIds, plan }));
-      else if (plan.failed + unroutable === 0) ctx.out('Nothing to move.\n');
-      else {
+      else if (plan.failed + unroutable === 0) {
+        const held = plan.skipped.filter((g) => g.category === 'held').reduce((n, g) => n + g.count, 0);
+        ctx.out(held > 0 ? `Nothing to move: ${held} stay because a consumer received ${held === 1 ? 'it' : 'them'} less than 60 s ago (see the warning above; --include-pending moves ${held === 1 ? 'it' : 'them'}).\n` : 'Nothing to move.\n');
+      } else {
         const parts = [...(plan.failed > 0 ? [`${plan.failed} cannot move`] : []), ...(unroutable > 0 ? [`${unroutable} have no usable target${request.targetQueueId === null ? ' (pass --to QUEUE to choose one)' : ''}`] : [])];
         ctx.out(`Nothing moved: ${parts.join(', ')} — see above; they stay in the DLQ.\n`);
       }
