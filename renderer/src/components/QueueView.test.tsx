@@ -104,3 +104,29 @@ describe('QueueView peek gate', () => {
     await waitFor(() => expect(screen.getByRole('button', { name: 'Try again' })).toBeTruthy());
   });
 });
+
+describe('QueueView load more on a list that moved', () => {
+  it('says when the list moved between pages and entries may be missing or shown twice', async () => {
+    queue = summary({ kind: 'redis-list', broker: 'redis', id: 'list:jobs' });
+    const note = 'The list jobs changed between two pages (length 300 → 100): an unknown number of entries may have been skipped or read twice.';
+    const first: PeekPage = { ...page, nextCursor: 'c2', total: 300 };
+    const second: PeekPage = { messages: [message('m-3', '{"a":3}')], nextCursor: null, total: 100, sideEffects: [], moved: { realigned: false, uncertain: null, note } };
+    window.queuescope = {
+      invoke: vi.fn((method: string, input: unknown) => {
+        calls.push({ method, input: input as Record<string, unknown> });
+        const cursor = (input as { options?: { cursor?: string | null } }).options?.cursor ?? null;
+        if (method === 'queues.get') return Promise.resolve({ ok: true, value: queue });
+        if (method === 'queues.list') return Promise.resolve({ ok: true, value: [queue] });
+        if (method === 'messages.peek') return Promise.resolve({ ok: true, value: cursor === null ? first : second });
+        return Promise.resolve({ ok: false, error: { code: 'INTERNAL', message: `unexpected ${method}` } });
+      }) as never,
+    };
+    render(<QueueView connectionId="c1" queueId={queue.id} />);
+    await screen.findByText(/2 loaded/);
+    expect(screen.queryByTestId('peek-moved-notice')).toBeNull();
+    fireEvent.click(screen.getByRole('button', { name: 'Load more' }));
+    const notice = await screen.findByTestId('peek-moved-notice');
+    expect(notice.textContent).toMatch(/some may be missing or shown twice/);
+    expect(notice.textContent).toContain(note);
+  });
+});

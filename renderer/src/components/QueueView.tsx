@@ -266,6 +266,21 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
             </details>
           )}
 
+          {ours && (peek.moved?.length ?? 0) > 0 && (
+            <details className={`notice ${peek.moved?.some((m) => !m.realigned) === true ? 'notice-warn' : 'notice-info'}`} role="status" data-testid="peek-moved-notice">
+              <summary>
+                {peek.moved?.some((m) => !m.realigned) === true
+                  ? 'The queue changed while more messages were loaded: some may be missing or shown twice.'
+                  : 'The queue changed while more messages were loaded; the pages were re-aligned, so none is missing or shown twice.'}
+              </summary>
+              <ul className="side-effects">
+                {peek.moved?.map((m, i) => (
+                  <li key={i}>{m.note}</li>
+                ))}
+              </ul>
+            </details>
+          )}
+
           {analysed !== null && analysed.messages.length > 0 && <AnalysedMessages report={analysed} when={readWindow} selectedId={analysedId} onOpen={setAnalysedId} />}
           {analysed !== null && analysed.messages.length === 0 && (
             <Empty title={analysed.analysed === 0 ? (state !== undefined ? `No ${state} messages` : 'No messages') : 'No analysed rows kept'}>

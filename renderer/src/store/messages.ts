@@ -53,8 +53,17 @@ export const createMessagesSlice: StateCreator<All, [], [], MessagesSlice> = (se
         set((s) => {
           if (s.peek === null) return {};
           const sideEffects = [...new Set([...s.peek.sideEffects, ...page.sideEffects])];
+          const moved = page.moved !== undefined ? [...(s.peek.moved ?? []), page.moved] : s.peek.moved;
           return {
-            peek: { ...s.peek, status: 'ready', messages: [...s.peek.messages, ...page.messages], nextCursor: page.nextCursor, total: page.total ?? s.peek.total, sideEffects },
+            peek: {
+              ...s.peek,
+              status: 'ready',
+              messages: [...s.peek.messages, ...page.messages],
+              nextCursor: page.nextCursor,
+              total: page.total ?? s.peek.total,
+              sideEffects,
+              ...(moved !== undefined ? { moved } : {}),
+            },
           };
         });
       } catch (e) {

@@ -67,6 +67,15 @@ describe('messages slice', () => {
     expect(calls).toHaveLength(2);
   });
 
+  it('keeps what Load more pages say about a list that moved between pages', async () => {
+    const moved = { realigned: false, uncertain: null, note: 'The list jobs changed between two pages: entries may have been skipped or read twice.' };
+    handlers['messages.peek'] = (input) => ((input.options as { cursor: string | null }).cursor === null ? page(['a', 'b'], 'c2') : { ...page(['c'], null), moved });
+    await useStore.getState().startPeek(params);
+    expect(useStore.getState().peek?.moved).toBeUndefined();
+    await useStore.getState().loadMore();
+    expect(useStore.getState().peek?.moved).toEqual([moved]);
+  });
+
   it('drops the result of a peek that a newer peek replaced', async () => {
     let release: (v: PeekPage) => void = () => undefined;
     handlers['messages.peek'] = (input) => ((input.options as { state?: string }).state === 'slow' ? new Promise<PeekPage>((r) => (release = r)) : page(['new'], null));

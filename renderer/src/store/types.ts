@@ -1,5 +1,5 @@
 import type { AppInfo, ApiInput } from '../../../shared/api/contract';
-import type { ConnectionProfile, ErrorInfo, OperationSnapshot, QueueMessage, QueueSummary } from '../../../shared/domain';
+import type { ConnectionProfile, ErrorInfo, OperationSnapshot, PeekPage, QueueMessage, QueueSummary } from '../../../shared/domain';
 import type { AuditSlice } from './audit';
 import type { InspectSlice } from './inspect';
 import type { TuningSlice } from './tuning';
@@ -82,6 +82,12 @@ export interface PeekState extends PeekParams {
   total: number | null;
   /** Side effects the peeks so far actually caused (deduplicated). */
   sideEffects: string[];
+  /**
+   * "Load more" pages whose queue moved since the page before (`PeekPage.moved`: a Redis list
+   * popped or pushed meanwhile), in load order: re-aligned, or entries may be skipped or shown twice.
+   * Absent or empty = none.
+   */
+  moved?: NonNullable<PeekPage['moved']>[];
   error: ErrorInfo | null;
 }
 
