@@ -556,11 +556,17 @@ class ClientRun {
       );
       if (!('error' in policy)) {
         this.own = { max: policy.maxReceiveCount, next, nextUrl: null, nextAtStart: null };
-        try {
-          this.own.nextUrl = await this.mover._host.resolveQueueUrl(`sqs:${next}`, this.signal);
-          this.own.nextAtStart = await this.depthOf(this.own.nextUrl);
-        } catch {
-          // Unknown (another account, no permission, deleted): the run says nothing about it.
+        // GetQueueUrl by name looks in this account and region only: a next queue elsewhere is not measured.
+        const nextArn = parseArn(policy.deadLetterTargetArn);
+        const ownArn = parseArn(attrs.QueueArn ?? '');
+        const sameHome = nextArn !== null && ownArn !== null && nextArn.accountId === ownArn.accountId && nextArn.region === ownArn.region;
+        if (sameHome) {
+          try {
+            this.own.nextUrl = await this.mover._host.resolveQueueUrl(`sqs:${next}`, this.signal);
+            this.own.nextAtStart = await this.depthOf(this.own.nextUrl);
+          } catch {
+            // Unknown (no permission, deleted): the run says nothing about it.
+          }
         }
       }
     }
