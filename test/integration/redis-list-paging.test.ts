@@ -140,7 +140,7 @@ describe('a list popped and pushed between pages (adapter, deterministic)', () =
     const second = await a.peek(`list:${key}`, { limit: 100, cursor: first.nextCursor });
     expect(second.moved?.realigned).toBe(false);
     expect(second.moved?.uncertain).toBeGreaterThan(0);
-    expect(second.moved?.note).toMatch(/identical contents.*may have been read twice/);
+    expect(second.moved?.note).toMatch(/may have been read twice: .*identical contents/);
   });
 
   it('a consumer that overtook the reader: the page says entries may be skipped or read twice, and readQueue/export are partial', async () => {
@@ -151,7 +151,7 @@ describe('a list popped and pushed between pages (adapter, deterministic)', () =
     await native.lpop(key, 400);
     const second = await a.peek(`list:${key}`, { limit: 100, cursor: first.nextCursor });
     expect(second.moved).toMatchObject({ realigned: false, uncertain: null });
-    expect(second.moved?.note).toMatch(/no longer within \d+ positions.*may have been skipped or read twice/);
+    expect(second.moved?.note).toMatch(/may have been skipped or read twice: the last entry read .* is no longer within \d+ positions/);
     // From the head again: nothing still in the list is skipped.
     expect(second.messages[0]?.body.data).toContain('"orig-400"');
 
@@ -166,7 +166,7 @@ describe('a list popped and pushed between pages (adapter, deterministic)', () =
       },
     }, () => undefined);
     expect(r.partial).toBe(true);
-    expect(r.partialReason).toMatch(/no longer within \d+ positions.*skipped or read twice/);
+    expect(r.partialReason).toMatch(/skipped or read twice.*no longer within \d+ positions/);
     expect(r.notes?.join(' ')).toMatch(/skipped or read twice/);
     const before = await native.llen(key);
     const out = join(dir, 'overtaken.jsonl');
@@ -268,6 +268,32 @@ describe('the CLI while workers push and pop in the background', () => {
       await worker2.stop();
     }
     expect(h.stderr).toMatch(/note: .*moved .*re-aligned on the last entry read/);
+  });
+
+  it('inspect --fail-on flag exits 9 and says on stderr that entries may be skipped when a worker consumed past the read', async () => {
+    const { key } = await seedList('cli-overtaken', 4000);
+    // As soon as the CLI has read its first page, a worker takes 3000 from the head (past anything read by then).
+    const monitor = await native.duplicate().monitor();
+    let fired = false;
+    const popped = new Promise<void>((resolve) => {
+      monitor.on('monitor', (_time: string, args: string[]) => {
+        if (fired || args[0]?.toLowerCase() !== 'lrange' || args[1] !== key) return;
+        fired = true;
+        void native.lpop(key, 3000).then(() => resolve());
+      });
+    });
+    let r: Run;
+    try {
+      r = await run(['inspect', REDIS_URL, key, '--fail-on', 'flag']);
+      await popped;
+    } finally {
+      monitor.disconnect();
+    }
+    // Old code: exit 9 too (it read fewer than the queue held), but only as 'the queue changed while it was read'.
+    expect(r.code).toBe(9);
+    expect(r.stderr).toMatch(/note: The list .* may have been skipped or read twice: the last entry read .* is no longer within \d+ positions/);
+    expect(r.stderr).toMatch(/fail-on flag: nothing flagged .* skipped or read twice.* Exit 9 \(incomplete\)/s);
+    expect(r.stdout).toMatch(/Partial: .*skipped or read twice/);
   });
 
   it('export while a Sidekiq-style worker LPUSHes and RPOPs: every entry in the file once or consumed, or the export says it is partial', async () => {

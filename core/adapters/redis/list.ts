@@ -198,7 +198,7 @@ export async function peekList(ctx: RedisContext, key: string, options: PeekOpti
         moved = {
           realigned: false,
           uncertain: spread,
-          note: `The list ${key} changed between two pages (length ${String(prevLength)} → ${String(length)}) and the last entries read (${last}) match ${String(shifts.length)} places up to ${String(spread)} positions apart (identical contents): reading continued after the first, so up to ${String(spread)} entries may have been read twice.`,
+          note: `The list ${key} changed between two pages, so up to ${String(spread)} entries may have been read twice: the last entries read (${last}) match ${String(shifts.length)} places up to ${String(spread)} positions apart (identical contents; length ${String(prevLength)} → ${String(length)}), and reading continued after the first.`,
         };
       } else if (d !== 0) {
         moved = {
@@ -216,7 +216,7 @@ export async function peekList(ctx: RedisContext, key: string, options: PeekOpti
       moved = {
         realigned: false,
         uncertain: null,
-        note: `The list ${key} changed between two pages (length ${String(prevLength)} → ${String(length)}) and the last entry read (${last}) is no longer within ${String(window)} positions of where it was (consumed, or more than ${String(window)} entries pushed or popped at its ${end}): reading continued ${start === 0 ? `from its ${end}` : `at position ${String(start)} from its ${end}`}, so an unknown number of entries may have been skipped or read twice.`,
+        note: `The list ${key} changed between two pages, so an unknown number of entries may have been skipped or read twice: the last entry read (${last}) is no longer within ${String(window)} positions of where it was (consumed, or more than ${String(window)} entries pushed or popped at its ${end}; length ${String(prevLength)} → ${String(length)}), and reading continued ${start === 0 ? `from its ${end}` : `at position ${String(start)} from its ${end}`}.`,
       };
     }
   }
