@@ -134,6 +134,39 @@ describe('SQS FIFO redrive: deduplication ids (local-aws-sqs)', () => {
   });
 });
 
+describe('SQS FIFO redrive: order within a message group (local-aws-sqs)', () => {
+  const endpoint = SQS_ALT_ENDPOINT;
+  const c = client(endpoint);
+
+  it('a message that stays keeps the later messages of its group from overtaking it (old code: moved past it)', async () => {
+    // local-aws-sqs, like AWS, returns several messages of one group in a receive. g0's first
+    // message cannot move (10 attributes: no room for the redrive counter); the old mover still
+    // moved g0's second one, so the target got g0 out of order once the first was dealt with.
+    const base = uniqueName('fifo-ord');
+    const dlq = await createQueue(c, `${base}-dlq.fifo`, { FifoQueue: 'true' });
+    const target = await createQueue(c, `${base}-tgt.fifo`, { FifoQueue: 'true' });
+    const ten = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`a${i}`, { DataType: 'String', StringValue: `v${i}` }]));
+    const sends: { body: string; group: string; attrs?: typeof ten }[] = [
+      { body: 'g0-1', group: 'g0', attrs: ten },
+      { body: 'g1-1', group: 'g1' },
+      { body: 'g0-2', group: 'g0' },
+      { body: 'g1-2', group: 'g1' },
+      { body: 'g0-3', group: 'g0' },
+    ];
+    for (const [i, m] of sends.entries()) {
+      await c.send(new SendMessageCommand({ QueueUrl: dlq.url, MessageBody: m.body, MessageGroupId: m.group, MessageDeduplicationId: `d${i}`, ...(m.attrs ? { MessageAttributes: m.attrs } : {}) }));
+    }
+    const adapter = adapterFor(endpoint);
+    const moveAll = hooks(() => ({ action: 'move', targetQueueId: target.id }));
+    const dry = await adapter.redrive.moveClientSide({ sourceQueueId: dlq.id, batchSize: 10, cutoffMs: Date.now() + 1_000, maxMessages: null, dryRun: true }, moveAll);
+    expect(dry).toMatchObject({ moved: 2, failed: 3 });
+    const summary = await adapter.redrive.moveClientSide({ sourceQueueId: dlq.id, batchSize: 10, cutoffMs: Date.now() + 1_000, maxMessages: null, dryRun: false }, moveAll);
+    expect(summary).toMatchObject({ moved: 2, failed: 3, possibleDuplicates: 0 });
+    expect((await drainFifo(c, target.url)).map((m) => m.Body)).toEqual(['g1-1', 'g1-2']);
+    expect((await drainFifo(c, dlq.url)).map((m) => m.Body).sort()).toEqual(['g0-1', 'g0-2', 'g0-3']);
+  });
+});
+
 describe('SQS FIFO re-inject after a redrive (fauxqs, CLI)', () => {
   const endpoint = SQS_ENDPOINT;
   const c = client(endpoint);

@@ -130,6 +130,9 @@ function receiveTimestampAfter(m: Message, cutoffMs: number): boolean {
  * filtered one 0.1 per message examined (receive) + 0.2 per message moved (send, delete) + 0.1 per
  * message left (made visible again at the end): e.g. 0.4 per message moved when 2 of 3 move.
  *
+ * FIFO DLQ: a message of a group of which an earlier message stays (skipped or failed) in this run
+ * is not moved either (reported `failed`, with why), so no message overtakes one of its group.
+ *
  * Messages left in the DLQ (skipped, failed, dry run, sent after the cutoff) are kept invisible
  * until the run ends — so a run never receives them twice — then made visible again with
  * `ChangeMessageVisibilityBatch` (VisibilityTimeout 0). A heartbeat extends the visibility of
@@ -523,6 +526,11 @@ class ClientRun {
   private own: { max: number; next: string; nextUrl: string | null; nextAtStart: number | null } | null = null;
   /** Dry run: messages whose receive count reached the DLQ's own maxReceiveCount (see {@link processBatch}). */
   private atOwnLimit = 0;
+  /**
+   * FIFO DLQ: message groups of which a message stays in the DLQ in this run (skipped or failed).
+   * A later message of such a group is not moved either, so no message overtakes one of its group.
+   */
+  private readonly stayingGroups = new Set<string>();
 
   constructor(
     private readonly mover: SqsRedriveMover,
@@ -821,12 +829,36 @@ class ClientRun {
     const hold = (id: string, reason: HeldReason): void => {
       this.held.set(id, reason);
     };
+    const groupOf = new Map<string, string>();
+    if (this.fifo) for (const h of batch) if (h.message.meta.messageGroupId != null) groupOf.set(h.message.id, h.message.meta.messageGroupId);
+    /** Marks the group of a message that stays, so later messages of the group stay too (FIFO order). */
+    const stays = (id: string): void => {
+      const g = groupOf.get(id);
+      if (g !== undefined) this.stayingGroups.add(g);
+    };
     for (const h of batch) {
       const m = h.message;
       const d = this.hooks.decide(m);
       if (d.action === 'skip') {
         result.skipped.push({ id: m.id, reason: d.reason });
         hold(m.id, this.o.dryRun ? 'dry-run' : 'skipped');
+        stays(m.id);
+        continue;
+      }
+      // FIFO: a receive can return several messages of one group (AWS: up to 10, in order). Moving
+      // one past an earlier message of its group that stays would change the group's order in the
+      // target, so it stays too (across receives SQS itself withholds a group while one is held).
+      const group = groupOf.get(m.id);
+      if (group !== undefined && this.stayingGroups.has(group)) {
+        result.failed.push({
+          id: m.id,
+          error: {
+            code: 'INVALID_INPUT',
+            message: `Message ${m.id} stays in ${this.name}: an earlier message of its FIFO message group "${group.slice(0, 128)}" stays, and moving this one past it would change the group's order.`,
+            details: { messageId: m.id, messageGroupId: group },
+          },
+        });
+        hold(m.id, this.o.dryRun ? 'dry-run' : 'failed');
         continue;
       }
       let target: TargetInfo;
@@ -835,12 +867,14 @@ class ClientRun {
       } catch (e) {
         result.failed.push({ id: m.id, error: { ...asQs(e).toInfo(), message: `Target ${d.targetQueueId.slice(0, 200)}: ${asQs(e).message}` } });
         hold(m.id, this.o.dryRun ? 'dry-run' : 'failed');
+        stays(m.id);
         continue;
       }
       const built = buildSendEntry(m, target, 'e0');
       if ('error' in built) {
         result.failed.push({ id: m.id, error: built.error });
         hold(m.id, this.o.dryRun ? 'dry-run' : 'failed');
+        stays(m.id);
         continue;
       }
       // Dry run: a message whose receive count reached the DLQ's own maxReceiveCount is moved on
@@ -858,6 +892,7 @@ class ClientRun {
           },
         });
         hold(m.id, 'dry-run');
+        stays(m.id);
         continue;
       }
       const list = plannedByTarget.get(d.targetQueueId) ?? [];
@@ -906,6 +941,7 @@ class ClientRun {
         for (const f of r.failed) {
           result.failed.push({ id: f.entry.messageId, error: f.error });
           hold(f.entry.messageId, 'failed');
+          stays(f.entry.messageId);
         }
       }
     }
