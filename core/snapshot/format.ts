@@ -25,7 +25,9 @@
  * - optional `state` — the peek state exported (e.g. BullMQ `failed`); absent = the default state.
  * - optional `selection` — `"all"` (default) or `"ids"` when only chosen message ids were exported.
  * - optional `partial` / `partialReason` — true when the section is known not to hold the whole
- *   queue/state (a broker that cannot page, e.g. RabbitMQ classic or SQS, exports one peek window).
+ *   queue/state (a broker that cannot page, e.g. RabbitMQ classic or SQS, exports one peek window),
+ *   or a paged export missed or repeated messages (consumed meanwhile, a Redis list that moved
+ *   beyond re-alignment): the writer then rewrites the header when the file is finished.
  *
  * **Message line** (`type: "message"`): every field of {@link QueueMessage} (`id`, `queueId`,
  * `queueName`, `position`, `body`, `headers`, `properties`, `meta`) at the top level next to
