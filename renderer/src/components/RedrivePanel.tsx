@@ -99,13 +99,12 @@ export function RedrivePanel({ connectionId, summary, queues, checkedIds }: { co
     lastPreviewed.current = baseJson;
     void preview({ ...base, samples: 10 });
   };
-  const runStart = (): void => {
-    setConfirming(false);
-    void start({ ...base, ratePerSecond: rateNum, batchSize: batchNum });
-  };
-
   const op = st?.operation ?? null;
   const plan = st?.preview ?? null;
+  const runStart = (): void => {
+    setConfirming(false);
+    void start({ ...base, ...startLimit(plan, base.selection.kind), ratePerSecond: rateNum, batchSize: batchNum });
+  };
   const loopError = st?.error?.details?.loop === true;
 
   return (
@@ -364,6 +363,18 @@ function PlanView({ plan }: { plan: RedrivePlan }) {
   );
 }
 
+/**
+ * The `limit` a confirmed run starts with: the number of messages its dry run examined, so the run
+ * does what the confirm dialog says ("Redrive 6 messages") instead of also sweeping in messages that
+ * reached the DLQ between the dry run and the click (unseen, uncounted). Empty for picked ids (the
+ * ids bound the run) and when the dry run chose the broker's native move, which always moves the
+ * whole DLQ and cannot be limited (the dialog says so).
+ */
+export function startLimit(plan: RedrivePlan | null, selection: 'all' | 'filter' | 'ids'): { limit?: number } {
+  if (plan === null || selection === 'ids' || plan.native.wouldUse || plan.examined < 1) return {};
+  return { limit: plan.examined };
+}
+
 /** Confirm dialog: counts, targets, loop warning (must be confirmed), backup note. */
 export function RedriveConfirm({ plan, dlqName, rate, loopConfirmed, onConfirm, onCancel }: { plan: RedrivePlan; dlqName: string; rate: number | null; loopConfirmed: boolean; onConfirm: () => void; onCancel: () => void }) {
   const titleId = useId();
@@ -401,6 +412,11 @@ export function RedriveConfirm({ plan, dlqName, rate, loopConfirmed, onConfirm, 
         <p className="muted">
           Each message is published and confirmed before it is removed from the DLQ; the messages are first written to a backup snapshot, and the run is added to the audit log.
           {rate !== null ? ` At most ${rate} messages per second.` : ''}
+        </p>
+        <p className="muted" data-testid="redrive-scope">
+          {plan.native.wouldUse
+            ? "The broker's native move takes every message in the DLQ when it runs, including any that arrived after the dry run."
+            : `The run reads at most the ${count(plan.examined)} message${plan.examined === 1 ? '' : 's'} the dry run examined; messages that reached the DLQ after it stay there (preview again to include them).`}
         </p>
         <div className="modal-actions">
           <button type="button" className="btn" ref={cancelRef} onClick={onCancel}>

@@ -1,0 +1,86 @@
+// @vitest-environment jsdom
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { cleanup, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
+import type { ApiResult } from '../../../shared/api/contract';
+import type { RedrivePlan } from '../../../shared/redrive/types';
+import { useStore } from '../store';
+import { queueKey } from '../store/types';
+import { summary } from '../test/fixtures';
+import { RedrivePanel } from './RedrivePanel';
+
+type Call = { method: string; input: Record<string, unknown> };
+let calls: Call[] = [];
+const initial = useStore.getState();
+const dlq = summary({ id: 'sqs:orders-dlq', name: 'orders-dlq', broker: 'sqs', kind: 'sqs-standard', isDeadLetterQueue: true, depth: 6 });
+
+function plan(over: Partial<RedrivePlan> = {}): RedrivePlan {
+  return {
+    dlq: { id: dlq.id, name: dlq.name, depth: 6 },
+    examined: 6,
+    toMove: 6,
+    toSkip: 0,
+    skipped: [],
+    failed: 0,
+    cannotMove: [],
+    maxBodyBytes: 1049600,
+    notFoundIds: [],
+    notFoundCount: 0,
+    targets: [{ queueId: 'sqs:orders', queueName: 'orders', via: 'RedrivePolicy source', exists: true, loop: null, warnings: [], count: 6 }],
+    loops: [],
+    warnings: [],
+    groups: [{ groupKey: 'g1', class: 'transient', label: 'HTTP 503', reason: 'upstream down', count: 6, wastedRetries: 0, sampleIds: [] }],
+    wastedRetries: 0,
+    samples: [],
+    native: { support: null, wouldUse: false, why: 'the endpoint has no message-move tasks' },
+    filter: 'all',
+    stoppedBecause: 'exhausted',
+    notes: [],
+    ...over,
+  };
+}
+
+beforeEach(() => {
+  calls = [];
+  useStore.setState(initial, true);
+  window.queuescope = {
+    invoke: vi.fn((method: string, input: unknown) => {
+      calls.push({ method, input: input as Record<string, unknown> });
+      const result: ApiResult<unknown> = { ok: false, error: { code: 'INTERNAL', message: `not in this test: ${method}` } };
+      return Promise.resolve(result);
+    }),
+  };
+});
+afterEach(() => {
+  cleanup();
+  delete window.queuescope;
+});
+
+function confirmRedrive(p: RedrivePlan): HTMLElement {
+  useStore.setState({ redrive: { [queueKey('c1', dlq.id)]: { analysis: p, analysing: false, analysisOp: null, preview: p, previewing: false, operation: null, error: null } } });
+  render(<RedrivePanel connectionId="c1" summary={dlq} queues={[dlq]} checkedIds={[]} />);
+  fireEvent.click(screen.getByRole('button', { name: `Redrive ${p.toMove}…` }));
+  return screen.getByRole('dialog');
+}
+
+describe('RedrivePanel: the run does what the confirm dialog said', () => {
+  it('starts the run limited to the messages the dry run examined, and says so', async () => {
+    // 6 in the dry run; 2 more dead letters arriving before the click must not be moved unseen
+    // (ui-pass: "Redrive 6 messages?" → "8 moved").
+    const dialog = confirmRedrive(plan());
+    expect(within(dialog).getByRole('heading').textContent).toContain('Redrive 6 messages');
+    expect(within(dialog).getByTestId('redrive-scope').textContent).toContain('at most the 6 messages the dry run examined');
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Redrive' }));
+    await waitFor(() => expect(calls.some((c) => c.method === 'redrive.start')).toBe(true));
+    const start = calls.find((c) => c.method === 'redrive.start');
+    expect(start?.input.limit).toBe(6);
+    expect(start?.input.selection).toEqual({ kind: 'all' });
+  });
+
+  it('leaves a native move unlimited and says it moves the whole DLQ', async () => {
+    const dialog = confirmRedrive(plan({ native: { support: null, wouldUse: true, why: 'the whole DLQ goes back to its source' } }));
+    expect(within(dialog).getByTestId('redrive-scope').textContent).toContain('every message in the DLQ when it runs');
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Redrive' }));
+    await waitFor(() => expect(calls.some((c) => c.method === 'redrive.start')).toBe(true));
+    expect(calls.find((c) => c.method === 'redrive.start')?.input).not.toHaveProperty('limit');
+  });
+});
