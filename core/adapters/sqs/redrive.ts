@@ -564,10 +564,11 @@ class ClientRun {
       );
       if (!('error' in policy)) {
         this.own = { max: policy.maxReceiveCount, next, nextUrl: null, nextAtStart: null };
-        // GetQueueUrl by name looks in this account and region only: a next queue elsewhere is not measured.
+        // GetQueueUrl by name looks in this account and region only: a next queue elsewhere is not
+        // measured, nor the DLQ itself (its own DLQ: its depth changes with the run).
         const nextArn = parseArn(policy.deadLetterTargetArn);
         const ownArn = parseArn(attrs.QueueArn ?? '');
-        const sameHome = nextArn !== null && ownArn !== null && nextArn.accountId === ownArn.accountId && nextArn.region === ownArn.region;
+        const sameHome = nextArn !== null && ownArn !== null && nextArn.accountId === ownArn.accountId && nextArn.region === ownArn.region && next !== this.name;
         if (sameHome) {
           try {
             this.own.nextUrl = await this.mover._host.resolveQueueUrl(`sqs:${next}`, this.signal);
