@@ -16,6 +16,9 @@ export function OperationsDock() {
         const pct = op.total !== null && op.total > 0 ? Math.min(100, (op.processed / op.total) * 100) : null;
         const path = typeof op.result?.path === 'string' ? op.result.path : null;
         const lastError = op.errors.at(-1);
+        // An export that could not read every message (ExportResult.partial/reason), and how the queue moved meanwhile (notes).
+        const partialReason = op.result?.partial === true ? (typeof op.result.reason === 'string' ? op.result.reason : 'not every message was exported') : null;
+        const notes = Array.isArray(op.result?.notes) ? op.result.notes.filter((n): n is string => typeof n === 'string') : [];
         return (
           <div key={op.id} className={`op op-${op.status}`} data-testid="operation" data-status={op.status}>
             <div className="op-head">
@@ -43,6 +46,18 @@ export function OperationsDock() {
                 <CopyButton text={path} label="Copy path" />
               </div>
             )}
+            {partialReason !== null && (
+              <div className="op-error danger-text" data-testid="operation-partial">
+                Partial: {partialReason}
+              </div>
+            )}
+            {notes
+              .filter((n) => partialReason === null || !partialReason.includes(n))
+              .map((n, i) => (
+                <div key={i} className="op-meta" data-testid="operation-note">
+                  {n}
+                </div>
+              ))}
             {lastError !== undefined && <div className="op-error danger-text">{lastError.message}</div>}
             <div className="op-actions">
               {done ? (
