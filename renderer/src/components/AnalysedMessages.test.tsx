@@ -190,4 +190,16 @@ describe('InspectSummary wording', () => {
     expect(container.textContent).not.toMatch(/1 large payloads/);
     expect(screen.getByTestId('duplicate-drill').querySelector('summary')?.textContent).toBe('Duplicate keys in this queue (1 group, 1 redundant copy)');
   });
+
+  it('shows how the queue moved while it was read: a re-aligned note, and a move that made the read partial only once', async () => {
+    const realigned = 'orders moved 2 times while it was read (entries pushed or popped at the end read from); each time reading re-aligned on the last entry read, so none was skipped or read twice there.';
+    const lost = 'The list orders changed between two pages, so an unknown number of entries may have been skipped or read twice: …';
+    const msgs = [message('m-1', JSON.stringify({ orderId: 'A-1' }))];
+    report = { ...reportOf(msgs, [row('m-1')]), partial: true, partialReason: lost, notes: [realigned, lost] };
+    useStore.setState({ inspectRuns: { [`c1\u0000${queue.id}`]: { status: 'ready', state: undefined, operation: operation(report), report, error: null } } });
+    const { container } = render(<InspectSummary connectionId="c1" summary={queue} state={undefined} messages={[]} onOpenMessage={() => undefined} />);
+    await screen.findByTestId('inspect-report');
+    expect(screen.getAllByTestId('inspect-read-note').map((e) => e.textContent)).toEqual([realigned]);
+    expect(container.textContent).toContain(`Partial: ${lost}`);
+  });
 });

@@ -140,6 +140,14 @@ function ReportView({ report, stale, onPick }: { report: InspectReport; stale: b
         {stale ? ' · for another state: re-analyse' : ''}
       </div>
       {report.partial && <div className="notice notice-warn">Partial: {report.partialReason}</div>}
+      {/* How the queue moved while it was read (a Redis list re-aligned between pages); a move that made it partial is said above. */}
+      {(report.notes ?? [])
+        .filter((n) => report.partialReason === null || !report.partialReason.includes(n))
+        .map((n, i) => (
+          <div key={i} className="notice notice-info" data-testid="inspect-read-note">
+            {n}
+          </div>
+        ))}
       {report.analysed === 0 ? (
         <div className="muted" data-testid="inspect-empty">
           No messages were analysed{report.total === 0 ? (report.state !== null ? `: there were no ${report.state} messages` : ': the queue was empty') : ''}.
