@@ -6,11 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { createRedisAdapter, type RedisAdapter } from '../../core/adapters/redis';
 import { readQueue } from '../../core/inspect/read';
-import { main, type CliIo } from '../../core/cli/main';
 import { exportQueue } from '../../core/services/export';
 import type { InspectReport } from '../../shared/api/inspect';
 import type { PeekOptions, PeekPage, QueueMessage } from '../../shared/domain';
 import { REDIS_URL, uniqueName } from './env';
+import { runCli, type CliRun } from './fixtures/run-cli';
 
 /**
  * Reading a plain Redis list page by page while workers pop and push it (fresh-user pass: LRANGE
@@ -192,23 +192,7 @@ describe('a list popped and pushed between pages (adapter, deterministic)', () =
 });
 
 describe('the CLI while workers push and pop in the background', () => {
-  interface Run {
-    code: number;
-    stdout: string;
-    stderr: string;
-  }
-  async function run(argv: string[]): Promise<Run> {
-    let stdout = '';
-    let stderr = '';
-    const io: CliIo = {
-      stdout: { write: (s: string) => (stdout += s) },
-      stderr: { write: (s: string) => (stderr += s) },
-      env: { QUEUESCOPE_HOME: join(dir, 'home') },
-      cwd: dir,
-    };
-    const code = await main(argv, io);
-    return { code, stdout, stderr };
-  }
+  const run = (argv: string[]): Promise<CliRun> => runCli(dir, argv);
 
   /** Another connection that pushes (and pops, when asked) every few ms until stopped. */
   function churn(key: string, o: { push: 'left' | 'right'; pop?: 'left' | 'right' }): { stop: () => Promise<void>; popped: Set<string> } {
@@ -238,7 +222,7 @@ describe('the CLI while workers push and pop in the background', () => {
     const { key, originals } = await seedList('cli-inspect', 4000);
     const hashes = new Map(originals.map((o) => [createHashHex(o), o]));
     const worker = churn(key, { push: 'left' });
-    let r: Run;
+    let r: CliRun;
     try {
       r = await run(['inspect', REDIS_URL, key, '--json', '--rows', '100000', '--fail-on', 'flag']);
     } finally {
@@ -261,7 +245,7 @@ describe('the CLI while workers push and pop in the background', () => {
     // Human output: the note goes to stderr.
     const { key: small } = await seedList('cli-inspect-human', 1500);
     const worker2 = churn(small, { push: 'left' });
-    let h: Run;
+    let h: CliRun;
     try {
       h = await run(['inspect', REDIS_URL, small]);
     } finally {
@@ -282,7 +266,7 @@ describe('the CLI while workers push and pop in the background', () => {
         void native.lpop(key, 3000).then(() => resolve());
       });
     });
-    let r: Run;
+    let r: CliRun;
     try {
       r = await run(['inspect', REDIS_URL, key, '--fail-on', 'flag']);
       await popped;
@@ -300,7 +284,7 @@ describe('the CLI while workers push and pop in the background', () => {
     const { key, originals } = await seedList('cli-export', 3000);
     const worker = churn(key, { push: 'left', pop: 'right' });
     const out = join(dir, 'cli-export.jsonl');
-    let r: Run;
+    let r: CliRun;
     try {
       r = await run(['export', REDIS_URL, key, '--out', out, '--page-size', '100']);
     } finally {
