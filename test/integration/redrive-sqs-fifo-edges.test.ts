@@ -2,22 +2,20 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  CreateQueueCommand,
   DeleteMessageBatchCommand,
-  DeleteQueueCommand,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
   SQSClient,
   SendMessageCommand,
   type Message,
 } from '@aws-sdk/client-sqs';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { MoveHooks, RedriveDecision } from '../../core/adapters/redrive-types';
 import { buildSendEntry } from '../../core/adapters/sqs/redrive-entry';
-import { SqsAdapter } from '../../core/adapters/sqs';
 import { main } from '../../core/cli/main';
 import type { QueueMessage } from '../../shared/domain';
 import { SQS_ALT_ENDPOINT, SQS_ENDPOINT, SQS_REGION, SQS_TEST_CREDENTIALS, uniqueName } from './env';
+import { sqsResources } from './fixtures/sqs-resources';
 
 /**
  * SQS FIFO redrive edge cases found by the sqs-pass (a demanding-user pass) against the real
@@ -25,28 +23,7 @@ import { SQS_ALT_ENDPOINT, SQS_ENDPOINT, SQS_REGION, SQS_TEST_CREDENTIALS, uniqu
  * fauxqs deduplicates per queue whatever the scope).
  */
 
-const clients = new Map<string, SQSClient>();
-function client(endpoint: string): SQSClient {
-  let c = clients.get(endpoint);
-  if (!c) {
-    c = new SQSClient({ region: SQS_REGION, endpoint, credentials: SQS_TEST_CREDENTIALS });
-    clients.set(endpoint, c);
-  }
-  return c;
-}
-const adapters: SqsAdapter[] = [];
-function adapterFor(endpoint: string): SqsAdapter {
-  const a = new SqsAdapter({ kind: 'sqs', region: SQS_REGION, endpoint, ...SQS_TEST_CREDENTIALS });
-  adapters.push(a);
-  return a;
-}
-const created: { c: SQSClient; url: string }[] = [];
-async function createQueue(c: SQSClient, name: string, attributes: Record<string, string> = {}): Promise<{ url: string; id: string; arn: string }> {
-  const url = (await c.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }))).QueueUrl!;
-  created.push({ c, url });
-  const arn = (await c.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
-  return { url, id: `sqs:${url}`, arn };
-}
+const { client, adapterFor, createQueue } = sqsResources();
 
 /** Receives (and deletes) everything in a FIFO queue, group heads first; stops after 3 empty receives. */
 async function drainFifo(c: SQSClient, url: string): Promise<Message[]> {
@@ -88,13 +65,6 @@ function hooks(decide: (m: QueueMessage) => RedriveDecision): MoveHooks {
   return { gate: () => Promise.resolve(), decide, beforeMove: () => Promise.resolve(), onBatch: () => undefined };
 }
 
-afterEach(async () => {
-  for (const { c, url } of created.splice(0)) await c.send(new DeleteQueueCommand({ QueueUrl: url })).catch(() => undefined);
-});
-afterAll(async () => {
-  for (const a of adapters) await a.close();
-  for (const c of clients.values()) c.destroy();
-});
 
 describe('SQS FIFO redrive: deduplication ids (local-aws-sqs)', () => {
   const endpoint = SQS_ALT_ENDPOINT;

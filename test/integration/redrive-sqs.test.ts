@@ -4,10 +4,7 @@ import { pathToFileURL } from 'node:url';
 import { createInterface } from 'node:readline';
 import {
   ChangeMessageVisibilityBatchCommand,
-  CreateQueueCommand,
   DeleteMessageBatchCommand,
-  DeleteQueueCommand,
-  GetQueueAttributesCommand,
   ReceiveMessageCommand,
   SQSClient,
   SendMessageBatchCommand,
@@ -16,11 +13,11 @@ import {
   type MessageAttributeValue,
   type SendMessageBatchRequestEntry,
 } from '@aws-sdk/client-sqs';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { REDRIVE_COUNT_HEADER, type MoveBatchResult, type MoveHooks, type RedriveDecision } from '../../core/adapters/redrive-types';
-import { SqsAdapter } from '../../core/adapters/sqs';
 import { QueuescopeError, type QueueMessage } from '../../shared/domain';
-import { SQS_ALT_ENDPOINT, SQS_ENDPOINT, SQS_REGION, SQS_TEST_CREDENTIALS, uniqueName } from './env';
+import { SQS_ALT_ENDPOINT, SQS_ENDPOINT, uniqueName } from './env';
+import { sqsResources, type CreatedQueue } from './fixtures/sqs-resources';
 
 /**
  * The SQS redrive mover (core/adapters/sqs/redrive.ts) against both emulators: fauxqs (4566) and
@@ -35,41 +32,13 @@ import { SQS_ALT_ENDPOINT, SQS_ENDPOINT, SQS_REGION, SQS_TEST_CREDENTIALS, uniqu
  * visibility timeout, every message (by the id in its body) must be in the DLQ or the target.
  */
 
-const CREDS = SQS_TEST_CREDENTIALS;
 const EMULATORS = [
   { label: 'fauxqs', endpoint: SQS_ENDPOINT },
   { label: 'local-aws-sqs', endpoint: SQS_ALT_ENDPOINT },
 ] as const;
 
-const clients = new Map<string, SQSClient>();
-function client(endpoint: string): SQSClient {
-  let c = clients.get(endpoint);
-  if (!c) {
-    c = new SQSClient({ region: SQS_REGION, endpoint, credentials: CREDS });
-    clients.set(endpoint, c);
-  }
-  return c;
-}
-const adapters: SqsAdapter[] = [];
-function adapterFor(endpoint: string): SqsAdapter {
-  const a = new SqsAdapter({ kind: 'sqs', region: SQS_REGION, endpoint, ...CREDS });
-  adapters.push(a);
-  return a;
-}
-
-const created: { c: SQSClient; url: string }[] = [];
-interface Q {
-  url: string;
-  arn: string;
-  id: string;
-  name: string;
-}
-async function createQueue(c: SQSClient, name: string, attributes: Record<string, string> = {}): Promise<Q> {
-  const url = (await c.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }))).QueueUrl!;
-  created.push({ c, url });
-  const arn = (await c.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
-  return { url, arn, id: `sqs:${url}`, name };
-}
+const { client, adapterFor, createQueue } = sqsResources();
+type Q = CreatedQueue;
 
 /** A DLQ with a source queue whose RedrivePolicy points at it, plus an unrelated target. */
 async function dlqPair(c: SQSClient, label: string, fifo = false): Promise<{ src: Q; dlq: Q }> {
@@ -177,13 +146,6 @@ function richEntries(count: number): Omit<SendMessageBatchRequestEntry, 'Id'>[] 
   });
 }
 
-afterEach(async () => {
-  for (const { c, url } of created.splice(0)) await c.send(new DeleteQueueCommand({ QueueUrl: url })).catch(() => undefined);
-});
-afterAll(async () => {
-  for (const a of adapters) await a.close();
-  for (const c of clients.values()) c.destroy();
-});
 
 describe.each(EMULATORS)('SQS redrive mover on $label', ({ endpoint, label }) => {
   const c = client(endpoint);
