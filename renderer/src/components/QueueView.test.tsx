@@ -1,6 +1,6 @@
 // @vitest-environment jsdom
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { act, cleanup, fireEvent, render, screen, waitFor } from '@testing-library/react';
+import { act, cleanup, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import type { ApiResult } from '../../../shared/api/contract';
 import type { PeekPage, QueueSummary } from '../../../shared/domain';
 import { useStore } from '../store';
@@ -128,5 +128,25 @@ describe('QueueView load more on a list that moved', () => {
     const notice = await screen.findByTestId('peek-moved-notice');
     expect(notice.textContent).toMatch(/some may be missing or shown twice/);
     expect(notice.textContent).toContain(note);
+  });
+
+  it('says the list is older than the queue when a refresh reports another count', async () => {
+    // ui-pass: after ↻ the header said depth 3 while the list (and its safety badges) still showed
+    // the 2 messages read before, one of them already consumed, with nothing saying so.
+    queue = summary({ kind: 'redis-list', broker: 'redis', id: 'list:orders', depth: 2 });
+    render(<QueueView connectionId="c1" queueId={queue.id} />);
+    await screen.findByText(/2 loaded/);
+    await act(() => new Promise((r) => setTimeout(r, 20)));
+    expect(screen.queryByTestId('list-older-than-queue')).toBeNull();
+
+    queue = { ...queue, depth: 3 };
+    fireEvent.click(screen.getByRole('button', { name: 'Refresh queue' }));
+    const notice = await screen.findByTestId('list-older-than-queue');
+    expect(notice.textContent).toMatch(/when the queue held 2; it now holds 3/);
+    const before = peeks().length;
+    fireEvent.click(within(notice).getByRole('button', { name: 'Read again' }));
+    await waitFor(() => expect(peeks()).toHaveLength(before + 1));
+    // The new read is of the queue as it is now: the notice goes.
+    await waitFor(() => expect(screen.queryByTestId('list-older-than-queue')).toBeNull());
   });
 });

@@ -99,6 +99,15 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
     void startPeek({ connectionId, queueId, state, limit, direction, acceptSideEffects: false });
   }, [summaryId, hasSideEffects, current, connectionId, queueId, state, limit, direction, startPeek]);
 
+  // The queue's count (of the peeked state) when the shown messages were read, from the header's own
+  // source, so a later refresh that reports another count can say the list is older than the queue.
+  const headerCount = summary === null || snapshotInfo(summary) !== null ? null : state !== undefined ? (summary.counts[state] ?? null) : summary.depth;
+  const readAt = ours && peek.status === 'ready' ? (peek.readAt ?? null) : null;
+  const [countAtRead, setCountAtRead] = useState<{ readAt: number; count: number } | null>(null);
+  // Adjusted while rendering (React's "storing information from previous renders"), once per read.
+  if (readAt !== null && headerCount !== null && detail?.status === 'ready' && countAtRead?.readAt !== readAt) setCountAtRead({ readAt, count: headerCount });
+  const changedSinceRead = readAt !== null && countAtRead?.readAt === readAt && headerCount !== null && headerCount !== countAtRead.count ? { then: countAtRead.count, now: headerCount, readAt } : null;
+
   const runPeek = (accept: boolean): void => {
     setConfirming(false);
     void startPeek({ connectionId, queueId, state, limit, direction, acceptSideEffects: accept });
@@ -264,6 +273,16 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
                 ))}
               </ul>
             </details>
+          )}
+
+          {changedSinceRead !== null && (
+            <div className="notice notice-warn" role="status" data-testid="list-older-than-queue">
+              These messages were read at {absoluteTime(changedSinceRead.readAt)}, when the queue held {count(changedSinceRead.then)}; it now holds {count(changedSinceRead.now)}. The list and its
+              safety badges show the queue as it was.{' '}
+              <button type="button" className="btn btn-small" onClick={onPeekClick}>
+                {hasSideEffects ? 'Peek again…' : 'Read again'}
+              </button>
+            </div>
           )}
 
           {ours && (peek.moved?.length ?? 0) > 0 && (

@@ -35,7 +35,7 @@ export const createMessagesSlice: StateCreator<All, [], [], MessagesSlice> = (se
       try {
         const page = await request(params, null);
         if (my !== seq) return;
-        set({ peek: { ...params, status: 'ready', messages: page.messages, nextCursor: page.nextCursor, total: page.total, sideEffects: page.sideEffects, error: null } });
+        set({ peek: { ...params, status: 'ready', messages: page.messages, nextCursor: page.nextCursor, total: page.total, sideEffects: page.sideEffects, error: null, readAt: Date.now() } });
       } catch (e) {
         if (my !== seq) return;
         set((s) => (s.peek === null ? {} : { peek: { ...s.peek, status: 'error', error: errorInfoOf(e) } }));

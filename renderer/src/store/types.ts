@@ -82,6 +82,8 @@ export interface PeekState extends PeekParams {
   total: number | null;
   /** Side effects the peeks so far actually caused (deduplicated). */
   sideEffects: string[];
+  /** ms since epoch when the first page arrived (absent while loading): the list shows the queue as of then. */
+  readAt?: number;
   /**
    * "Load more" pages whose queue moved since the page before (`PeekPage.moved`: a Redis list
    * popped or pushed meanwhile), in load order: re-aligned, or entries may be skipped or shown twice.
