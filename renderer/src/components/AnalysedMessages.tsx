@@ -4,6 +4,7 @@ import type { InspectReport, InspectedMessage } from '../../../shared/api/inspec
 import { absoluteTime, bytes as formatBytes, count, shortReason } from '../lib/format';
 import { Time } from './common';
 import { KEY_VERDICT_LABEL, KEY_VERDICT_TONE, keyReasonText } from './InspectBadges';
+import { Revealed } from './TextViews';
 import './inspect.css';
 
 const ROW_HEIGHT = 32;
@@ -183,7 +184,7 @@ export function AnalysedMessageView({ row, when, onClose }: { row: InspectedMess
           {row.key !== null ? (
             <>
               <mark className="inspect-key" data-testid="highlighted-key">
-                {row.key}
+                <Revealed text={row.key} />
               </mark>{' '}
               <span className="muted">
                 from <span data-testid="key-source">{row.keySource}</span>

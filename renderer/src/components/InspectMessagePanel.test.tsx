@@ -60,6 +60,16 @@ describe('InspectMessagePanel in the message view', () => {
     expect(screen.getByTestId('annotated-body').textContent).toContain('<img src=x');
     expect(screen.getByTestId('highlighted-key').textContent).toBe('A-1:charge');
   });
+
+  it('shows a bidi override in the key and the annotated body as an escape, not reordered text', () => {
+    // U+202E would display the key "\u202egnp.exe" as "exe.png" (ui-pass).
+    const key = 'A-7:\u202egnp.exe';
+    render(<MessageView message={message('m3', JSON.stringify({ orderId: 'A-7', note: 'x\u202ey' }), { properties: { messageId: key } })} onClose={() => undefined} />);
+    expect(screen.getByTestId('highlighted-key').textContent).toBe('A-7:\\u202egnp.exe');
+    const body = screen.getByTestId('annotated-body').textContent;
+    expect(body).toContain('x\\u202ey');
+    expect(body).not.toMatch(/\u202e/);
+  });
 });
 
 describe('broker version from the connection (size limit)', () => {

@@ -5,6 +5,7 @@ import { decodedOf } from '../lib/decoded-cache';
 import { bytes as formatBytes } from '../lib/format';
 import { useStore } from '../store';
 import { KEY_VERDICT_LABEL, KeyBadge, VerdictBadge, analysisOf, keyReasonText, useQueueRules } from './InspectBadges';
+import { Revealed } from './TextViews';
 
 /** Lines of the annotated body at most; beyond it the view says so. */
 export const MAX_ANNOTATED_LINES = 2000;
@@ -68,12 +69,16 @@ export function annotatedLines(json: unknown, annotations: readonly FieldAnnotat
 
 /** `text` with every occurrence of `needle` wrapped in <mark> (React text nodes only, never HTML). */
 export function markText(text: string, needle: string | null): ReactNode {
-  if (needle === null || needle.length < 2 || !text.includes(needle)) return text;
+  if (needle === null || needle.length < 2 || !text.includes(needle)) return <Revealed text={text} />;
   const parts = text.split(needle);
   return parts.map((p, i) => (
     <span key={i}>
-      {p}
-      {i < parts.length - 1 && <mark>{needle}</mark>}
+      <Revealed text={p} />
+      {i < parts.length - 1 && (
+        <mark>
+          <Revealed text={needle} />
+        </mark>
+      )}
     </span>
   ));
 }
@@ -126,7 +131,7 @@ export function InspectMessagePanel({ message }: { message: QueueMessage }) {
         {a.key !== null ? (
           <>
             <mark className="inspect-key" data-testid="highlighted-key">
-              {a.key.key}
+              <Revealed text={a.key.key} />
             </mark>{' '}
             <span className="muted">
               from <span data-testid="key-source">{a.key.source}</span>
@@ -162,7 +167,7 @@ export function InspectMessagePanel({ message }: { message: QueueMessage }) {
           <div className="annotated-body" role="document" aria-label="Annotated body" data-testid="annotated-body">
             {body.lines.map((l, i) => (
               <div key={i} className={l.isKey ? 'aline key-line' : 'aline'} data-path={l.path ?? undefined} data-class={l.annotation?.class}>
-                {l.isKey ? markText(l.text, keyText) : l.text}
+                {l.isKey ? markText(l.text, keyText) : <Revealed text={l.text} />}
                 {l.annotation !== null && (
                   <span className="anno">
                     <span className={`field-class fc-${l.annotation.class}`} title={l.annotation.why}>

@@ -10,6 +10,7 @@ import { ErrorState } from './common';
 import { KEY_VERDICT_LABEL, KEY_VERDICT_TONE } from './InspectBadges';
 import { InspectRuleEditor } from './InspectRuleEditor';
 import { PeekConfirm } from './PeekConfirm';
+import { Revealed } from './TextViews';
 import './inspect.css';
 
 /** Messages analysed by the automatic run when a queue opens; "Analyse all" reads the whole queue. */
@@ -243,7 +244,9 @@ function ReportDetails({ report, onPick }: { report: InspectReport; onPick: (id:
             <tbody>
               {s.duplicateGroups.map((g) => (
                 <tr key={g.key}>
-                  <th className="mono">{g.key}</th>
+                  <th className="mono">
+                    <Revealed text={g.key} />
+                  </th>
                   <td>
                     ×{count(g.count)}: <Ids ids={g.exampleIds} total={g.count} onPick={onPick} />
                   </td>
@@ -258,7 +261,9 @@ function ReportDetails({ report, onPick }: { report: InspectReport; onPick: (id:
           <summary>Keys used for different operations ({count(s.keyCollisionCount)})</summary>
           <ul>
             {s.keyCollisions.map((c) => (
-              <li key={c.key}>{c.reason}</li>
+              <li key={c.key}>
+                <Revealed text={c.reason} />
+              </li>
             ))}
           </ul>
         </details>
@@ -291,7 +296,9 @@ function ReportDetails({ report, onPick }: { report: InspectReport; onPick: (id:
                 <tbody>
                   {c.result.sharedKeys.map((g) => (
                     <tr key={g.key}>
-                      <th className="mono">{g.key}</th>
+                      <th className="mono">
+                        <Revealed text={g.key} />
+                      </th>
                       <td>
                         here ×{g.countA}: <Ids ids={g.exampleIdsA} total={g.countA} onPick={onPick} /> · {c.label} ×{g.countB}: <span className="mono">{g.exampleIdsB.join(', ')}</span>
                       </td>
