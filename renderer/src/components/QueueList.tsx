@@ -9,6 +9,7 @@ import { REFRESH_INTERVALS_MS } from '../store/ui';
 import { rowDepth, useWatchStore } from '../store/watch';
 import { Empty, ErrorState, KindBadge, Loading } from './common';
 import { WatchQueueBadge } from './WatchBadge';
+import { Revealed } from './TextViews';
 
 const ROW_HEIGHT = 46;
 
@@ -161,7 +162,7 @@ function QueueTable({ connectionId, queues, byId, onOpen }: { connectionId: stri
               >
                 <div role="cell" className="cell-name">
                   <button type="button" className="queue-name link-strong" onClick={(e) => { e.stopPropagation(); onOpen(q.id); }}>
-                    {q.name}
+                    <Revealed text={q.name} />
                   </button>
                   <DeadLetterLine q={q} byId={byId} onOpen={onOpen} />
                 </div>
@@ -224,10 +225,12 @@ export function DeadLetterLine({ q, byId, onOpen }: { q: QueueSummary; byId: Map
         →{' '}
         {t.queueId !== null ? (
           <button type="button" className="link" onClick={(e) => { e.stopPropagation(); if (t.queueId !== null) onOpen(t.queueId); }}>
-            {name}
+            <Revealed text={name} />
           </button>
         ) : (
-          <span>{name}</span>
+          <span>
+            <Revealed text={name} />
+          </span>
         )}
         {t.maxReceiveCount != null && <span className="muted"> after {t.maxReceiveCount}</span>}
         {t.problem && <span className="problem-text"> ⚠ {t.problem}</span>}

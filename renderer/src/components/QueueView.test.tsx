@@ -149,4 +149,15 @@ describe('QueueView load more on a list that moved', () => {
     // The new read is of the queue as it is now: the notice goes.
     await waitFor(() => expect(screen.queryByTestId('list-older-than-queue')).toBeNull());
   });
+
+  it('shows a bidi override in the queue name as an escape in the heading and breadcrumb', async () => {
+    // 'orders-\u202eqld-sredro' displays as 'orders-orders-dlq' when rendered raw (ui-pass).
+    queue = summary({ kind: 'redis-list', broker: 'redis', id: 'list:spoof', name: 'orders-\u202eqld-sredro' });
+    render(<QueueView connectionId="c1" queueId={queue.id} />);
+    const heading = await screen.findByRole('heading', { level: 1 });
+    expect(heading.textContent).toContain('orders-\\u202eqld-sredro');
+    expect(screen.getByRole('navigation', { name: 'Breadcrumb' }).textContent).toContain('orders-\\u202eqld-sredro');
+    expect(document.body.textContent).not.toMatch(/\u202e/);
+  });
 });
+

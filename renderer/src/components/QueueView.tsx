@@ -15,6 +15,7 @@ import { PeekConfirm } from './PeekConfirm';
 import { TuningPanel } from './TuningPanel';
 import { DeadLetterLine, snapshotInfo } from './QueueList';
 import { RedrivePanel, isRedriveSource } from './RedrivePanel';
+import { Revealed } from './TextViews';
 
 /** Short phrases for the side-effect kinds, for one-line summaries. */
 const SIDE_EFFECT_SHORT: Record<PeekSideEffect['kind'], string> = {
@@ -170,7 +171,7 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
       <header className="queue-header">
         <div className="title-block">
           <h1 id="queue-title" className="mono">
-            {summary.name} <KindBadge kind={summary.kind} />
+            <Revealed text={summary.name} /> <KindBadge kind={summary.kind} />
             {summary.isDeadLetterQueue && <span className="badge badge-dlq">DLQ</span>}
           </h1>
           <DeadLetterLine q={summary} byId={byId} onOpen={(id) => navigate({ screen: 'queue', connectionId, queueId: id })} />
@@ -389,7 +390,9 @@ function Breadcrumb({ connectionName, name, onBack }: { connectionName: string; 
         ← {connectionName}
       </button>
       <span className="muted"> / </span>
-      <span className="mono">{name}</span>
+      <span className="mono">
+        <Revealed text={name} />
+      </span>
     </nav>
   );
 }

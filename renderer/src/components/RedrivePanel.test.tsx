@@ -83,4 +83,16 @@ describe('RedrivePanel: the run does what the confirm dialog said', () => {
     await waitFor(() => expect(calls.some((c) => c.method === 'redrive.start')).toBe(true));
     expect(calls.find((c) => c.method === 'redrive.start')?.input).not.toHaveProperty('limit');
   });
+
+  it('shows a bidi override in queue names as an escape in the target list and the dialog', () => {
+    const spoof = summary({ id: 'sqs:spoof', name: 'orders-\u202eqld', broker: 'sqs', kind: 'sqs-standard' });
+    const p = plan({ targets: [{ queueId: spoof.id, queueName: spoof.name, via: 'chosen by the user', exists: true, loop: null, warnings: [], count: 6 }] });
+    useStore.setState({ redrive: { [queueKey('c1', dlq.id)]: { analysis: p, analysing: false, analysisOp: null, preview: p, previewing: false, operation: null, error: null } } });
+    render(<RedrivePanel connectionId="c1" summary={dlq} queues={[dlq, spoof]} checkedIds={[]} />);
+    expect(within(screen.getByRole('combobox', { name: 'Target queue' })).getByRole('option', { name: 'orders-\\u202eqld' })).toBeTruthy();
+    fireEvent.click(screen.getByRole('button', { name: 'Redrive 6…' }));
+    expect(screen.getByRole('dialog').textContent).toContain('6 → orders-\\u202eqld');
+    expect(document.body.textContent).not.toMatch(/\u202e/);
+  });
 });
+

@@ -7,6 +7,7 @@ import { useStore } from '../store';
 import { queueKey } from '../store/types';
 import { ErrorState, Loading } from './common';
 import { RedriveHistory } from './RedriveHistory';
+import { escapeHidden } from '../lib/visible-text';
 import './redrive.css';
 
 /** True when the queue is something to redrive from: a DLQ, or a queue with failed jobs (BullMQ). */
@@ -206,7 +207,7 @@ export function RedrivePanel({ connectionId, summary, queues, checkedIds }: { co
                   .filter((q) => q.broker === summary.broker)
                   .map((q) => (
                     <option key={q.id} value={q.id}>
-                      {q.name}
+                      {escapeHidden(q.name)}
                       {q.id === summary.id ? ' (this DLQ)' : ''}
                     </option>
                   ))}
@@ -256,7 +257,7 @@ export function RedrivePanel({ connectionId, summary, queues, checkedIds }: { co
         </>
       )}
       {confirming && plan !== null && (
-        <RedriveConfirm plan={plan} dlqName={summary.name} rate={rateNum} loopConfirmed={confirmLoop} onConfirm={runStart} onCancel={() => setConfirming(false)} />
+        <RedriveConfirm plan={plan} dlqName={escapeHidden(summary.name)} rate={rateNum} loopConfirmed={confirmLoop} onConfirm={runStart} onCancel={() => setConfirming(false)} />
       )}
     </section>
   );
@@ -329,7 +330,7 @@ function PlanView({ plan }: { plan: RedrivePlan }) {
       <ul>
         {plan.targets.map((t) => (
           <li key={t.queueId}>
-            {count(t.count)} → <span className="mono">{t.queueName}</span> <span className="muted">({t.via})</span>
+            {count(t.count)} → <span className="mono">{escapeHidden(t.queueName)}</span> <span className="muted">({t.via})</span>
           </li>
         ))}
       </ul>
@@ -397,7 +398,7 @@ export function RedriveConfirm({ plan, dlqName, rate, loopConfirmed, onConfirm, 
         <ul>
           {plan.targets.map((t) => (
             <li key={t.queueId}>
-              {count(t.count)} → <span className="mono">{t.queueName}</span>
+              {count(t.count)} → <span className="mono">{escapeHidden(t.queueName)}</span>
             </li>
           ))}
         </ul>
@@ -464,7 +465,7 @@ function RedriveProgress({ op, onPause, onResume, onCancel, onDismiss }: { op: O
           <ul>
             {result.targets.map((t) => (
               <li key={t.queueId}>
-                {count(t.count)} → <span className="mono">{t.queueName}</span>
+                {count(t.count)} → <span className="mono">{escapeHidden(t.queueName)}</span>
               </li>
             ))}
             {result.skipReasons.slice(0, 8).map((s) => (

@@ -44,3 +44,11 @@ export function hasHidden(text: string): boolean {
   HIDDEN.lastIndex = 0;
   return found;
 }
+
+/**
+ * `text` with every hidden character (see above) replaced by its escape, as one string: for places
+ * that take text only (`<option>`, titles, strings built into sentences).
+ */
+export function escapeHidden(text: string): string {
+  return text.replace(HIDDEN, escapeOf);
+}
