@@ -1,15 +1,14 @@
 import Table from 'cli-table3';
 import type { ConnectionProfile, MessageBody, PeekPage, QueueMessage, QueueSummary } from '../../shared/domain';
+import { escapeCodeUnit, HIDDEN_CHAR_CLASS } from '../../shared/body/hidden-chars';
 import { describeConnection } from '../../shared/domain';
 
 /**
  * Characters that must never reach a terminal raw from untrusted data (message bodies, queue
- * names, header values): C0 controls (ESC starts ANSI/OSC sequences), DEL, C1 controls
- * (U+009B is a one-character CSI on some terminals), line/paragraph separators, and the
- * invisible / bidirectional formatting characters used to disguise text (Trojan Source,
- * CVE-2021-42574).
+ * names, header values): the hidden characters of {@link HIDDEN_CHAR_CLASS} (controls, bidi and
+ * invisible formatting characters), plus tab, line breaks (one cell is one line) and lone surrogates.
  */
-const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff]/g;
+const UNSAFE = new RegExp(`[${HIDDEN_CHAR_CLASS}\\t\\n\\r\\ud800-\\udfff]`, 'g');
 
 const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
@@ -27,9 +26,7 @@ export function escapeForTerminal(text: string): string {
       const prev = whole.charCodeAt(offset - 1);
       if (prev >= 0xd800 && prev <= 0xdbff) return ch; // low half of a valid pair
     }
-    const named = NAMED[ch];
-    if (named !== undefined) return named;
-    return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+    return NAMED[ch] ?? escapeCodeUnit(ch);
   });
 }
 
