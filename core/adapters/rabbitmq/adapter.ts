@@ -15,7 +15,7 @@ import {
 import type { BrokerAdapter, ListQueuesOptions } from '../types';
 import { DEFAULT_MAX_BODY_BYTES } from './body';
 import { cancelledError, channelError, messageOf, networkCause, replyCode, throwIfAborted } from './errors';
-import { ManagementClient, ManagementNetworkError, type ManagementResponse } from './management';
+import { ManagementClient, ManagementNetworkError, readAllPages, type ManagementResponse } from './management';
 import { parseArray, parseBinding, parseExchange, parseOverview, parsePage, parseQueue, STATS_DISABLED_NOTE } from './parse';
 import { STREAM_CURSOR_PREFIX, holdAndRelease, parseStreamCursor, readStream, toQueueMessage } from './peek';
 import { decodeQueueId, encodeQueueId } from './queue-id';
@@ -460,7 +460,10 @@ export class RabbitmqAdapter implements BrokerAdapter {
     return new QueuescopeError('MANAGEMENT_UNAVAILABLE', `${this.mgmt.base} answers but has no /api/queues: it is not the RabbitMQ management API, or the management URL's path is wrong.`, { managementUrl: this.mgmt.base });
   };
 
-  /** Pages through `GET /api/queues/<vhost>` (500 per page, 2 pages at a time; the API sorts by vhost and name by default) until `limit` items. */
+  /**
+   * Pages through `GET /api/queues/<vhost>` (500 per page, 2 pages at a time; the API sorts by vhost and name by default) until `limit` items;
+   * a listing that shrinks while it is paged is read again from page 1 ({@link readAllPages}); items are deduplicated by name.
+   */
   private async fetchQueues(columns: string, limit: number, serverRegex: string | null, keep: (q: RawQueue) => boolean, signal?: AbortSignal): Promise<RawQueue[]> {
     const base = `/api/queues/${this.vhostPath()}?page_size=${PAGE_SIZE}&columns=${columns}${serverRegex === null ? '' : `&name=${encodeURIComponent(serverRegex)}&use_regex=true`}`;
     const out: RawQueue[] = [];
@@ -477,14 +480,17 @@ export class RabbitmqAdapter implements BrokerAdapter {
       }
       return page.pageCount;
     };
-    const pageCount = take(await this.mgmtJson(`${base}&page=1`, signal, this.unknownVhost));
-    for (let next = 2; next <= pageCount && out.length < limit; next += PAGE_CONCURRENCY) {
-      throwIfAborted(signal);
-      const batch: number[] = [];
-      for (let p = next; p < next + PAGE_CONCURRENCY && p <= pageCount; p++) batch.push(p);
-      const bodies = await Promise.all(batch.map((p) => this.mgmtJson(`${base}&page=${p}`, signal, this.unknownVhost)));
-      for (const b of bodies) take(b);
-    }
+    await readAllPages(
+      (page) => this.mgmtJson(`${base}&page=${page}`, signal, this.unknownVhost),
+      take,
+      () => out.length >= limit,
+      () => {
+        out.length = 0;
+        seen.clear();
+      },
+      PAGE_CONCURRENCY,
+      signal,
+    );
     return out;
   }
 

@@ -19,7 +19,7 @@ import { matchesQueuePattern } from '../../../shared/config/project-config';
 import type { AuditFacts, AuditFix, FixPreview, RabbitQueueFacts, RabbitServerFacts, SourcedValue } from '../../../shared/audit/types';
 import type { AuditCollectOptions, AuditCollector } from '../audit-types';
 import { throwIfAborted } from '../../lib/abort';
-import { ManagementClient, ManagementNetworkError, type ManagementGuard } from './management';
+import { ManagementClient, ManagementNetworkError, readAllPages, type ManagementGuard } from './management';
 import { parseArray, parseBinding, parseExchange, parseOverview, parsePage, parseQueue, STATS_DISABLED_NOTE } from './parse';
 import type { RabbitmqSettings } from './settings';
 import { buildTopology, effectiveSettings, looksLikeDeadLetterQueue, resolveDeadLetterTargets, arrivalKeys, type RawBinding, type RawExchange, type RawQueue, type Setting, type Topology } from './topology';
@@ -100,7 +100,7 @@ class RabbitmqAuditCollector implements AuditCollector {
     if (res.status === 401) throw new QueuescopeError('AUTH_FAILED', `The RabbitMQ management API at ${c.base} refused the login (HTTP 401).`, { managementUrl: c.base });
     if (res.status === 403) throw new QueuescopeError('PERMISSION_DENIED', `The RabbitMQ management API at ${c.base} refused ${path.split('?')[0] ?? path}: the user needs the monitoring (or management) tag${res.reason ? ` (${res.reason})` : ''}.`, { managementUrl: c.base });
     if (res.status === 404) throw new QueuescopeError(path.startsWith('/api/queues/') ? 'UNKNOWN_VHOST' : 'MANAGEMENT_UNAVAILABLE', `${c.base}${path.split('?')[0] ?? ''} was not found${path.startsWith('/api/queues/') ? `: does virtual host '${this.s.vhost}' exist?` : ''}.`, { managementUrl: c.base });
-    throw new QueuescopeError('MANAGEMENT_UNAVAILABLE', `The RabbitMQ management API at ${c.base} answered HTTP ${String(res.status)} for ${path.split('?')[0] ?? path}${res.reason ? `: ${res.reason}` : ''}.`, { managementUrl: c.base, status: res.status });
+    throw new QueuescopeError('MANAGEMENT_UNAVAILABLE', `The RabbitMQ management API at ${c.base} answered HTTP ${String(res.status)} for ${path.split('?')[0] ?? path}${res.reason ? `: ${res.reason}` : ''}.`, { managementUrl: c.base, status: res.status, reason: res.reason });
   }
 
   private async readAll(c: ManagementClient, signal?: AbortSignal): Promise<{ queues: { raw: RawQueue; growth: number | null }[]; exchanges: RawExchange[]; bindings: RawBinding[]; version: string | null; statsDisabled: boolean; notes: string[] }> {
@@ -108,18 +108,31 @@ class RabbitmqAuditCollector implements AuditCollector {
     const notes: string[] = [];
     const overview = parseOverview(await this.getJson(c, '/api/overview', signal));
     const queues: { raw: RawQueue; growth: number | null }[] = [];
-    let pageCount = 1;
-    for (let page = 1; page <= pageCount && queues.length < QUEUE_CAP; page++) {
-      throwIfAborted(signal);
-      const p = parsePage(await this.getJson(c, `/api/queues/${v}?page=${String(page)}&page_size=${String(PAGE_SIZE)}&columns=${COLUMNS}`, signal));
-      if (!p) throw new QueuescopeError('MANAGEMENT_UNAVAILABLE', `${c.base}/api/queues returned an unexpected answer: this is not the RabbitMQ management API.`);
-      pageCount = p.pageCount;
-      for (const item of p.items) {
-        const raw = parseQueue(item);
-        const rate = rec(rec(item).messages_details).rate;
-        if (raw) queues.push({ raw, growth: typeof rate === 'number' && Number.isFinite(rate) ? rate : null });
-      }
-    }
+    const seen = new Set<string>();
+    await readAllPages(
+      (page) => this.getJson(c, `/api/queues/${v}?page=${String(page)}&page_size=${String(PAGE_SIZE)}&columns=${COLUMNS}`, signal),
+      (body) => {
+        const p = parsePage(body);
+        if (!p) throw new QueuescopeError('MANAGEMENT_UNAVAILABLE', `${c.base}/api/queues returned an unexpected answer: this is not the RabbitMQ management API.`);
+        for (const item of p.items) {
+          const raw = parseQueue(item);
+          const rate = rec(rec(item).messages_details).rate;
+          // Items shifted between pages of a changing listing can come twice.
+          if (raw && !seen.has(raw.name) && queues.length < QUEUE_CAP) {
+            seen.add(raw.name);
+            queues.push({ raw, growth: typeof rate === 'number' && Number.isFinite(rate) ? rate : null });
+          }
+        }
+        return p.pageCount;
+      },
+      () => queues.length >= QUEUE_CAP,
+      () => {
+        queues.length = 0;
+        seen.clear();
+      },
+      1,
+      signal,
+    );
     if (queues.length >= QUEUE_CAP) notes.push(`Only the first ${String(QUEUE_CAP)} queues of vhost '${this.s.vhost}' were read.`);
     const [ex, bi] = await Promise.all([this.getJson(c, `/api/exchanges/${v}?columns=name,type,arguments`, signal), this.getJson(c, `/api/bindings/${v}`, signal)]);
     return {

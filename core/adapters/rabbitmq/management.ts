@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { QueuescopeError } from '../../../shared/domain';
-import { abortable } from '../../lib/abort';
+import { abortable, throwIfAborted } from '../../lib/abort';
 import { cancelledError, networkCause } from './errors';
 import type { RabbitmqSettings } from './settings';
 
@@ -153,5 +153,72 @@ export class ManagementClient {
   /** Closes idle keep-alive sockets. */
   close(): void {
     this.agent.destroy();
+  }
+}
+
+/** Times a paged listing starts again from page 1 after it changed under it (see {@link readAllPages}). */
+export const MAX_LISTING_RESTARTS = 3;
+
+/**
+ * True for the management API's answer to a page past the end of a listing: HTTP 400
+ * "Page out of range, page: 2 page size: 500, len: 475" — the listing shrank since its first page
+ * was read. Recognised on a {@link QueuescopeError} whose `details` carry `status` and `reason`.
+ */
+export function isPageOutOfRange(e: unknown): boolean {
+  if (!(e instanceof QueuescopeError) || e.details?.status !== 400) return false;
+  const reason = e.details.reason;
+  return /page out of range/i.test(typeof reason === 'string' ? reason : e.message);
+}
+
+/**
+ * Reads every page of a paged management API listing (`GET /api/queues/<vhost>?page=N&page_size=…`,
+ * https://www.rabbitmq.com/docs/management#pagination-in-http-api): page 1, then pages 2… of the
+ * page count page 1 announced, `concurrency` at a time, until `done()`.
+ *
+ * A listing that changes while it is paged — queues deleted meanwhile (auto-delete and exclusive
+ * reply queues on a busy broker, tests cleaning up) — shifts items from a later page into an earlier
+ * one, and can make a later page "out of range" (HTTP 400, {@link isPageOutOfRange}). Before, that
+ * failed the whole listing. Now the caller's items are dropped (`reset`) and the reading starts
+ * again from page 1, at most {@link MAX_LISTING_RESTARTS} times, so the result is one reading of
+ * the shrunken listing: no queue present throughout is missed and none deleted meanwhile is listed.
+ * After the last restart the pages of that reading are kept (a later page may then be missing).
+ * Items shifted within one reading can still come twice: `take` deduplicates them (by name).
+ *
+ * @param fetchPage the JSON body of page `page` (1-based); throws the caller's errors.
+ * @param take consumes one page's body and returns its page count.
+ * @param done true when the caller has enough items (a cap): no further page is read.
+ * @param reset drops the items taken so far (called before a restart).
+ * @throws whatever `fetchPage` or `take` throw, except out-of-range pages; `CANCELLED` on abort.
+ */
+export async function readAllPages(
+  fetchPage: (page: number) => Promise<unknown>,
+  take: (body: unknown) => number,
+  done: () => boolean,
+  reset: () => void,
+  concurrency: number,
+  signal?: AbortSignal,
+): Promise<void> {
+  for (let restart = 0; ; restart++) {
+    throwIfAborted(signal);
+    if (restart > 0) reset();
+    const pageCount = take(await fetchPage(1));
+    // Set from the page callbacks (an object, so the loop condition reads its current value).
+    const listing = { shrank: false };
+    for (let next = 2; next <= pageCount && !listing.shrank && !done(); next += concurrency) {
+      throwIfAborted(signal);
+      const batch: number[] = [];
+      for (let p = next; p < next + concurrency && p <= pageCount; p++) batch.push(p);
+      const bodies = await Promise.all(
+        batch.map((p) =>
+          fetchPage(p).catch((e: unknown) => {
+            if (!isPageOutOfRange(e)) throw e;
+            listing.shrank = true;
+            return null;
+          }),
+        ),
+      );
+      for (const b of bodies) if (b !== null) take(b);
+    }
+    if (!listing.shrank || done() || restart >= MAX_LISTING_RESTARTS) return;
   }
 }
