@@ -100,11 +100,18 @@ beforeAll(async () => {
     [`${p}.ok`, { p99Ms: 1_000, meanMs: 300, source: 'file' }],
   ]);
   const config = { thresholds: { 'rabbitmq.dlq-growing-without-consumers': { maxMessages: 3 } } };
+  // Wait for what only the asynchronously applied policies and stats produce: the max-length
+  // policy's own finding (before it shows, the queue has the plain no-DLX finding instead), the
+  // DLX policy clearing polonly's finding, and the DLQ's message count.
   report = await until(
-    (r) => on(r, 'grow.dlq').length > 0 && on(r, 'maxlen').length > 0 && on(r, 'polonly').length === 0,
+    (r) =>
+      on(r, 'grow.dlq').length > 0 &&
+      on(r, 'maxlen').includes('rabbitmq.ttl-or-max-length-without-dlx') &&
+      on(r, 'polonly').length === 0,
     () => audit(config, measurements),
+    60_000,
   );
-}, 90_000);
+}, 150_000);
 
 afterAll(async () => {
   for (const name of policies) await mgmt('DELETE', `/api/policies/%2F/${encodeURIComponent(name)}`).catch(() => undefined);
