@@ -96,3 +96,78 @@ describe('RedrivePanel: the run does what the confirm dialog said', () => {
   });
 });
 
+
+describe('RedrivePanel: the result after a cancel', () => {
+  it('says the cancelled run’s counts once: the CANCELLED summary is not repeated above the result block', () => {
+    const result = {
+      mode: 'client-side',
+      mechanism: null,
+      dlqId: dlq.id,
+      dlqName: dlq.name,
+      examined: 5,
+      moved: 3,
+      skipped: 2,
+      failed: 0,
+      possibleDuplicates: 0,
+      targets: [{ queueId: 'sqs:orders', queueName: 'orders', count: 3 }],
+      skipReasons: [{ reason: 'not selected', count: 2 }],
+      wastedRetries: 0,
+      stoppedBecause: null,
+      backupPath: '/tmp/backup.jsonl',
+      auditId: 'a1',
+      filter: 'all',
+      notes: [],
+      warnings: [],
+      notFoundIds: [],
+      notFoundCount: 0,
+    };
+    // What the engine leaves on a cancelled operation: no `result`, the counts in the last error's details.
+    const op = {
+      id: 'op-1',
+      type: 'redrive',
+      label: 'Redrive orders-dlq',
+      status: 'cancelled' as const,
+      total: 10,
+      processed: 5,
+      moved: 3,
+      skipped: 2,
+      failed: 0,
+      possibleDuplicates: 0,
+      errors: [{ code: 'CANCELLED' as const, message: 'Cancelled after 3 moved, 0 failed, 0 possible duplicates.', details: { result } }],
+      rate: null,
+      etaMs: null,
+      startedAt: 1,
+      finishedAt: 2,
+      result: null,
+    };
+    useStore.setState({ redrive: { [queueKey('c1', dlq.id)]: { analysis: plan(), analysing: false, analysisOp: null, preview: null, previewing: false, operation: op, error: null } } });
+    render(<RedrivePanel connectionId="c1" summary={dlq} queues={[dlq]} checkedIds={[]} />);
+    const run = screen.getByTestId('redrive-run');
+    expect(within(run).getByTestId('redrive-result').textContent).toContain('Cancelled (client-side): 3 moved, 2 stayed, 0 failed, 0 possible duplicates.');
+    expect(run.textContent).not.toContain('Cancelled after 3 moved');
+    expect(run.textContent.match(/Cancelled/g)).toHaveLength(1);
+  });
+
+  it('still shows an error that is not the cancel summary (a failed run)', () => {
+    const op = {
+      id: 'op-2',
+      type: 'redrive',
+      label: 'Redrive orders-dlq',
+      status: 'failed' as const,
+      total: 10,
+      processed: 5,
+      moved: 3,
+      skipped: 2,
+      failed: 0,
+      errors: [{ code: 'BROKER_ERROR' as const, message: 'The broker closed the connection.' }],
+      rate: null,
+      etaMs: null,
+      startedAt: 1,
+      finishedAt: 2,
+      result: null,
+    };
+    useStore.setState({ redrive: { [queueKey('c1', dlq.id)]: { analysis: plan(), analysing: false, analysisOp: null, preview: null, previewing: false, operation: op, error: null } } });
+    render(<RedrivePanel connectionId="c1" summary={dlq} queues={[dlq]} checkedIds={[]} />);
+    expect(screen.getByTestId('redrive-run').textContent).toContain('The broker closed the connection.');
+  });
+});

@@ -438,6 +438,9 @@ function RedriveProgress({ op, onPause, onResume, onCancel, onDismiss }: { op: O
   const pct = op.total !== null && op.total > 0 ? Math.min(100, (op.processed / op.total) * 100) : null;
   const lastError = op.errors.at(-1);
   const result = (op.result ?? (lastError?.details?.result as Record<string, unknown> | undefined) ?? null) as RedriveResult | null;
+  // A cancelled run's last error is its summary ("Cancelled after 3 moved, …", carrying the result):
+  // the result block below says the same, so the line is not repeated above it.
+  const shownError = done && result !== null && lastError?.code === 'CANCELLED' && lastError.details?.result !== undefined ? undefined : lastError;
   return (
     <div className="redrive-run" data-testid="redrive-run" data-status={op.status}>
       <div className="op-head">
@@ -455,7 +458,7 @@ function RedriveProgress({ op, onPause, onResume, onCancel, onDismiss }: { op: O
         {!done && op.rate !== null && ` · ${Math.round(op.rate)}/s`}
         {!done && op.etaMs !== null && ` · ${duration(op.etaMs)} left`}
       </div>
-      {lastError !== undefined && <div className="op-error danger-text">{lastError.message}</div>}
+      {shownError !== undefined && <div className="op-error danger-text">{shownError.message}</div>}
       {done && result !== null && (
         <div className="redrive-result" data-testid="redrive-result">
           <div>
