@@ -72,6 +72,8 @@ export function listEntryId(index: number, raw: Buffer): string {
 
 /** Content hashes of the last entries returned that a list cursor carries (the anchor is the last). */
 const ANCHOR_ENTRIES = 8;
+/** {@link ANCHOR_ENTRIES}, for readers that build a list cursor themselves (the redrive's list source, after a commit). */
+export const LIST_ANCHOR_ENTRIES = ANCHOR_ENTRIES;
 
 /**
  * How far (in entries, either way) a list may have moved between two pages for {@link peekList}
@@ -101,7 +103,7 @@ interface RankRead {
  * Reads ranks `from`..`to` (inclusive, counted from the end read from: the left for `oldest`, the
  * right for `newest`), LLEN and the rank-0 entry in one MULTI, so the three agree.
  */
-async function readRanks(ctx: RedisContext, key: string, queueId: string, direction: 'oldest' | 'newest', from: number, to: number, signal?: AbortSignal): Promise<RankRead> {
+async function readRanks(ctx: Pick<RedisContext, 'client'>, key: string, queueId: string, direction: 'oldest' | 'newest', from: number, to: number, signal?: AbortSignal): Promise<RankRead> {
   throwIfAborted(signal);
   const client = await ctx.client(signal);
   const m = client.multi().type(key).llen(key);
@@ -139,6 +141,36 @@ async function readRanks(ctx: RedisContext, key: string, queueId: string, direct
  * @throws QueuescopeError `QUEUE_NOT_FOUND`, `INVALID_INPUT` (cursor, options), `CANCELLED`.
  */
 export async function peekList(ctx: RedisContext, key: string, options: PeekOptions, signal?: AbortSignal): Promise<PeekPage> {
+  return (await readListPage(ctx, key, options, signal)).page;
+}
+
+/** A page of a list as {@link readListPage} reads it: the peek page plus what a reader that changes the list needs. */
+export interface ListPageRead {
+  /** The page exactly as {@link peekList} returns it. */
+  page: PeekPage;
+  /** The raw bytes of the page's entries, in page order (bodies may be cut at `maxBodyBytes`; these never are). */
+  raw: Buffer[];
+  /** Content hashes of `raw` (as in the entry ids, {@link listEntryId}). */
+  hashes: string[];
+  /** Rank (from the end read from) of the page's first entry when it was read: where reading continued, re-aligned or not. */
+  start: number;
+  /**
+   * Content hashes of the anchor entries still valid just before `start` (oldest first, at most
+   * the cursor's): empty when there was no cursor or the list could not be re-aligned.
+   */
+  anchorBefore: string[];
+  /** Content hash of the entry at the end read from (rank 0) when the page was read; null when the list was empty. */
+  head: string | null;
+}
+
+/**
+ * Reads one page of a list exactly as {@link peekList} does (same cursor, re-alignment and
+ * `moved` report) and also returns the raw entries and where the page starts, for readers that
+ * act on the entries read (the redrive's list source, which moves them with a script that checks
+ * their bytes at their index). `ctx` only needs `client`: the redrive reads on its own connection.
+ * @throws QueuescopeError as {@link peekList}.
+ */
+export async function readListPage(ctx: Pick<RedisContext, 'client'>, key: string, options: PeekOptions, signal?: AbortSignal): Promise<ListPageRead> {
   const { limit, direction, maxBodyBytes } = normalisePeek(options);
   const queueId = formatQueueId({ kind: 'list', key });
   const state = options.state ?? 'list';
@@ -241,14 +273,22 @@ export async function peekList(ctx: RedisContext, key: string, options: PeekOpti
   const next = start + page.length;
   const carried = [...anchor.slice(k - kept), ...pageHashes];
   const h = carried.slice(carried.length - Math.min(ANCHOR_ENTRIES, next, carried.length));
+  const headHash = head !== null ? entryHash(head) : null;
   return {
-    messages,
-    nextCursor:
-      hasMore && h.length > 0
-        ? encodeCursor({ v: 1, q: queueId, s: state, d: direction, n: returned + page.length, o: next, h, l: length, ...(head !== null ? { f: entryHash(head) } : {}) })
-        : null,
-    total: length,
-    sideEffects: [],
-    ...(moved !== undefined ? { moved } : {}),
+    page: {
+      messages,
+      nextCursor:
+        hasMore && h.length > 0
+          ? encodeCursor({ v: 1, q: queueId, s: state, d: direction, n: returned + page.length, o: next, h, l: length, ...(headHash !== null ? { f: headHash } : {}) })
+          : null,
+      total: length,
+      sideEffects: [],
+      ...(moved !== undefined ? { moved } : {}),
+    },
+    raw: page,
+    hashes: pageHashes,
+    start,
+    anchorBefore: anchor.slice(k - kept),
+    head: headHash,
   };
 }

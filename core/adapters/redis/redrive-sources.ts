@@ -3,7 +3,6 @@ import type { Redis } from 'ioredis';
 import type { JobsOptions } from 'bullmq';
 import { QueuescopeError, type ErrorInfo, type HeaderValue, type QueueMessage } from '../../../shared/domain';
 import { RECENT_DELIVERY_MS, REDRIVE_COUNT_HEADER, type MoveSummary, type RedriveDecision } from '../redrive-types';
-import { toMessageBody } from './body';
 import { peekBullmq, readSortedStateJobs } from './bullmq';
 import { notFound, num, type RedisContext } from './context';
 import { decodeCursor, encodeCursor } from './cursor';
@@ -11,7 +10,7 @@ import { formatQueueId, parseQueueId } from './ids';
 import { BULLMQ_RETRY_BATCH_LUA, BULLMQ_RETRY_LUA, LIST_MOVE_LUA, STREAM_MOVE_LUA } from './redrive-lua';
 import { LuaScript } from './redrive-script';
 import { pendingInRange, streamEntryMessage, type PendingEntry } from './stream';
-import { listEntryId } from './list';
+import { LIST_ANCHOR_ENTRIES, readListPage, type ListPageRead } from './list';
 
 /** Hash field of a BullMQ job naming the job it was redriven from (`<queue id>|<job id>`), so a repeated run finds its own copy. */
 export const REDRIVEN_FROM_FIELD = 'x-queuescope-redriven-from';
@@ -49,6 +48,8 @@ export interface BatchSource {
   observe?(message: QueueMessage, decision: RedriveDecision): void;
   /** Optional: warnings about the messages decided so far (see {@link MoveSummary.warnings}); `dryRun` picks the tense. */
   warnings?(dryRun: boolean): string[];
+  /** Optional: notes about the read (see {@link MoveSummary.notes}), e.g. a list that moved and was re-aligned on. */
+  notes?(): string[];
 }
 
 /** A batch read ahead older than this when its turn comes (a pause, a rate-limit wait, a slow backup) is read again. */
@@ -86,28 +87,48 @@ async function checkType(conn: Redis, key: string, queueId: string, want: 'list'
 
 // ---- lists ------------------------------------------------------------------------------------
 
+/** Sentences about list moves a source could not re-align on, listed before "… and N more". */
+const MOVED_NOTES_LISTED = 3;
+
 /**
  * A list DLQ. Head = index 0 (the left end), as the list adapter's peek reads it; moved elements
  * are appended to the target's right end in DLQ order. Bounded by the length at the start (lists
- * carry no per-element time). Ids are `#<index>` at the time of the read, as in a peek.
+ * carry no per-element time). Ids are `#<index>~<content hash>` at the time of the read, as in a peek.
+ *
+ * Batches are read with the peek's re-aligning list cursor ({@link readListPage}): when workers
+ * push or pop at the head between two batches (the list moves), the next batch re-aligns on the
+ * content hashes of the last entries examined that are still in the list, so a dry run neither
+ * skips nor counts twice an entry still there; when it cannot re-align (those entries were
+ * consumed, moved too far, or have identical copies), {@link warnings} says how far the counts may
+ * be off. A run's commit moves a batch at the index it was read at (re-aligned), and its script
+ * checks the bytes there, so a list that moves between the read and the commit still stops the
+ * run with nothing of the batch moved.
  */
 export class ListSource implements BatchSource {
-  private off = 0;
   private left = 0;
   private examined = 0;
+  /** Cursor of the next read (the peek's); null = from the head. */
+  private cursor: string | null = null;
   private readonly tomb = `\u0000queuescope-redrive-tombstone:${randomUUID()}`;
-  private last: Buffer[] = [];
+  /** The batch in hand, as read. */
+  private last: ListPageRead | null = null;
+  /** Notes of moves the reads re-aligned on (nothing skipped or read twice), and of those they could not. */
+  private readonly realigned: string[] = [];
+  private readonly inexact: string[] = [];
+  private readonly queueId: string;
 
   private constructor(
     private readonly conn: Redis,
     private readonly key: string,
     private readonly maxBodyBytes: number,
-  ) {}
+  ) {
+    this.queueId = formatQueueId({ kind: 'list', key });
+  }
 
   /** @throws QueuescopeError `QUEUE_NOT_FOUND` when the key is missing or not a list. */
   static async open(conn: Redis, key: string, maxBodyBytes: number): Promise<ListSource> {
     const s = new ListSource(conn, key, maxBodyBytes);
-    await checkType(conn, key, formatQueueId({ kind: 'list', key }), 'list');
+    await checkType(conn, key, s.queueId, 'list');
     s.left = await conn.llen(key);
     return s;
   }
@@ -116,35 +137,35 @@ export class ListSource implements BatchSource {
     return sameKind('list', t);
   }
 
-  async read(n: number): Promise<{ messages: QueueMessage[]; end: MoveSummary['stoppedBecause'] | null }> {
+  async read(n: number, signal?: AbortSignal): Promise<{ messages: QueueMessage[]; end: MoveSummary['stoppedBecause'] | null }> {
     const k = Math.min(n, this.left);
-    const queueId = formatQueueId({ kind: 'list', key: this.key });
-    if (k === 0) return { messages: [], end: (await this.conn.llen(this.key)) > this.off ? 'cutoff' : 'exhausted' };
-    const vals = await this.conn.lrangeBuffer(this.key, this.off, this.off + k - 1);
-    this.last = vals;
-    this.left -= vals.length;
-    const messages = vals.map((buf, i): QueueMessage => ({
-      id: listEntryId(this.off + i, buf),
-      queueId,
-      queueName: this.key,
-      position: this.examined + i,
-      body: toMessageBody(buf, this.maxBodyBytes),
-      headers: {},
-      properties: { index: this.off + i },
-      meta: {},
-    }));
-    this.examined += vals.length;
+    // Nothing left to examine (the list was emptied right after it was opened): entries pushed since are past the cutoff.
+    if (k === 0) return { messages: [], end: (await this.conn.llen(this.key)) > 0 ? 'cutoff' : 'exhausted' };
+    const r = await readListPage({ client: () => Promise.resolve(this.conn) }, this.key, { limit: k, direction: 'oldest', state: 'list', cursor: this.cursor, maxBodyBytes: this.maxBodyBytes }, signal);
+    this.last = r;
+    const moved = r.page.moved;
+    if (moved !== undefined) (moved.realigned ? this.realigned : this.inexact).push(moved.note);
+    const messages = r.page.messages;
+    messages.forEach((m, i) => {
+      m.position = this.examined + i;
+    });
+    this.left -= messages.length;
+    this.examined += messages.length;
+    // No cursor: nothing followed this page when it was read. Left = 0 with more to read: those came after the start.
     let end: MoveSummary['stoppedBecause'] | null = null;
-    if (vals.length < k) end = 'exhausted';
-    else if (this.left === 0) end = (await this.conn.llen(this.key)) > this.off + vals.length ? 'cutoff' : 'exhausted';
+    if (r.page.nextCursor === null) end = 'exhausted';
+    else if (this.left === 0) end = 'cutoff';
     return { messages, end };
   }
 
-  advance(batch: QueueMessage[]): void {
-    this.off += batch.length;
+  advance(): void {
+    this.cursor = this.last?.page.nextCursor ?? this.cursor;
   }
 
   async commit(moves: PlannedMove[], batch: QueueMessage[]): Promise<Committed> {
+    const read = this.last;
+    if (read === null || read.raw.length !== batch.length) throw new Error('ListSource.commit: the batch is not the one read last.');
+    const at = read.start;
     const targets = new Map<string, number>();
     const keys: string[] = [this.key];
     const byId = new Map<string, string>();
@@ -155,26 +176,51 @@ export class ListSource implements BatchSource {
         targets.set(m.targetQueueId, keys.length - 1);
       }
     }
-    const args: (string | Buffer)[] = [String(this.off), this.tomb];
+    const args: (string | Buffer)[] = [String(at), this.tomb];
     batch.forEach((m, i) => {
       const t = byId.get(m.id);
-      args.push(t === undefined ? '0' : String(targets.get(t)), this.last[i] as Buffer);
+      args.push(t === undefined ? '0' : String(targets.get(t)), read.raw[i] as Buffer);
     });
     const r = (await listMove.run(this.conn, keys, args)) as number[];
     if (r[0] !== 1) {
       const why =
         r[0] === -1
-          ? `the list "${this.key}" holds ${String(r[1])} elements from index ${this.off} instead of the ${batch.length} read`
-          : `element #${this.off + Number(r[1]) - 1} of "${this.key}" changed after it was read`;
+          ? `the list "${this.key}" holds ${String(r[1])} elements from index ${at} instead of the ${batch.length} read`
+          : `element #${at + Number(r[1]) - 1} of "${this.key}" changed after it was read`;
       const e = new QueuescopeError(
         'BROKER_ERROR',
         `The DLQ list changed while it was being redriven (${why}: another client pushed or popped at its head). Nothing in this batch was moved; stop the DLQ's other clients and run the redrive again.`,
-        { queueId: formatQueueId({ kind: 'list', key: this.key }) },
+        { queueId: this.queueId },
       );
       return { moved: [], failed: moves.map((m) => ({ id: m.message.id, error: e.toInfo() })), possibleDuplicates: [], fatal: e };
     }
-    this.off += batch.length - moves.length;
+    // The next read continues after the entries of this batch that stayed, anchored on the last
+    // ones still in the list (those before the batch when all of it moved), as the peek's cursor does.
+    const stayed = read.hashes.filter((_, i) => !byId.has((batch[i] as QueueMessage).id));
+    const next = at + stayed.length;
+    const h = [...read.anchorBefore, ...stayed].slice(-LIST_ANCHOR_ENTRIES);
+    // The head is unchanged unless the batch started there; then it is the batch's first entry that stayed.
+    const head = at > 0 ? read.head : (stayed[0] ?? null);
+    this.cursor =
+      next === 0
+        ? null
+        : encodeCursor({ v: 1, q: this.queueId, s: 'list', d: 'oldest', n: this.examined, o: next, ...(h.length > 0 ? { h } : {}), l: Math.max(0, (read.page.total ?? 0) - (batch.length - stayed.length)), ...(head !== null ? { f: head } : {}) });
     return { moved: moves.map((m) => ({ id: m.message.id, targetQueueId: m.targetQueueId })), failed: [], possibleDuplicates: [] };
+  }
+
+  /** Re-aligned moves of the list during the read, in one sentence (nothing was skipped or read twice). */
+  notes(): string[] {
+    if (this.realigned.length === 0) return [];
+    if (this.realigned.length === 1) return [this.realigned[0] as string];
+    return [`The list ${this.key} moved ${String(this.realigned.length)} times while it was read (entries pushed or popped at its left end); each time reading re-aligned on the last entry read, so none was skipped or read twice.`];
+  }
+
+  /** Moves of the list the reads could not re-align on: the counts may be off (entries skipped or examined twice). */
+  warnings(dryRun: boolean): string[] {
+    if (this.inexact.length === 0) return [];
+    const more = this.inexact.length > MOVED_NOTES_LISTED ? ` (and ${String(this.inexact.length - MOVED_NOTES_LISTED)} more such moves)` : '';
+    const what = dryRun ? "this dry run's counts (examined, would move, would stay)" : "this run's counts";
+    return this.inexact.slice(0, MOVED_NOTES_LISTED).map((n, i) => `${n} So ${what} may be off by as many${i === Math.min(MOVED_NOTES_LISTED, this.inexact.length) - 1 ? more : ''}; stop the DLQ's other clients for exact counts.`);
   }
 }
 

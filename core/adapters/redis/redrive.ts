@@ -549,7 +549,8 @@ async function drive(
     }
   }
   const warnings = source.warnings?.(options.dryRun) ?? [];
-  return { ...totals, stoppedBecause, ...(warnings.length > 0 ? { warnings } : {}) };
+  const notes = source.notes?.() ?? [];
+  return { ...totals, stoppedBecause, ...(warnings.length > 0 ? { warnings } : {}), ...(notes.length > 0 ? { notes } : {}) };
 }
 
 /** Runs a pipeline and returns its replies in order. @throws the first command error. */
