@@ -3,13 +3,14 @@ import type { InspectReport, InspectedMessage } from '../../../shared/api/inspec
 import type { KeyVerdictKind } from '../../../shared/analysis/types';
 import type { QueueMessage } from '../../../shared/domain/message';
 import type { QueueSummary } from '../../../shared/domain/queue';
-import { count } from '../lib/format';
+import { absoluteTime, count } from '../lib/format';
 import { useStore } from '../store';
 import { queueKey } from '../store/types';
-import { ErrorState } from './common';
+import { ErrorState, ReadAgo } from './common';
 import { KEY_VERDICT_LABEL, KEY_VERDICT_TONE } from './InspectBadges';
 import { InspectRuleEditor } from './InspectRuleEditor';
 import { PeekConfirm } from './PeekConfirm';
+import { snapshotInfo } from './QueueList';
 import { Revealed } from './TextViews';
 import './inspect.css';
 
@@ -66,6 +67,17 @@ export function InspectSummary({
     void runInspection({ connectionId, queueId: summary.id, state, acceptSideEffects: accept });
   };
   const report = run?.report ?? null;
+  // When the report read the queue, and the queue's count (of the analysed state) then, from the
+  // header's source: a later refresh that reports another count says the summary is older than the
+  // queue, as the message list does.
+  const readWindow = run?.status === 'ready' && report !== null ? { startedAt: run.operation?.startedAt ?? null, finishedAt: run.operation?.finishedAt ?? null } : null;
+  const readAt = readWindow?.finishedAt ?? readWindow?.startedAt ?? null;
+  const detailReady = useStore((s) => s.queueDetails[key]?.status === 'ready');
+  const headerCount = snapshotInfo(summary) !== null ? null : state !== undefined ? (summary.counts[state] ?? null) : summary.depth;
+  const [countAtRead, setCountAtRead] = useState<{ readAt: number; count: number } | null>(null);
+  // Adjusted while rendering (React's "storing information from previous renders"), once per report.
+  if (readAt !== null && headerCount !== null && detailReady && !stale && countAtRead?.readAt !== readAt) setCountAtRead({ readAt, count: headerCount });
+  const changedSinceRead = readAt !== null && !stale && countAtRead?.readAt === readAt && headerCount !== null && headerCount !== countAtRead.count ? { then: countAtRead.count, now: headerCount, readAt } : null;
   const rowsById = new Map((report?.messages ?? []).map((m) => [m.id, m]));
   const openOrShow = (id: string): void => {
     const i = messages.findIndex((m) => m.id === id);
@@ -101,7 +113,16 @@ export function InspectSummary({
       {run?.status === 'error' && run.error !== null && (
         <ErrorState error={run.error} compact onRetry={() => (run.error?.code === 'PEEK_REFUSED' ? setConfirming(true) : start(false))} />
       )}
-      {report !== null && <ReportView report={report} stale={stale} onPick={openOrShow} />}
+      {changedSinceRead !== null && (
+        <div className="notice notice-warn" role="status" data-testid="summary-older-than-queue">
+          This summary was read at {absoluteTime(changedSinceRead.readAt)}, when the queue held {count(changedSinceRead.then)}; it now holds {count(changedSinceRead.now)}. It shows the queue as it
+          was.{' '}
+          <button type="button" className="btn btn-small" onClick={() => (hasSideEffects ? setConfirming(true) : start(false))} disabled={run?.status === 'running'}>
+            {hasSideEffects ? 'Analyse again…' : 'Analyse again'}
+          </button>
+        </div>
+      )}
+      {report !== null && <ReportView report={report} stale={stale} readWindow={readWindow} onPick={openOrShow} />}
       {pickedRow !== undefined && <PickedRow row={pickedRow} onClose={() => setPicked(null)} />}
       {picked !== null && pickedRow === undefined && (
         <div className="muted">
@@ -133,11 +154,24 @@ function Ids({ ids, total, onPick }: { ids: string[]; total: number; onPick: (id
   );
 }
 
-function ReportView({ report, stale, onPick }: { report: InspectReport; stale: boolean; onPick: (id: string) => void }) {
+/** "Read between A and B" for a read of a second or more, else "Read at B" (UTC). */
+function readTitle(w: { startedAt: number | null; finishedAt: number | null }): string | undefined {
+  if (w.startedAt !== null && w.finishedAt !== null && w.finishedAt - w.startedAt >= 1000) return `Read between ${absoluteTime(w.startedAt)} and ${absoluteTime(w.finishedAt)}`;
+  return undefined;
+}
+
+function ReportView({ report, stale, readWindow, onPick }: { report: InspectReport; stale: boolean; readWindow: { startedAt: number | null; finishedAt: number | null } | null; onPick: (id: string) => void }) {
   return (
     <div data-testid="inspect-report">
       <div className="muted">
-        {count(report.analysed)} message{report.analysed === 1 ? '' : 's'} analysed{report.total !== null && report.total !== report.analysed ? ` of ${count(report.total)}` : ''} in {count(report.elapsedMs)} ms · rules: {report.rulesSource}
+        {count(report.analysed)} message{report.analysed === 1 ? '' : 's'} analysed{report.total !== null && report.total !== report.analysed ? ` of ${count(report.total)}` : ''} in {count(report.elapsedMs)} ms
+        {readWindow !== null && (readWindow.finishedAt ?? readWindow.startedAt) !== null && (
+          <>
+            {' · '}
+            <ReadAgo ms={readWindow.finishedAt ?? readWindow.startedAt} absoluteTitle={readTitle(readWindow)} testId="summary-read-at" />
+          </>
+        )}{' '}
+        · rules: {report.rulesSource}
         {stale ? ' · for another state: re-analyse' : ''}
       </div>
       {report.partial && <div className="notice notice-warn">Partial: {report.partialReason}</div>}

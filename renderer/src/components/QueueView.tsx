@@ -5,7 +5,7 @@ import { useStore } from '../store';
 import { queueKey } from '../store/types';
 import { PEEK_LIMITS } from '../store/ui';
 import { AnalysedMessageView, AnalysedMessages } from './AnalysedMessages';
-import { Empty, ErrorState, KindBadge, Loading } from './common';
+import { Empty, ErrorState, KindBadge, Loading, ReadAgo } from './common';
 import { ExportDialog } from './ExportDialog';
 import { InspectSummary } from './InspectSummary';
 import { useQueueRules } from './InspectBadges';
@@ -185,6 +185,12 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
           <button type="button" className="btn btn-small" onClick={() => void loadQueue(connectionId, queueId)} disabled={detail.status === 'loading'} aria-label="Refresh queue">
             ↻
           </button>
+          {/* A snapshot's counts are as recorded at its export (the notice below says when). */}
+          {snap === null && (
+            <div className="stats-read">
+              <ReadAgo ms={detail.loadedAt} testId="counts-read-at" />
+            </div>
+          )}
         </div>
       </header>
       {detail.status === 'error' && detail.error !== null && <ErrorState error={detail.error} compact onRetry={() => void loadQueue(connectionId, queueId)} />}

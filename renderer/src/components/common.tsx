@@ -3,7 +3,8 @@ import type { ErrorInfo } from '../../../shared/domain/errors';
 import type { QueueKind } from '../../../shared/domain/queue';
 import type { BrokerKind } from '../../../shared/domain/connection';
 import { errorHint, errorTitle } from '../lib/errors';
-import { absoluteTime, relativeTime } from '../lib/format';
+import { ago, absoluteTime, relativeTime } from '../lib/format';
+import { useNow } from '../lib/hooks';
 
 /** Spinner + label for a loading state. */
 export function Loading({ label = 'Loading…' }: { label?: string }) {
@@ -86,6 +87,20 @@ export function Time({ ms }: { ms: number | null | undefined }) {
   return (
     <time dateTime={new Date(ms).toISOString()} title={absoluteTime(ms)}>
       {relativeTime(ms)}
+    </time>
+  );
+}
+
+/**
+ * When shown data was read: "read 12 s ago", aging every second, with the absolute time (UTC) as
+ * tooltip (`title`, or `absoluteTitle` for a read window). Nothing when `ms` is null (never read).
+ */
+export function ReadAgo({ ms, absoluteTitle, testId }: { ms: number | null | undefined; absoluteTitle?: string | undefined; testId?: string | undefined }) {
+  const now = useNow(1000);
+  if (ms === null || ms === undefined) return null;
+  return (
+    <time className="read-ago muted" dateTime={new Date(ms).toISOString()} title={absoluteTitle ?? `Read at ${absoluteTime(ms)}`} data-testid={testId}>
+      read {ago(ms, now)}
     </time>
   );
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { absoluteTime, bytes, count, duration, headerValueText, matchesFilter, relativeTime, shortReason } from './format';
+import { absoluteTime, ago, bytes, count, duration, headerValueText, matchesFilter, relativeTime, shortReason } from './format';
 
 describe('format', () => {
   const now = Date.UTC(2026, 10, 29, 12, 0, 0);
@@ -9,6 +9,15 @@ describe('format', () => {
     expect(relativeTime(now + 5 * 60_000, now)).toBe('in 5 min.');
     expect(relativeTime(now - 400, now)).toBe('now');
     expect(relativeTime(null, now)).toBe('—');
+  });
+  it('read ages ("read 12 s ago")', () => {
+    expect(ago(now - 500, now)).toBe('just now');
+    expect(ago(now + 3000, now)).toBe('just now');
+    expect(ago(now - 12_400, now)).toBe('12 s ago');
+    expect(ago(now - 3 * 60_000 - 59_000, now)).toBe('3 min ago');
+    expect(ago(now - 2 * 3600_000, now)).toBe('2 h ago');
+    expect(ago(now - 4 * 86_400_000, now)).toBe('4 d ago');
+    expect(ago(null, now)).toBe('—');
   });
   it('absolute times in UTC', () => {
     expect(absoluteTime(now + 5)).toBe('2026-11-29 12:00:00.005 UTC');

@@ -22,6 +22,21 @@ export function relativeTime(ms: number | null | undefined, now: number = Date.n
   return 'now';
 }
 
+/**
+ * How long ago a read happened, compact: "just now" (under 2 s, or a time ahead of `now` from clock
+ * skew), "12 s ago", "3 min ago", "2 h ago", "4 d ago" (whole units, rounded down); "—" when
+ * null/undefined/invalid. `ms` and `now` are ms since epoch.
+ */
+export function ago(ms: number | null | undefined, now: number = Date.now()): string {
+  if (ms === null || ms === undefined || !Number.isFinite(ms)) return '—';
+  const s = Math.floor((now - ms) / 1000);
+  if (s < 2) return 'just now';
+  if (s < 60) return `${String(s)} s ago`;
+  if (s < 3600) return `${String(Math.floor(s / 60))} min ago`;
+  if (s < 86_400) return `${String(Math.floor(s / 3600))} h ago`;
+  return `${String(Math.floor(s / 86_400))} d ago`;
+}
+
 /** ISO 8601 in UTC with milliseconds, for tooltips and detail panels; "—" when absent. */
 export function absoluteTime(ms: number | null | undefined): string {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return '—';

@@ -36,3 +36,24 @@ export function useAutoRefresh(enabled: boolean, intervalMs: number, fn: () => v
     return () => clearInterval(t);
   }, [enabled, visible, intervalMs]);
 }
+
+/**
+ * The current time (ms since epoch), updated every `intervalMs` while the page is visible (and at
+ * once when it shows again), for texts such as "read 12 s ago" that must age as time passes.
+ */
+export function useNow(intervalMs = 1000): number {
+  const visible = usePageVisible();
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    if (!visible) return;
+    const tick = (): void => setNow(Date.now());
+    // At once (next tick) when the page shows again, then every interval.
+    const first = setTimeout(tick, 0);
+    const t = setInterval(tick, intervalMs);
+    return () => {
+      clearTimeout(first);
+      clearInterval(t);
+    };
+  }, [visible, intervalMs]);
+  return now;
+}

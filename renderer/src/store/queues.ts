@@ -51,7 +51,10 @@ export const createQueuesSlice: StateCreator<All, [], [], QueuesSlice> = (set) =
       const key = queueKey(connectionId, queueId);
       set((s) => {
         const prev = s.queueDetails[key];
-        return { queueDetails: { ...s.queueDetails, [key]: { status: 'loading', error: null, summary: prev?.summary ?? findInList(s, connectionId, queueId) } } };
+        // Until the first read of its own, the view shows the list's row: as old as the list.
+        const summary = prev?.summary ?? findInList(s, connectionId, queueId);
+        const loadedAt = prev?.summary != null ? prev.loadedAt : summary !== null ? (s.queueLists[connectionId]?.loadedAt ?? null) : null;
+        return { queueDetails: { ...s.queueDetails, [key]: { status: 'loading', error: null, summary, loadedAt } } };
       });
       try {
         const summary = await call('queues.get', { connectionId, queueId });
@@ -59,10 +62,10 @@ export const createQueuesSlice: StateCreator<All, [], [], QueuesSlice> = (set) =
           const list = s.queueLists[connectionId];
           const queueLists =
             list === undefined ? s.queueLists : { ...s.queueLists, [connectionId]: { ...list, queues: list.queues.map((q) => (q.id === queueId ? summary : q)) } };
-          return { queueDetails: { ...s.queueDetails, [key]: { status: 'ready', error: null, summary } }, queueLists };
+          return { queueDetails: { ...s.queueDetails, [key]: { status: 'ready', error: null, summary, loadedAt: Date.now() } }, queueLists };
         });
       } catch (e) {
-        set((s) => ({ queueDetails: { ...s.queueDetails, [key]: { status: 'error', error: errorInfoOf(e), summary: s.queueDetails[key]?.summary ?? null } } }));
+        set((s) => ({ queueDetails: { ...s.queueDetails, [key]: { status: 'error', error: errorInfoOf(e), summary: s.queueDetails[key]?.summary ?? null, loadedAt: s.queueDetails[key]?.loadedAt ?? null } } }));
       }
     },
   };

@@ -55,6 +55,8 @@ export interface QueueDetailState {
   status: LoadStatus;
   error: ErrorInfo | null;
   summary: QueueSummary | null;
+  /** ms since epoch when `summary` (depth and counts) was read; null when not read yet. Kept through a failed refresh. */
+  loadedAt: number | null;
 }
 
 export interface QueuesSlice {
