@@ -133,6 +133,18 @@ export interface MoveSummary {
   apiCalls?: number;
 }
 
+/**
+ * Reading a DLQ can move its messages on to another queue (see {@link RedriveMover.readMovesMessagesOn}).
+ */
+export interface ReadMovesOn {
+  /** Reads (receives, deliveries) after which the broker moves a message on at its next read; null when unknown (e.g. an unreadable policy). */
+  maxReceiveCount: number | null;
+  /** The queue messages are moved on to (its name), null when unknown. */
+  nextQueue: string | null;
+  /** The side effect in one sentence, naming the DLQ, the limit and the next queue (untrusted names: render as text). */
+  description: string;
+}
+
 /** What a broker's native move can do for a DLQ (see {@link RedriveMover.nativeMove}). */
 export interface NativeMoveSupport {
   /** True when {@link RedriveMover.startNativeMove} can move this DLQ's messages. */
@@ -211,6 +223,17 @@ export interface RedriveMover {
    * changes"; "requeued messages come back marked redelivered"). Absent or empty = none.
    */
   clientMoveSideEffects?(dlq: QueueSummary, dryRun: boolean): string[];
+
+  /**
+   * Optional: whether READING `dlq` (every redrive reads it, the dry run too) can make the broker
+   * move its messages to another queue by itself — SQS: the DLQ has its own RedrivePolicy, so a
+   * receive of a message already received `maxReceiveCount` times moves it on to that policy's
+   * dead-letter queue instead of returning it. The engine refuses a dry run or run of such a DLQ
+   * (`PEEK_REFUSED`, nothing read) unless the request accepts the side effects. Null (or the method
+   * absent) = reading moves nothing elsewhere.
+   * @throws QueuescopeError QUEUE_NOT_FOUND, connection codes, CANCELLED.
+   */
+  readMovesMessagesOn?(dlq: QueueSummary, signal?: AbortSignal): Promise<ReadMovesOn | null>;
 
   /**
    * Optional: a target named by the user that does not exist now but that the first write

@@ -13,7 +13,7 @@ export const EXIT = {
    */
   CONNECTION: 3,
   QUEUE_NOT_FOUND: 4,
-  /** A peek could dead-letter messages and `--accept-side-effects` was not given. */
+  /** A read (peek, export, inspect, redrive and its dry run) could dead-letter messages and `--accept-side-effects` was not given. */
   PEEK_REFUSED: 5,
   /** The command ran and found what `--fail-on` asks to fail on (e.g. `inspect --fail-on flag`: flagged payloads). For CI. */
   FINDINGS: 6,
@@ -68,8 +68,9 @@ Exit codes:
        vhost, management API, permission, timeout, an endpoint that is not the
        expected broker, an error reported by the broker)
   4    queue not found
-  5    peek refused: reading the queue could move messages to a dead-letter queue;
-       pass --accept-side-effects to read it anyway
+  5    read refused: reading the queue (peek, export, inspect, or a redrive and
+       its dry run) could move messages to a dead-letter queue; pass
+       --accept-side-effects to read it anyway
   6    findings: the command ran and found what --fail-on names (e.g. inspect
        --fail-on flag: messages with flagged payloads)
   7    partial: a redrive/reinject finished but some messages failed (they stayed

@@ -28,6 +28,7 @@ function requestOf(input: PlanInput & { ratePerSecond?: number | null | undefine
     ...(input.includePending === true ? { includePending: true } : {}),
     targetQueueId: input.targetQueueId ?? null,
     confirmLoop: input.confirmLoop === true,
+    ...(input.acceptSideEffects === true ? { acceptSideEffects: true } : {}),
     limit: input.limit ?? null,
     native: input.native ?? 'auto',
     ratePerSecond: input.ratePerSecond ?? null,

@@ -44,6 +44,12 @@ export interface RedriveRequest {
   targetQueueId?: string | null;
   /** Move into a target that loops back into the DLQ anyway (see {@link TargetInfo.loop}). */
   confirmLoop?: boolean;
+  /**
+   * Read the DLQ even where reading it can make the broker move messages on to another queue
+   * ({@link RedriveMover.readMovesMessagesOn}: an SQS DLQ with its own RedrivePolicy). Default false:
+   * the dry run and the run refuse with `PEEK_REFUSED` before reading anything.
+   */
+  acceptSideEffects?: boolean;
   /** Messages per second moved, null = unlimited. */
   ratePerSecond?: number | null;
   /** Messages per batch, 1–1000 (default 100); lowered to the rate when a rate is set. */
@@ -188,11 +194,28 @@ interface Prepared {
   maxBodyBytes: number;
 }
 
+/**
+ * Refuses to read a DLQ whose reads can make the broker move messages on to another queue (the
+ * mover says so: {@link RedriveMover.readMovesMessagesOn}), before anything is read — a dry run
+ * must not move messages silently.
+ * @throws QueuescopeError `PEEK_REFUSED` naming the DLQ, the limit, the next queue and how to accept.
+ */
+async function refuseReadSideEffects(mover: RedriveMover, dlq: QueueSummary, signal?: AbortSignal): Promise<void> {
+  const on = (await mover.readMovesMessagesOn?.(dlq, signal)) ?? null;
+  if (on === null) return;
+  throw new QueuescopeError(
+    'PEEK_REFUSED',
+    `Refusing to read ${dlq.name} for a redrive or its dry run: ${on.description} Nothing was read. To read it anyway, accept the side effects (--accept-side-effects in the CLI; "Accept side effects" in the app's redrive panel); messages moved on are then in ${on.nextQueue ?? 'the next queue'}, not lost.`,
+    { queue: dlq.name, queueId: dlq.id, maxReceiveCount: on.maxReceiveCount, nextQueue: on.nextQueue, sideEffects: ['may-dead-letter'] },
+  );
+}
+
 async function prepare(env: RedriveEnv, r: RedriveRequest, signal?: AbortSignal): Promise<Prepared> {
   validateRequest(r);
   const mover = moverOf(env);
   const now = (env.now ?? Date.now)();
   const dlq = await env.adapter.getQueue(r.dlqId, signal);
+  if (r.acceptSideEffects !== true) await refuseReadSideEffects(mover, dlq, signal);
   let queues = await loadQueues(env, signal);
   const target = r.targetQueueId ?? null;
   if (target !== null && (queues === null || !queues.has(target))) {
@@ -276,7 +299,8 @@ async function nativeSupport(mover: RedriveMover, dlq: QueueSummary, r: RedriveR
  * Nothing is published or removed; nothing is written to the audit log. `onProgress` is called
  * after each batch read (messages examined, and those expected when the depth is known).
  * @throws QueuescopeError `INVALID_INPUT` (bad options, a chosen target that loops without
- *   confirmation), `QUEUE_NOT_FOUND`, `UNSUPPORTED` (no mover), connection codes, `CANCELLED`.
+ *   confirmation), `PEEK_REFUSED` (reading the DLQ can move messages on and
+ *   `acceptSideEffects` is not set; nothing read), `QUEUE_NOT_FOUND`, `UNSUPPORTED` (no mover), connection codes, `CANCELLED`.
  */
 export async function planRedrive(env: RedriveEnv, r: RedriveRequest, signal?: AbortSignal, onProgress?: (p: { examined: number; expected: number | null }) => void): Promise<RedrivePlan> {
   const p = await prepare(env, r, signal);

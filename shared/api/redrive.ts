@@ -34,6 +34,8 @@ const common = {
   targetQueueId: z.string().min(1).max(2048).nullable().optional(),
   /** Allow a target that loops back into the DLQ. */
   confirmLoop: z.boolean().optional(),
+  /** Read the DLQ even where reading it can make the broker move messages on to another queue (an SQS DLQ with its own RedrivePolicy); refused with PEEK_REFUSED otherwise. */
+  acceptSideEffects: z.boolean().optional(),
   /** Examine at most this many messages. */
   limit: z.number().int().min(1).max(100_000_000).nullable().optional(),
   /** `auto` (default), `never`, `require`. */

@@ -95,7 +95,7 @@ describe('queuescope CLI against real brokers', () => {
   it('--help lists the commands and the exit codes, exit 0', async () => {
     const r = await run(['--help']);
     expect(r.code).toBe(0);
-    for (const s of ['connections', 'queues', 'peek', 'export', 'Exit codes:', '130  interrupted', '5    peek refused']) expect(r.stdout).toContain(s);
+    for (const s of ['connections', 'queues', 'peek', 'export', 'Exit codes:', '130  interrupted', '5    read refused']) expect(r.stdout).toContain(s);
     const p = await run(['peek', '--help']);
     expect(p.code).toBe(0);
     expect(p.stdout).toContain('--accept-side-effects');

@@ -2,6 +2,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  ChangeMessageVisibilityBatchCommand,
   DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
@@ -59,6 +60,25 @@ async function cli(dir: string, argv: string[]): Promise<{ code: number; out: st
 async function depth(c: SQSClient, url: string): Promise<number> {
   const a = (await c.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }))).Attributes ?? {};
   return Number(a.ApproximateNumberOfMessages ?? 0) + Number(a.ApproximateNumberOfMessagesNotVisible ?? 0);
+}
+
+/** Receives every message of a standard queue once (hidden for 300 s, so none twice), then makes them visible again. */
+async function receiveAllThenRestore(c: SQSClient, url: string): Promise<Message[]> {
+  const out: Message[] = [];
+  for (let empty = 0; empty < 3; ) {
+    const r = await c.send(
+      // eslint-disable-next-line @typescript-eslint/no-deprecated
+      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 300, AttributeNames: ['All'], MessageSystemAttributeNames: ['All'] }),
+    );
+    const got = r.Messages ?? [];
+    if (got.length === 0) empty++;
+    else empty = 0;
+    out.push(...got);
+  }
+  for (let i = 0; i < out.length; i += 10) {
+    await c.send(new ChangeMessageVisibilityBatchCommand({ QueueUrl: url, Entries: out.slice(i, i + 10).map((m, j) => ({ Id: `v${j}`, ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: 0 })) }));
+  }
+  return out;
 }
 
 function hooks(decide: (m: QueueMessage) => RedriveDecision): MoveHooks {
@@ -175,10 +195,11 @@ describe('SQS redrive of a DLQ that has its own RedrivePolicy (fauxqs, CLI)', ()
   const endpoint = SQS_ENDPOINT;
   const c = client(endpoint);
 
-  it('maxReceiveCount 1 on the DLQ: the dry run lists the messages as cannot move instead of letting the real run push them on (old code: all 5 ended in the next queue)', async () => {
-    // The CLI's dry run receives every message once (count 1 = the DLQ's maxReceiveCount); the
-    // real run's receive then made SQS move all of them to the DLQ's own DLQ instead of returning
-    // them: "examined 0", exit 7, blamed on "another reader", the DLQ empty.
+  it('refused (exit 5, nothing read) without --accept-side-effects — the dry run too, which on old code moved messages at the limit on silently and exited 0; with the flag as before', async () => {
+    // A chained DLQ (dlq → final): each receive, the dry run's too, counts toward the DLQ's own
+    // maxReceiveCount (1 here), and at that limit SQS moves the message to final instead of
+    // returning it. Old code: the dry run of messages already at the limit moved all of them to
+    // final and still exited 0 ("Nothing to move", a note saying where they went).
     const dir = await mkdtemp(join(tmpdir(), 'qs-sqs-chain-'));
     try {
       const base = uniqueName('chain');
@@ -187,7 +208,47 @@ describe('SQS redrive of a DLQ that has its own RedrivePolicy (fauxqs, CLI)', ()
       const src = await createQueue(c, base, { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 3 }) });
       for (let n = 0; n < 5; n++) await c.send(new SendMessageCommand({ QueueUrl: dlq.url, MessageBody: JSON.stringify({ orderId: `D-${n}` }) }));
       const conn = `sqs://${SQS_REGION}?endpoint=${endpoint}`;
-      const run = await cli(dir, ['redrive', conn, `${base}-dlq`, '--yes']);
+      const refusal = [`Refusing to read ${base}-dlq`, `${base}-dlq has its own RedrivePolicy (maxReceiveCount 1 → ${base}-final)`, 'Nothing was read', '--accept-side-effects'];
+      for (const args of [['--dry-run'], ['--yes'], ['--dry-run', '--json']]) {
+        const refused = await cli(dir, ['redrive', conn, `${base}-dlq`, ...args]);
+        for (const text of refusal) expect(refused.out).toContain(text);
+        expect(refused.code).toBe(5);
+      }
+      // Nothing was received: this first receive of all 5 sees ApproximateReceiveCount 1 on each
+      // (after a receive by the refused runs, SQS would have moved them to final instead).
+      const first = await receiveAllThenRestore(c, dlq.url);
+      expect(first.map((m) => m.Attributes?.ApproximateReceiveCount)).toEqual(['1', '1', '1', '1', '1']);
+      expect(await depth(c, final.url)).toBe(0);
+
+      // Now all 5 are at the limit: the refused dry run still moves nothing (old code: all 5 went to final, exit 0).
+      const again = await cli(dir, ['redrive', conn, `${base}-dlq`, '--dry-run']);
+      expect(again.code).toBe(5);
+      expect(again.out).toContain(`Refusing to read ${base}-dlq`);
+      expect(await depth(c, final.url)).toBe(0);
+      expect(await depth(c, dlq.url)).toBe(5);
+
+      // Accepted: as before — the dry run's receives move them on, and the note says where.
+      const accepted = await cli(dir, ['redrive', conn, `${base}-dlq`, '--dry-run', '--accept-side-effects']);
+      expect(accepted.code).toBe(0);
+      expect(accepted.out).toContain(`${base}-final grew by 5 messages during this run (0 → 5)`);
+      expect(accepted.out).toContain(`They are in ${base}-final now, not lost`);
+      expect(await depth(c, final.url)).toBe(5);
+      expect(await depth(c, src.url)).toBe(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('with --accept-side-effects a message below the limit is listed as cannot move by the dry run instead of being pushed on by the real run', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'qs-sqs-chain-'));
+    try {
+      const base = uniqueName('chain2');
+      const final = await createQueue(c, `${base}-final`);
+      const dlq = await createQueue(c, `${base}-dlq`, { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: final.arn, maxReceiveCount: 1 }) });
+      const src = await createQueue(c, base, { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 3 }) });
+      for (let n = 0; n < 5; n++) await c.send(new SendMessageCommand({ QueueUrl: dlq.url, MessageBody: JSON.stringify({ orderId: `D-${n}` }) }));
+      const conn = `sqs://${SQS_REGION}?endpoint=${endpoint}`;
+      const run = await cli(dir, ['redrive', conn, `${base}-dlq`, '--yes', '--accept-side-effects']);
       expect(run.out).toContain('cannot move 5');
       expect(run.out).toContain(`5 messages reached ${base}-dlq's own maxReceiveCount (1) with this dry run's receive: the real run's receive makes SQS move them to ${base}-final`);
       expect(run.out).toContain('Nothing moved: 5 cannot move');
@@ -195,11 +256,6 @@ describe('SQS redrive of a DLQ that has its own RedrivePolicy (fauxqs, CLI)', ()
       expect(await depth(c, dlq.url)).toBe(5);
       expect(await depth(c, final.url)).toBe(0);
       expect(await depth(c, src.url)).toBe(0);
-      // Now at the limit, any receive moves them on — a second attempt's dry run included; it says where they went.
-      const again = await cli(dir, ['redrive', conn, `${base}-dlq`, '--dry-run']);
-      expect(again.out).toContain(`${base}-final grew by 5 messages during this run (0 → 5)`);
-      expect(again.out).toContain(`They are in ${base}-final now, not lost`);
-      expect(await depth(c, final.url)).toBe(5);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

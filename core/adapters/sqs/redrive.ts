@@ -20,6 +20,7 @@ import type {
   NativeMoveHandle,
   NativeMoveStatus,
   NativeMoveSupport,
+  ReadMovesOn,
   RedriveMover,
 } from '../redrive-types';
 import { intAttr, parseArn, parseRedrivePolicy, queueKind, queueNameFromUrl } from './attributes';
@@ -219,6 +220,35 @@ export class SqsRedriveMover implements RedriveMover {
       if (matches.length === 1 && matches[0] !== undefined) return { queueId: matches[0], via: `DeadLetterQueueSourceArn ${name ?? ''}`.trim() };
     }
     return null;
+  }
+
+  /**
+   * A DLQ that has its own RedrivePolicy (a chained DLQ: dlq → dlq2): every receive — a redrive's,
+   * its dry run's too — adds 1 to ApproximateReceiveCount, and SQS moves a message already received
+   * `maxReceiveCount` times to the policy's deadLetterTargetArn instead of returning it (SQS
+   * Developer Guide, "Using dead-letter queues"). Reads the DLQ's attributes now (one
+   * GetQueueAttributes), not the summary, so a policy added since the listing counts. Null when the
+   * DLQ has no RedrivePolicy; an unreadable policy gives `maxReceiveCount`/`nextQueue` null.
+   * @throws QueuescopeError QUEUE_NOT_FOUND, INVALID_INPUT (not an sqs: id), connection codes.
+   */
+  async readMovesMessagesOn(dlq: QueueSummary, signal?: AbortSignal): Promise<ReadMovesOn | null> {
+    const url = await this.host.resolveQueueUrl(dlq.id, signal);
+    const name = queueNameFromUrl(url);
+    const policy = parseRedrivePolicy((await this.attributes(url, signal)).RedrivePolicy);
+    if (policy === null) return null;
+    if ('error' in policy) {
+      return {
+        maxReceiveCount: null,
+        nextQueue: null,
+        description: `${name} has its own RedrivePolicy, which cannot be read (${policy.error}): every receive — the dry run's too — may make SQS move a message to another queue instead of returning it.`,
+      };
+    }
+    const next = parseArn(policy.deadLetterTargetArn)?.resource ?? policy.deadLetterTargetArn;
+    return {
+      maxReceiveCount: policy.maxReceiveCount,
+      nextQueue: next,
+      description: `${name} has its own RedrivePolicy (maxReceiveCount ${policy.maxReceiveCount} → ${next}): every receive — the dry run's too — adds 1 to ApproximateReceiveCount, and SQS moves a message already received ${plural(policy.maxReceiveCount, 'time')} to ${next} instead of returning it.`,
+    };
   }
 
   // ------------------------------------------------------------------ client-side move

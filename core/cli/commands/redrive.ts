@@ -37,6 +37,10 @@ Redis stream DLQ: entries pending in one of its consumer groups (read with XREAD
 XACKed) that were delivered less than 60 s ago stay in the DLQ (a consumer is likely processing
 them) unless --include-pending; the dry run and the result warn per group and consumer with counts
 and idle times, also for long-idle entries, which move (and are XACKed in their group).
+An SQS DLQ that has its own RedrivePolicy (dlq → dlq2) is refused before anything is read (exit 5):
+every receive, the dry run's too, counts toward its maxReceiveCount, and SQS moves a message at that
+limit on to the next queue instead of returning it. --accept-side-effects reads it anyway (the
+notes then say how much the next queue grew).
 Picked --ids that are not in the DLQ are listed and make the exit code 7, as does a run that examined
 fewer messages than its dry run (the others were held by another reader, or left the DLQ another way).`;
 
@@ -56,6 +60,7 @@ interface RedriveOpts extends CommonOpts {
   backup?: string;
   yes?: boolean;
   confirmLoop?: boolean;
+  acceptSideEffects?: boolean;
   maxBodyBytes?: string;
   file?: string;
 }
@@ -204,6 +209,7 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
       ...(opts.includePending === true ? { includePending: true } : {}),
       targetQueueId: target?.id ?? null,
       confirmLoop: opts.confirmLoop === true,
+      ...(opts.acceptSideEffects === true ? { acceptSideEffects: true } : {}),
       ratePerSecond: rate,
       ...(batch !== null ? { batchSize: batch } : {}),
       limit,
@@ -342,6 +348,7 @@ export function register(program: Command, ctx: CliContext): void {
       .option('--no-native', 'never use the native move')
       .option('--backup <file>', 'backup snapshot to write before moving (default: in the config folder)')
       .option('--confirm-loop', 'allow a target that dead-letters straight back into the DLQ (or the DLQ itself)')
+      .option('--accept-side-effects', 'read the DLQ (dry run too) even where reading it can make the broker move messages on to another queue (an SQS DLQ with its own RedrivePolicy); without it such a DLQ is refused, exit 5')
       .option('--max-body-bytes <n>', `body bytes read per message, up to ${MAX_REDRIVE_MAX_BODY_BYTES} (128 MiB; default ${DEFAULT_REDRIVE_MAX_BODY_BYTES}); larger bodies cannot move. Memory grows with it`)
       .option('-y, --yes', 'do not ask for confirmation')
       .addHelpText('after', REDRIVE_HELP),

@@ -171,3 +171,24 @@ describe('RedrivePanel: the result after a cancel', () => {
     expect(screen.getByTestId('redrive-run').textContent).toContain('The broker closed the connection.');
   });
 });
+
+describe('RedrivePanel: a DLQ whose reads move messages on (refused until accepted)', () => {
+  it('shows the refusal with an "Accept side effects" checkbox, and the next analysis and preview carry acceptSideEffects', async () => {
+    const refusal = "Refusing to read orders-dlq for a redrive or its dry run: orders-dlq has its own RedrivePolicy (maxReceiveCount 1 → orders-dlq2): …";
+    useStore.setState({ redrive: { [queueKey('c1', dlq.id)]: { analysis: null, analysing: false, analysisOp: null, preview: null, previewing: false, operation: null, error: { code: 'PEEK_REFUSED', message: refusal } } } });
+    render(<RedrivePanel connectionId="c1" summary={dlq} queues={[dlq]} checkedIds={[]} />);
+    const notice = screen.getByTestId('redrive-side-effects');
+    expect(notice.textContent).toContain('maxReceiveCount 1 → orders-dlq2');
+    fireEvent.click(within(notice).getByRole('checkbox', { name: /Accept side effects/ }));
+    fireEvent.click(screen.getByRole('button', { name: 'Analyse for redrive' }));
+    await waitFor(() => expect(calls.some((c) => c.method === 'redrive.analyse')).toBe(true));
+    expect(calls.find((c) => c.method === 'redrive.analyse')?.input.acceptSideEffects).toBe(true);
+
+    // With an analysis, the preview carries it too.
+    calls = [];
+    useStore.setState({ redrive: { [queueKey('c1', dlq.id)]: { analysis: plan(), analysing: false, analysisOp: null, preview: plan(), previewing: false, operation: null, error: null } } });
+    fireEvent.click(await screen.findByRole('button', { name: 'Preview (dry run)' }));
+    await waitFor(() => expect(calls.some((c) => c.method === 'redrive.plan')).toBe(true));
+    expect(calls.find((c) => c.method === 'redrive.plan')?.input.acceptSideEffects).toBe(true);
+  });
+});

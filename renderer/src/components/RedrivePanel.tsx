@@ -51,6 +51,8 @@ export function RedrivePanel({ connectionId, summary, queues, checkedIds }: { co
   const [batch, setBatch] = useState('100');
   const [usePicked, setUsePicked] = useState(false);
   const [confirmLoop, setConfirmLoop] = useState(false);
+  // Reading this DLQ can make the broker move messages on (an SQS DLQ with its own RedrivePolicy): refused until accepted.
+  const [acceptSideEffects, setAcceptSideEffects] = useState(false);
   const [confirming, setConfirming] = useState(false);
   const [showHistory, setShowHistory] = useState(false);
 
@@ -86,8 +88,9 @@ export function RedrivePanel({ connectionId, summary, queues, checkedIds }: { co
       ...(hasPendingStates && includePending ? { includePending: true } : {}),
       targetQueueId: target === '' ? null : target,
       confirmLoop,
+      ...(acceptSideEffects ? { acceptSideEffects: true } : {}),
     };
-  }, [usePicked, checkedIds, allChosen, chosen, connectionId, summary.id, state, includeNonRetryable, dedupe, hasPendingStates, includePending, target, confirmLoop]);
+  }, [usePicked, checkedIds, allChosen, chosen, connectionId, summary.id, state, includeNonRetryable, dedupe, hasPendingStates, includePending, target, confirmLoop, acceptSideEffects]);
 
   // Any change of selection or options invalidates the preview.
   const baseJson = JSON.stringify(base);
@@ -107,6 +110,10 @@ export function RedrivePanel({ connectionId, summary, queues, checkedIds }: { co
     void start({ ...base, ...startLimit(plan, base.selection.kind), ratePerSecond: rateNum, batchSize: batchNum });
   };
   const loopError = st?.error?.details?.loop === true;
+  const sideEffectsError = st?.error?.code === 'PEEK_REFUSED';
+  const analyseAll = (): void => {
+    void analyse({ connectionId, dlqId: summary.id, ...(state !== undefined ? { state } : {}), selection: { kind: 'all' }, includeNonRetryable: true, samples: 0, ...(acceptSideEffects ? { acceptSideEffects: true } : {}) });
+  };
 
   return (
     <section className="redrive" aria-labelledby={titleId} data-testid="redrive-panel">
@@ -118,7 +125,16 @@ export function RedrivePanel({ connectionId, summary, queues, checkedIds }: { co
         </button>
       </div>
       {showHistory && <RedriveHistory connectionId={connectionId} queues={queues.filter((q) => q.broker === summary.broker)} />}
-      {st?.error != null && !loopError && <ErrorState error={st.error} compact />}
+      {st?.error != null && !loopError && !sideEffectsError && <ErrorState error={st.error} compact />}
+      {(sideEffectsError || acceptSideEffects) && (
+        <div className="notice notice-warn" role="alert" data-testid="redrive-side-effects">
+          {sideEffectsError && st.error != null && <p>{st.error.message}</p>}
+          <label>
+            <input type="checkbox" checked={acceptSideEffects} onChange={(e) => setAcceptSideEffects(e.target.checked)} /> Accept side effects: read this DLQ anyway (messages at its
+            own limit are moved on to the next queue by the broker, not to the target)
+          </label>
+        </div>
+      )}
 
       {op !== null ? (
         <RedriveProgress
@@ -138,7 +154,7 @@ export function RedrivePanel({ connectionId, summary, queues, checkedIds }: { co
                 Groups the messages by why they failed and shows what a redrive would move where. This is a dry run: nothing is moved
                 {summary.capabilities.canPeekNonDestructively ? '' : '; messages are read and put back'}.
               </p>
-              <button type="button" className="btn btn-primary" onClick={() => void analyse({ connectionId, dlqId: summary.id, ...(state !== undefined ? { state } : {}), selection: { kind: 'all' }, includeNonRetryable: true, samples: 0 })}>
+              <button type="button" className="btn btn-primary" onClick={analyseAll}>
                 Analyse for redrive
               </button>
             </>
@@ -249,7 +265,7 @@ export function RedrivePanel({ connectionId, summary, queues, checkedIds }: { co
             >
               {plan === null ? 'Redrive…' : `Redrive ${count(plan.toMove)}…`}
             </button>
-            <button type="button" className="btn btn-ghost" onClick={() => void analyse({ connectionId, dlqId: summary.id, ...(state !== undefined ? { state } : {}), selection: { kind: 'all' }, includeNonRetryable: true, samples: 0 })}>
+            <button type="button" className="btn btn-ghost" onClick={analyseAll}>
               Re-analyse
             </button>
           </div>
