@@ -144,6 +144,24 @@ describe('stream entries with binary and repeated field names', () => {
     expect((await entries(twice)).map(hex)).toEqual([hex(withCounter(ENTRY1, 2)), hex(withCounter(ENTRY2, 2))]);
   });
 
+  it('an entry with plain names in an order of its own (body field not first, an index name, the counter mid-way) is re-injected in that order', async () => {
+    const dlq = key('order-dlq');
+    const target = key('order-target');
+    const restored = key('order-restored');
+    const fields = (counter: number): Buffer[] =>
+      ['type', 'order.failed', 'body', '{"orderId":"A-1"}', '7', 'seven', REDRIVE_COUNT_HEADER, String(counter), 'error', 'HTTP 503'].map((x) => Buffer.from(x));
+    await native.xadd(dlq, '*', ...fields(1));
+    const backup = join(dir, 'order-backup.jsonl');
+    const r = await cli(['redrive', REDIS_URL, `stream:${dlq}`, '--to', `stream:${target}`, '--backup', backup, '--yes']);
+    expect(r.code, r.stderr).toBe(0);
+    // The move script copies the fields in place, the counter +1 where it is.
+    expect((await entries(target)).map(hex)).toEqual([hex(fields(2))]);
+    const ri = await cli(['reinject', REDIS_URL, `stream:${restored}`, '--from', backup, '--yes']);
+    expect(ri.code, ri.stderr).toBe(0);
+    // The re-inject of the backup gives the same entry (it used to write body first, then type, 7, error, counter).
+    expect((await entries(restored)).map((e) => e.map(String))).toEqual([fields(2).map(String)]);
+  });
+
   it('a backup line whose properties.streamFields names a missing key is reported failed, not published with other fields', async () => {
     const src = key('bad-src');
     await native.xadd(src, '*', ...ENTRY1);

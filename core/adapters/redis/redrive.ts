@@ -245,7 +245,8 @@ class RedisRedriveMover implements RedriveMover {
    * - stream: XADD of the body under its original field (`properties.bodyField`, else the fields
    *   of the JSON map the body then is) plus the headers as fields (`{ base64 }` values as bytes)
    *   and the counter field; a message with `properties.streamFields` (an entry with field names
-   *   that are not valid UTF-8 or repeated) gets exactly those names, in that order, the counter
+   *   that are not valid UTF-8 or repeated, or whose field order the body field and headers
+   *   cannot tell, see `streamEntryMessage`) gets exactly those names, in that order, the counter
    *   updated in place as the move script does; each reply (the new id) confirms one message;
    * - BullMQ: `Queue.addBulk` with the job name, data (the JSON body) and options; custom job ids
    *   are kept, then the counter hash field is set. A message whose custom job id already exists in

@@ -44,7 +44,7 @@ describe('stream field names', () => {
   });
 
   it('an entry with such names carries properties.streamFields; a plain one does not', () => {
-    const plain = streamEntryMessage('1-0', [Buffer.from('type'), Buffer.from('x'), Buffer.from('body'), Buffer.from('hi')], at);
+    const plain = streamEntryMessage('1-0', [Buffer.from('body'), Buffer.from('hi'), Buffer.from('type'), Buffer.from('x')], at);
     expect(plain.properties).toEqual({ bodyField: 'body' });
     expect(plain.headers).toEqual({ type: 'x' });
     const odd = streamEntryMessage('1-1', [Buffer.from([0xff]), Buffer.from('1'), Buffer.from([0xfe]), Buffer.from([0x80]), Buffer.from('body'), Buffer.from('hi')], at);
@@ -57,5 +57,35 @@ describe('stream field names', () => {
         { name: 'body', key: null },
       ],
     });
+  });
+
+  it('a plain entry whose order the body field and headers cannot tell carries properties.streamFields too', () => {
+    const f = (...xs: string[]): Buffer[] => xs.map((x) => Buffer.from(x));
+    // The body field not first (re-inject wrote it first).
+    const late = streamEntryMessage('1-0', f('type', 'x', 'body', 'hi', 'error', 'E'), at);
+    expect(late.headers).toEqual({ type: 'x', error: 'E' });
+    expect(late.properties).toEqual({
+      bodyField: 'body',
+      streamFields: [
+        { name: 'type', key: 'type' },
+        { name: 'body', key: null },
+        { name: 'error', key: 'error' },
+      ],
+    });
+    // An array-index name after another: JavaScript objects list it first.
+    expect(streamEntryMessage('1-1', f('body', 'hi', 'a', '1', '7', '2'), at).properties.streamFields).toEqual([
+      { name: 'body', key: null },
+      { name: 'a', key: 'a' },
+      { name: '7', key: '7' },
+    ]);
+    // The redrive counter before another field (re-inject appended it last); last, it needs nothing.
+    expect(streamEntryMessage('1-2', f('body', 'hi', 'x-queuescope-redrive-count', '1', 'error', 'E'), at).properties.streamFields).toHaveLength(3);
+    expect(streamEntryMessage('1-3', f('body', 'hi', 'error', 'E', 'x-queuescope-redrive-count', '1'), at).properties).toEqual({ bodyField: 'body' });
+    // No body field: the body is the field map as JSON, in JavaScript key order.
+    expect(streamEntryMessage('1-4', f('a', '1', 'b', '2'), at).properties).toEqual({ bodyField: null });
+    expect(streamEntryMessage('1-5', f('a', '1', '3', '2'), at).properties.streamFields).toEqual([
+      { name: 'a', key: 'a' },
+      { name: '3', key: '3' },
+    ]);
   });
 });

@@ -6,6 +6,7 @@ import { decodeCursor, encodeCursor } from './cursor';
 import { normalisePeek, notFound, num, pairs, redisCapabilities, str, throwIfAborted, type RedisContext } from './context';
 import { formatQueueId } from './ids';
 import { looksLikeDeadLetterName } from './naming';
+import { REDRIVE_COUNT_HEADER } from '../redrive-types';
 
 /** Stream fields taken as the message body, in this order of preference; other fields become headers. */
 export const STREAM_BODY_FIELDS = ['body', 'payload', 'data', 'message', 'json'] as const;
@@ -205,6 +206,9 @@ interface PendingInfo {
  * name (text, or `{ base64 }` of the bytes when not valid UTF-8) and `key` the header key (the
  * body JSON's key when there is no body field) holding its value, null for the body field. The
  * re-inject publisher (`RedisRedriveMover.publish`) rebuilds the entry from it byte for byte.
+ * An entry with plain names carries it too when its field order cannot be told from the body
+ * field and the header map ({@link plainOrderKept}): the body field not first, a name that is an
+ * array index (`7`, which JavaScript objects list first), or the redrive counter not last.
  */
 export function streamEntryMessage(
   idBuf: Buffer | string,
@@ -228,6 +232,8 @@ export function streamEntryMessage(
   const { keys, exact } = streamFieldKeys(nameBufs);
   const headers: Record<string, HeaderValue> = {};
   let body;
+  /** The map the fields' values are read back from: the headers, or the body's JSON object when there is no body field. */
+  let values = headers;
   if (bodyIndex >= 0) {
     body = toMessageBody(fields[bodyIndex * 2 + 1], at.maxBodyBytes);
     for (let i = 0; i < count; i++) if (i !== bodyIndex) headers[keys[i] as string] = toHeaderValue(fields[i * 2 + 1] as Buffer);
@@ -235,9 +241,10 @@ export function streamEntryMessage(
     const map: Record<string, HeaderValue> = {};
     for (let i = 0; i < count; i++) map[keys[i] as string] = toHeaderValue(fields[i * 2 + 1] as Buffer);
     body = toMessageBody(Buffer.from(JSON.stringify(map), 'utf8'), at.maxBodyBytes);
+    values = map;
   }
   const properties: Record<string, HeaderValue> = { bodyField: bodyIndex >= 0 ? (keys[bodyIndex] as string) : null };
-  if (!exact) properties.streamFields = nameBufs.map((b, i) => ({ name: toHeaderValue(b), key: i === bodyIndex ? null : (keys[i] as string) }));
+  if (!exact || !plainOrderKept(keys, bodyIndex, values)) properties.streamFields = nameBufs.map((b, i) => ({ name: toHeaderValue(b), key: i === bodyIndex ? null : (keys[i] as string) }));
   const ms = Number(id.slice(0, id.indexOf('-')));
   return {
     id,
@@ -249,6 +256,20 @@ export function streamEntryMessage(
     properties,
     meta: { enqueuedAt: Number.isFinite(ms) ? ms : null },
   };
+}
+
+/**
+ * Whether an entry whose field names are all distinct text (`keys` = the names, in entry order) is
+ * written back in the same order without `properties.streamFields`: the re-inject publisher then
+ * writes the body field first, then the keys of `values` (the headers, or the body's JSON map when
+ * `bodyIndex` is -1) in JavaScript's key order (array indexes first, ascending), and the redrive
+ * counter last (see `streamFields` in redrive.ts).
+ */
+export function plainOrderKept(keys: readonly string[], bodyIndex: number, values: Readonly<Record<string, HeaderValue>>): boolean {
+  const own = bodyIndex >= 0 ? [keys[bodyIndex] as string, ...Object.keys(values)] : Object.keys(values);
+  const written = own.filter((k) => k !== REDRIVE_COUNT_HEADER);
+  if (keys.includes(REDRIVE_COUNT_HEADER)) written.push(REDRIVE_COUNT_HEADER);
+  return written.length === keys.length && written.every((k, i) => k === keys[i]);
 }
 
 /**
