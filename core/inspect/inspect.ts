@@ -341,7 +341,7 @@ export async function inspectQueue(adapter: BrokerAdapter, queueId: string, opti
     analysed,
     total: read.total,
     ...withSnapshotPartial(read, snapshotPartialReason(adapter, queue)),
-    ...(read.notes !== undefined && read.notes.length > 0 ? { notes: read.notes } : {}),
+    ...withNotes([snapshotCompletenessNote(adapter, queue), ...(read.notes ?? [])]),
     sideEffects: read.sideEffects,
     summary,
     messages: rows,
@@ -538,6 +538,24 @@ export function snapshotPartialReason(adapter: BrokerAdapter, queue: QueueSummar
   }
   if (info?.partial !== true) return null;
   return `The snapshot holds only part of ${queue.name}: ${typeof info.partialReason === 'string' && info.partialReason !== '' ? info.partialReason : 'the export did not read every message.'}`;
+}
+
+/**
+ * What a snapshot section says about its own completeness beyond `partialReason`
+ * (`config.snapshot.completenessNote` of the snapshot adapter): that an older file records no
+ * message count, so a cut at a line boundary cannot be detected, or that the file lacks queue
+ * sections the same export wrote; null otherwise, and for a broker.
+ */
+export function snapshotCompletenessNote(adapter: BrokerAdapter, queue: QueueSummary): string | null {
+  if (adapter.broker !== 'snapshot') return null;
+  const info = (queue.config as Record<string, unknown> | undefined)?.snapshot as { completenessNote?: unknown } | undefined;
+  return typeof info?.completenessNote === 'string' && info.completenessNote !== '' ? info.completenessNote : null;
+}
+
+/** `{ notes }` with the non-null ones, or nothing when there are none. */
+function withNotes(notes: (string | null)[]): { notes?: string[] } {
+  const kept = notes.filter((n): n is string => n !== null);
+  return kept.length > 0 ? { notes: kept } : {};
 }
 
 /** The report's `partial` / `partialReason`: the read's, and the snapshot's own when the file holds only part of the queue. */

@@ -28,6 +28,17 @@
  *   queue/state (a broker that cannot page, e.g. RabbitMQ classic or SQS, exports one peek window),
  *   or a paged export missed or repeated messages (consumed meanwhile, a Redis list that moved
  *   beyond re-alignment): the writer then rewrites the header when the file is finished.
+ * - `written` — what the writer wrote, filled in when it finished the file (the header is written
+ *   first with `"written":null` and room for the value, then overwritten in place):
+ *   `{ messages, section, sections }` = the message lines of this section, its 0-based index among
+ *   the sections that writer wrote, and how many it wrote. A reader compares them with what the file
+ *   holds, so a file cut at a line boundary (a truncated download or copy, a full disk) is
+ *   reported as incomplete instead of reading as a smaller complete snapshot (a cut inside a line
+ *   already fails as invalid JSON, a cut gzip stream as invalid gzip). `null` = the writer never
+ *   finished (a `.partial` file renamed or copied): incomplete too. Absent = written by a Queuescope
+ *   before this field (or by hand): readable, but whether it was cut cannot be checked. Files joined
+ *   with `cat` keep each part's `written`, so a cut is still found per part — except a cut exactly
+ *   between two joined files, which no field inside the first can reveal.
  *
  * **Message line** (`type: "message"`): every field of {@link QueueMessage} (`id`, `queueId`,
  * `queueName`, `position`, `body`, `headers`, `properties`, `meta`) at the top level next to
@@ -125,6 +136,14 @@ export const snapshotHeaderSchema = z.looseObject({
   selection: z.enum(['all', 'ids']).optional(),
   partial: z.boolean().optional(),
   partialReason: z.string().optional(),
+  written: z
+    .looseObject({
+      messages: z.number().int().nonnegative(),
+      section: z.number().int().nonnegative(),
+      sections: z.number().int().positive(),
+    })
+    .nullable()
+    .optional(),
 });
 
 type HeaderValueT = string | number | boolean | null | HeaderValueT[] | { [k: string]: HeaderValueT };
@@ -214,14 +233,34 @@ export interface SnapshotHeaderLine {
   /** True when the section is known not to hold the whole queue/state. */
   partial?: boolean;
   partialReason?: string;
+  /**
+   * What the writer wrote, recorded when it finished (see the format description): `null` = it never
+   * finished; absent = an older file without this record (completeness cannot be checked).
+   */
+  written?: SnapshotWrittenRecord | null;
+}
+/** The `written` record of a header: counts the reader checks the file against. */
+export interface SnapshotWrittenRecord {
+  /** Message lines the writer wrote in this section. */
+  messages: number;
+  /** 0-based index of this section among those the writer wrote. */
+  section: number;
+  /** Sections the writer wrote (≥ 1). */
+  sections: number;
 }
 /** A parsed message line. */
 export type SnapshotMessageLine = QueueMessage & { type: 'message' };
 /** Either kind of line. */
 export type SnapshotLine = SnapshotHeaderLine | SnapshotMessageLine;
 
-/** What a writer needs for a header; `type` and `version` are filled in. */
+/** What a writer needs for a header; `type` and `version` are filled in (`written` by the {@link SnapshotWriter}). */
 export type SnapshotHeaderInput = Omit<SnapshotHeaderLine, 'type' | 'version'>;
+
+/**
+ * Bytes kept free after `"written":null` in a header line written before its counts are known: the
+ * longest record (three numbers up to 2^53) needs 80 more than `null`.
+ */
+export const WRITTEN_RESERVE_BYTES = 96;
 
 /** Where a line came from, for error messages. */
 export interface LineLocation {
@@ -302,6 +341,22 @@ export function formatHeaderLine(header: SnapshotHeaderInput): string {
   const fixed = { type: 'queue', version: SNAPSHOT_VERSION } as const;
   const line: SnapshotHeaderLine = Object.assign({ ...fixed }, header, fixed);
   return `${JSON.stringify(line)}\n`;
+}
+
+/**
+ * Serialises a header as one line (with trailing `\n`) whose `written` is `record` (last key), padded
+ * with spaces before the closing brace to `padTo` bytes (the length of the line written first with
+ * `record` null, see {@link formatHeaderLine} with `reserve`), so it can overwrite that line in place.
+ * Without `padTo` the line is not padded.
+ * @throws QueuescopeError `INTERNAL` when the line is longer than `padTo`.
+ */
+export function formatWrittenHeaderLine(header: SnapshotHeaderInput, record: SnapshotWrittenRecord | null, padTo?: number): string {
+  const { written: _old, ...rest } = header;
+  const json = formatHeaderLine({ ...rest, written: record }).slice(0, -1);
+  if (padTo === undefined) return `${json}\n`;
+  const pad = padTo - Buffer.byteLength(json) - 1;
+  if (pad < 0) throw new QueuescopeError('INTERNAL', `Snapshot header with its counts is ${String(-pad)} bytes longer than the room left for them.`);
+  return `${json.slice(0, -1)}${' '.repeat(pad)}}\n`;
 }
 
 /** Serialises a message as one line (with trailing `\n`). `type` comes first so readers can sniff it. */

@@ -102,4 +102,44 @@ describe('SnapshotWriter', () => {
       expect(sections[0]?.messages[n - 1]).toEqual(m(n - 1));
     }
   });
+
+  it('records what it wrote in every header (written: messages, section, sections), plain and gzip, with the amended first header too', async () => {
+    for (const name of ['counts.jsonl', 'counts.jsonl.gz', 'amended.jsonl.gz']) {
+      const path = join(dir, name);
+      const w = await SnapshotWriter.create(path);
+      const header = { exportedAt: 1, source: { broker: 'redis' as const, connection: 'c', queue } };
+      await w.writeHeader(header);
+      for (let i = 0; i < 1200; i++) await w.writeMessage(m(i)); // several flushes before the next header
+      await w.writeHeader({ ...header, state: 'second' });
+      for (let i = 0; i < 3; i++) await w.writeMessage(m(i));
+      await w.writeHeader({ ...header, state: 'empty' });
+      if (name.startsWith('amended')) w.amendFirstHeader({ ...header, partial: true, partialReason: 'moved' });
+      await w.finish();
+      const sections = await readSnapshotFile(path);
+      expect(sections.map((x) => x.header.written)).toEqual([
+        { messages: 1200, section: 0, sections: 3 },
+        { messages: 3, section: 1, sections: 3 },
+        { messages: 0, section: 2, sections: 3 },
+      ]);
+      expect(sections.map((x) => x.messages.length)).toEqual([1200, 3, 0]);
+      if (name.startsWith('amended')) expect(sections[0]?.header).toMatchObject({ partial: true, partialReason: 'moved' });
+      if (!name.endsWith('.gz')) {
+        // Written in place: the first line keeps the length it was written with (padded with spaces).
+        const first = (await readFile(path, 'utf8')).split('\n')[0] ?? '';
+        expect(first).toMatch(/"written":\{"messages":1200,"section":0,"sections":3\} +\}$/);
+      }
+    }
+  });
+
+  it('a header copied before finish says written: null (the writer never finished)', async () => {
+    const path = join(dir, 'unfinished.jsonl');
+    const w = await SnapshotWriter.create(path);
+    await w.writeHeader({ exportedAt: 1, source: { broker: 'redis', connection: 'c', queue } });
+    await w.writeMessage(m(0));
+    const copy = join(dir, 'copy.jsonl');
+    await writeFile(copy, await readFile(`${path}.partial`));
+    await w.abort();
+    const sections = await readSnapshotFile(copy);
+    expect(sections[0]?.header.written).toBeNull();
+  });
 });

@@ -3,10 +3,10 @@ import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 import { gunzip as gunzipCb, gzip as gzipCb } from 'node:zlib';
 import { QueuescopeError, type QueueMessage } from '../../shared/domain';
-import { formatHeaderLine, formatMessageLine, type SnapshotHeaderInput } from './format';
+import { formatMessageLine, formatWrittenHeaderLine, WRITTEN_RESERVE_BYTES, type SnapshotHeaderInput } from './format';
 import { throwIfAborted } from './lines';
 
-const gzip = promisify(gzipCb);
+const gzip = promisify(gzipCb) as (data: Buffer, options?: { level?: number }) => Promise<Buffer>;
 const gunzip = promisify(gunzipCb);
 
 /** Bytes buffered in memory before one write to disk. */
@@ -41,6 +41,11 @@ export interface SnapshotWriterOptions {
  * fsyncs it, renames it to `<path>` and fsyncs the directory, so a file under the final name is
  * always complete. `abort()` (or any failed write) removes the partial file.
  *
+ * Each header is written with `"written":null` and room after it, as a write of its own (for gzip,
+ * a gzip member of its own, stored uncompressed so its length does not depend on the digits);
+ * `finish()` overwrites it in place with `written: { messages, section, sections }` (format:
+ * `./format.ts`), so a reader can tell a file cut at a line boundary from a complete one.
+ *
  * Usage: `create` → `writeHeader` → `writeMessage`* → (`writeHeader` → `writeMessage`*)* → `finish`.
  */
 export class SnapshotWriter {
@@ -55,7 +60,11 @@ export class SnapshotWriter {
   /** Bytes on disk of the first flush (one gzip member when compressing), which starts with the first header. */
   private firstFlushBytes: number | null = null;
   /** A replacement for the first header, written by `finish()` (see {@link amendFirstHeader}). */
-  private amended: string | null = null;
+  private amended: SnapshotHeaderInput | null = null;
+  /** Bytes on disk so far (compressed for gzip). */
+  private diskBytes = 0;
+  /** Every header written: what it says, where its line (gzip: its member) sits on disk, its message lines. */
+  private headers: { header: SnapshotHeaderInput; diskOffset: number; diskLength: number; rawLength: number; messages: number }[] = [];
 
   private constructor(
     private fh: FileHandle | null,
@@ -100,11 +109,24 @@ export class SnapshotWriter {
     return this.written + this.bufferedBytes;
   }
 
-  /** Starts a queue section. */
+  /**
+   * Starts a queue section. The header's `written` record is filled in by `finish()` (any `written`
+   * in `header` is ignored).
+   */
   async writeHeader(header: SnapshotHeaderInput, signal?: AbortSignal): Promise<void> {
-    const line = formatHeaderLine(header);
-    await this.push(line, signal);
-    if (this.sectionCount === 0) this.firstHeaderBytes = Buffer.byteLength(line);
+    // The header goes out as a write (gzip member) of its own, so finish() can overwrite it in place.
+    await this.flush();
+    const unpadded = Buffer.byteLength(formatWrittenHeaderLine(header, null));
+    const line = formatWrittenHeaderLine(header, null, unpadded + WRITTEN_RESERVE_BYTES);
+    if (this.closed) throw new QueuescopeError('INTERNAL', 'SnapshotWriter: the writer is already finished or aborted.');
+    throwIfAborted(signal);
+    const diskOffset = this.diskBytes;
+    this.buffered.push(line);
+    this.bufferedBytes += Buffer.byteLength(line);
+    await this.flush(this.compress ? 0 : undefined);
+    const rawLength = Buffer.byteLength(line);
+    if (this.sectionCount === 0) this.firstHeaderBytes = rawLength;
+    this.headers.push({ header, diskOffset, diskLength: this.diskBytes - diskOffset, rawLength, messages: 0 });
     this.sectionCount++;
   }
 
@@ -116,7 +138,7 @@ export class SnapshotWriter {
    */
   amendFirstHeader(header: SnapshotHeaderInput): void {
     if (this.sectionCount === 0) throw new QueuescopeError('INTERNAL', 'SnapshotWriter: amendFirstHeader needs a header written first.');
-    this.amended = formatHeaderLine(header);
+    this.amended = header;
   }
 
   /**
@@ -127,6 +149,8 @@ export class SnapshotWriter {
     if (this.sectionCount === 0) throw new QueuescopeError('INTERNAL', 'SnapshotWriter: writeHeader must be called before writeMessage.');
     await this.push(formatMessageLine(message), signal);
     this.messageCount++;
+    const current = this.headers[this.headers.length - 1];
+    if (current !== undefined) current.messages++;
   }
 
   private async push(line: string, signal: AbortSignal | undefined): Promise<void> {
@@ -137,13 +161,14 @@ export class SnapshotWriter {
     if (this.bufferedBytes >= FLUSH_BYTES) await this.flush();
   }
 
-  private async flush(): Promise<void> {
+  /** Writes what is buffered; `level`: the gzip level of this member (default zlib's). */
+  private async flush(level?: number): Promise<void> {
     if (this.bufferedBytes === 0 || this.fh === null) return;
     const raw = Buffer.from(this.buffered.join(''), 'utf8');
     this.buffered = [];
     this.bufferedBytes = 0;
     // Each flush becomes one gzip member; gunzip reads concatenated members as one stream (RFC 1952 §2.2).
-    const data = this.compress ? await gzip(raw) : raw;
+    const data = this.compress ? await gzip(raw, level === undefined ? {} : { level }) : raw;
     try {
       let off = 0;
       while (off < data.length) {
@@ -151,6 +176,7 @@ export class SnapshotWriter {
         off += bytesWritten;
       }
       this.written += raw.length;
+      this.diskBytes += data.length;
       this.firstFlushBytes ??= data.length;
     } catch (e) {
       await this.abort();
@@ -170,7 +196,8 @@ export class SnapshotWriter {
     await this.flush();
     if (this.fh === null || this.closed) throw new QueuescopeError('INTERNAL', 'SnapshotWriter: the writer is already finished or aborted.');
     try {
-      if (this.amended !== null) await this.rewriteFirstHeader(this.amended);
+      await this.writeCounts();
+      if (this.amended !== null) await this.rewriteFirstHeader(formatWrittenHeaderLine(this.amended, this.record(0)));
       const fh = this.fh;
       await fh.sync();
       await fh.close();
@@ -184,6 +211,28 @@ export class SnapshotWriter {
     await syncDir(dirname(this.path));
     const { size } = await stat(this.path);
     return { path: this.path, bytes: size, messages: this.messageCount, sections: this.sectionCount };
+  }
+
+  /** The `written` record of section `i`. */
+  private record(i: number): { messages: number; section: number; sections: number } {
+    return { messages: this.headers[i]?.messages ?? 0, section: i, sections: this.headers.length };
+  }
+
+  /**
+   * Overwrites every header line (gzip: its member) in place with its `written` record, padded to
+   * the length written first. The first header is left to {@link rewriteFirstHeader} when amended.
+   */
+  private async writeCounts(): Promise<void> {
+    const fh = this.fh;
+    if (fh === null) return;
+    for (const [i, h] of this.headers.entries()) {
+      if (i === 0 && this.amended !== null) continue;
+      const raw = Buffer.from(formatWrittenHeaderLine(h.header, this.record(i), h.rawLength), 'utf8');
+      // A stored (level 0) member's length depends only on the length of what it stores.
+      const data = this.compress ? await gzip(raw, { level: 0 }) : raw;
+      if (data.length !== h.diskLength) throw new QueuescopeError('INTERNAL', `SnapshotWriter: header ${String(i + 1)} with its counts is ${String(data.length)} bytes on disk, not ${String(h.diskLength)}.`);
+      for (let off = 0; off < data.length; ) off += (await fh.write(data, off, data.length - off, h.diskOffset + off)).bytesWritten;
+    }
   }
 
   /**

@@ -108,7 +108,9 @@ export interface InspectReport {
   /**
    * How the read went when the queue moved while it was read (a Redis list pushed or popped
    * between pages): re-aligned, or — also in `partialReason` — entries may have been skipped or
-   * read twice. Absent = no move seen.
+   * read twice; and, for a snapshot file, what its completeness check could not say (an older file
+   * without the export's message count: a cut cannot be checked; queue sections missing after this
+   * one). Absent = nothing to note.
    */
   notes?: string[];
   /** Side effects the reads caused on the broker (empty for Redis and snapshots). */

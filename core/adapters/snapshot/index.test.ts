@@ -1,4 +1,4 @@
-import { appendFile, copyFile, mkdtemp, readdir, readlink, rm } from 'node:fs/promises';
+import { appendFile, copyFile, mkdtemp, readFile, readdir, readlink, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -295,5 +295,63 @@ describe('paging resumes where the last page stopped', () => {
     } finally {
       await adapter.close();
     }
+  });
+});
+
+describe('snapshot completeness (header written record)', () => {
+  const q = (name: string): QueueSummary => ({
+    id: `list:${name}`, name, broker: 'redis', kind: 'redis-list', depth: 3, inFlight: null, delayed: null, consumers: null, counts: {}, deadLetterTargets: [], deadLetterSources: [], isDeadLetterQueue: false,
+    capabilities: { canPeekNonDestructively: true, peekSideEffects: [], peekMayDeadLetter: false, canPageFromCursor: true, maxPeekWindow: 1000, peekStates: [] }, config: {},
+  });
+  const msg = (queue: QueueSummary, i: number): QueueMessage => ({ id: `${queue.name}-${String(i)}`, queueId: queue.id, queueName: queue.name, position: i, body: { encoding: 'utf8', data: `m${String(i)}`, sizeBytes: 2, truncated: false }, headers: {}, properties: {}, meta: {} });
+  let dir: string;
+  let lines: string[];
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'qs-complete-'));
+    const w = await SnapshotWriter.create(join(dir, 'three.jsonl'));
+    for (const name of ['a', 'b', 'c']) {
+      await w.writeHeader({ exportedAt: 1, source: { broker: 'redis', connection: 'test', queue: q(name) } });
+      for (let i = 0; i < 3; i++) await w.writeMessage(msg(q(name), i));
+    }
+    await w.finish();
+    lines = (await readFile(join(dir, 'three.jsonl'), 'utf8')).split('\n').slice(0, -1);
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+  const open = async (name: string, content: string[]): Promise<BrokerAdapter> => {
+    await writeFile(join(dir, name), `${content.join('\n')}\n`);
+    return createSnapshotAdapter({ kind: 'snapshot', path: join(dir, name) });
+  };
+  const info = async (a: BrokerAdapter, id: string): Promise<Record<string, unknown>> => (await a.getQueue(id)).config.snapshot as Record<string, unknown>;
+
+  it('a whole file is complete; cut inside a section, that section is partial (cut)', async () => {
+    const whole = await open('whole.jsonl', lines);
+    expect(await info(whole, 'list:a')).toMatchObject({ completeness: 'complete', completenessNote: null, partial: false, writtenMessages: 3 });
+    const cut = await open('cut.jsonl', lines.slice(0, 7)); // a ×3, header b, b-0, b-1
+    expect(await info(cut, 'list:a')).toMatchObject({ completeness: 'complete', partial: false });
+    expect(await info(cut, 'list:b')).toMatchObject({ completeness: 'cut', partial: true, messages: 2, writtenMessages: 3 });
+    expect((await info(cut, 'list:b')).partialReason).toContain('holds 2 of the 3 messages');
+    expect((await info(cut, 'list:b')).completenessNote).toContain('lacks 1 queue section written after b');
+  });
+
+  it('a cut between sections: the sections before are complete, with a note; the missing queue is not found, and says why', async () => {
+    const cut = await open('between.jsonl', lines.slice(0, 4)); // section a only
+    expect(await info(cut, 'list:a')).toMatchObject({ completeness: 'complete', partial: false });
+    expect((await info(cut, 'list:a')).completenessNote).toContain('lacks 2 queue sections written after a by the same export');
+    await expect(cut.getQueue('list:c')).rejects.toMatchObject({ code: 'QUEUE_NOT_FOUND', message: expect.stringContaining('the file was cut there') });
+    // Two whole files joined: each part checks out.
+    const joined = await open('joined.jsonl', [...lines, ...lines]);
+    for (const s of await joined.listQueues({})) expect(s.config.snapshot).toMatchObject({ completeness: 'complete', completenessNote: null });
+  });
+
+  it('written null (never finished) and more messages than written are cut; no record is unchecked', async () => {
+    const header = JSON.parse(lines[0] ?? '') as Record<string, unknown>;
+    const unfinished = await open('unfinished.jsonl', [JSON.stringify({ ...header, written: null }), ...lines.slice(1, 4)]);
+    expect(await info(unfinished, 'list:a')).toMatchObject({ completeness: 'cut', partial: true });
+    const extra = await open('extra.jsonl', [...lines.slice(0, 4), lines[3] ?? '']);
+    expect((await info(extra, 'list:a')).partialReason).toContain('holds 4 messages where the export wrote 3');
+    const { written: _w, ...old } = header;
+    const unchecked = await open('old.jsonl', [JSON.stringify(old), ...lines.slice(1, 3)]);
+    expect(await info(unchecked, 'list:a')).toMatchObject({ completeness: 'unchecked', partial: false, writtenMessages: null });
+    expect((await info(unchecked, 'list:a')).completenessNote).toContain('cannot be checked');
   });
 });

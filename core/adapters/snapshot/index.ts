@@ -47,10 +47,28 @@ export interface SnapshotQueueInfo {
   states: Record<string, number>;
   /** When the export started, ms since epoch (header `exportedAt`). */
   exportedAt: number;
-  /** True when the header says the section does not hold the whole queue/state. */
+  /**
+   * True when the section does not hold the whole queue/state: the header says so, or the file
+   * holds fewer (or more) messages than the writer recorded (`completeness: 'cut'`).
+   */
   partial: boolean;
-  /** Why the section is partial, in words; `null` when the header gives no reason. */
+  /** Why the section is partial, in words (the header's reason, then the cut); `null` when not known. */
   partialReason: string | null;
+  /**
+   * Whether the file holds what the writer wrote for this section (header `written`, see
+   * `core/snapshot/format.ts`): `complete` — the same number of messages; `cut` — fewer or more, or
+   * the writer never finished (then `partial` is true and `partialReason` says so); `unchecked` —
+   * the header has no record (an older Queuescope wrote it): it may have been cut at a line
+   * boundary without anything showing it.
+   */
+  completeness: 'complete' | 'cut' | 'unchecked';
+  /**
+   * A sentence about completeness that is not in `partialReason`: why it is `unchecked`, or that
+   * the file ends before sections the writer wrote after this one; `null` otherwise.
+   */
+  completenessNote: string | null;
+  /** Messages the writer recorded for this section (header `written.messages`); `null` when not recorded. */
+  writtenMessages: number | null;
   /** Peek state exported (header `state`); `null` = the default state / all states. */
   state: string | null;
   /** `ids` when only chosen messages were exported. */
@@ -77,6 +95,8 @@ interface SectionIndex {
   all: Selection;
   /** Per `meta.state` (`''` for messages without a state). */
   states: Map<string, Selection>;
+  /** Sections of the same write missing after this one (the file ends or another write begins first); 0 when none or unknown. */
+  missingAfter: number;
 }
 
 interface FileIndex {
@@ -357,7 +377,9 @@ class SnapshotAdapter implements BrokerAdapter {
   private section(idx: FileIndex, queueId: string): SectionIndex {
     const s = idx.byId.get(queueId);
     if (s === undefined) {
-      throw new QueuescopeError('QUEUE_NOT_FOUND', `Snapshot ${this.label} has no queue "${queueId.slice(0, 200)}".`, {
+      const cut = idx.sections.find((x) => x.missingAfter > 0);
+      const why = cut === undefined ? '' : ` ${completeness(cut, this.label).note ?? ''}`;
+      throw new QueuescopeError('QUEUE_NOT_FOUND', `Snapshot ${this.label} has no queue "${queueId.slice(0, 200)}".${why}`, {
         queueId,
         available: idx.sections.map((x) => x.id).slice(0, 50),
       });
@@ -369,12 +391,17 @@ class SnapshotAdapter implements BrokerAdapter {
     const orig = s.header.source.queue;
     const states = [...s.states.entries()].filter(([k]) => k !== '');
     const mapId = (id: string | null): string | null => (id === null ? null : (idx.byOriginalId.get(id) ?? null));
+    const check = completeness(s, this.label);
+    const partialReason = [s.header.partialReason ?? null, check.cut].filter((x): x is string => x !== null);
     const info: SnapshotQueueInfo = {
       messages: s.all.count,
       states: Object.fromEntries(states.map(([k, v]) => [k, v.count])),
       exportedAt: s.header.exportedAt,
-      partial: s.header.partial === true,
-      partialReason: s.header.partialReason ?? null,
+      partial: s.header.partial === true || check.cut !== null,
+      partialReason: partialReason.length > 0 ? partialReason.join(' ') : null,
+      completeness: check.cut !== null ? 'cut' : s.header.written === undefined ? 'unchecked' : 'complete',
+      completenessNote: check.note,
+      writtenMessages: s.header.written?.messages ?? null,
       state: s.header.state ?? null,
       selection: s.header.selection ?? 'all',
       file: this.path,
@@ -441,7 +468,8 @@ class SnapshotAdapter implements BrokerAdapter {
         const origId = line.source.queue.id;
         let id = origId;
         for (let n = 2; byId.has(id); n++) id = `${origId}#${n}`;
-        current = { id, header: line, all: { count: 0, checkpoints: [] }, states: new Map() };
+        closeWrite(current, line);
+        current = { id, header: line, all: { count: 0, checkpoints: [] }, states: new Map(), missingAfter: 0 };
         sections.push(current);
         byId.set(id, current);
         if (!byOriginalId.has(origId)) byOriginalId.set(origId, id);
@@ -458,8 +486,47 @@ class SnapshotAdapter implements BrokerAdapter {
       addToSelection(sel, at);
     }
     if (sections.length === 0) throw snapshotLineError({ file: this.label, line: 1 }, 'the file is empty: a snapshot starts with a "queue" header line.');
+    closeWrite(current, null);
     return { size, mtimeMs, gzip, sections, byId, byOriginalId };
   }
+}
+
+/**
+ * Called at each header (`next`) and at the end of the file (`next` null) with the section before
+ * it: when that section's header says the writer wrote more sections after it than followed in the
+ * file before `next` (which does not continue the same write), sets its `missingAfter`.
+ * Only the last section of a write can have sections missing after it, and only it is checked.
+ */
+function closeWrite(prev: SectionIndex | null, next: SnapshotHeaderLine | null): void {
+  const w = prev?.header.written;
+  if (prev === null || w === undefined || w === null) return;
+  const continues = next?.written !== undefined && next.written !== null && next.written.section === w.section + 1 && next.written.sections === w.sections;
+  if (!continues && w.section + 1 < w.sections) prev.missingAfter = w.sections - w.section - 1;
+}
+
+/**
+ * A section's completeness against its header's `written` record: `cut` — why the file does not
+ * hold what was written (null when it does, or when there is no record); `note` — a sentence that
+ * is not about this section's own messages (no record to check, sections missing after it).
+ */
+function completeness(s: SectionIndex, file: string): { cut: string | null; note: string | null } {
+  const w = s.header.written;
+  if (w === undefined) {
+    return {
+      cut: null,
+      note: `${file} does not record how many messages were written for ${s.header.source.queue.name} (written by an older Queuescope, or by hand): whether the file was cut short (a truncated download or copy) cannot be checked.`,
+    };
+  }
+  if (w === null) return { cut: `The file was cut: the export never finished writing it (its header has no message count; the ${String(s.all.count)} messages in the file may be only the first ones).`, note: null };
+  const held = s.all.count;
+  let cut: string | null = null;
+  if (held < w.messages) cut = `The file was cut: it holds ${String(held)} of the ${String(w.messages)} messages the export wrote for this queue (a truncated download or copy, or a write that stopped).`;
+  else if (held > w.messages) cut = `The file does not match its header: it holds ${String(held)} messages where the export wrote ${String(w.messages)} (edited or joined wrongly).`;
+  const note =
+    s.missingAfter > 0
+      ? `${file} lacks ${String(s.missingAfter)} queue section${s.missingAfter === 1 ? '' : 's'} written after ${s.header.source.queue.name} by the same export: the file was cut there (or joined wrongly), and ${s.missingAfter === 1 ? 'that queue is' : 'those queues are'} missing from it.`
+      : null;
+  return { cut, note };
 }
 
 function isState(obj: Record<string, unknown>, state: string): boolean {
