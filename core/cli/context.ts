@@ -9,6 +9,7 @@ import type { OperationManager } from '../services/operations';
 import { EXIT_CODES_HELP } from './exit-codes';
 import { cell, escapeForTerminal } from './format';
 import { looksLikeConnection, resolveConfig, type CliEnv, type ConnectionFlags, type ResolvedConnection } from './resolve-config';
+import { parseSqsQueueUrl } from '../../shared/domain/sqs-queue-url';
 
 /** A writable the CLI prints to (process.stdout/stderr, or a buffer in tests). */
 export interface CliStream {
@@ -172,7 +173,8 @@ export function flagsOf(connection: string | undefined, opts: CommonOpts): Conne
 /**
  * `peek [connection] [queue]`: with `--profile`/`--file` the only positional is the queue; with
  * two positionals they are connection and queue; with one, it is the connection when it looks like
- * one (URL or .jsonl path) and the queue otherwise (connection from the environment).
+ * one (URL or .jsonl path) and the queue otherwise (connection from the environment) — a plain SQS
+ * queue URL alone is both the connection and the queue.
  * @throws QueuescopeError `INVALID_INPUT` for a connection given twice, or an existing file that is not a snapshot.
  */
 export function splitPositionals(a1: string | undefined, a2: string | undefined, opts: { profile?: string; file?: string }): { connection?: string; queue?: string } {
@@ -182,7 +184,8 @@ export function splitPositionals(a1: string | undefined, a2: string | undefined,
   }
   if (a2 !== undefined) return { ...(a1 !== undefined ? { connection: a1 } : {}), queue: a2 };
   if (a1 === undefined) return {};
-  if (looksLikeConnection(a1)) return { connection: a1 };
+  // A plain SQS queue URL alone names both: the connection (its region or endpoint) and the queue.
+  if (looksLikeConnection(a1)) return parseSqsQueueUrl(a1) !== null ? { connection: a1, queue: a1.trim() } : { connection: a1 };
   // A lone argument that names an existing file was meant as a snapshot, not a queue name.
   if (isExistingPath(a1)) {
     throw new QueuescopeError('INVALID_INPUT', `"${cell(a1, 80)}" is a file, not a connection: snapshot files end in .jsonl or .jsonl.gz (use --file PATH for a snapshot with another name).`);

@@ -20,6 +20,15 @@ describe('resolveConfig', () => {
     expect(x.label).toBe('amqp://guest@127.0.0.1:5672');
   });
 
+  it('a plain SQS queue URL as the connection: the region of an AWS host; an emulator origin as endpoint with AWS_REGION, else an error saying what to type', () => {
+    expect(r({ connection: 'https://sqs.eu-west-1.amazonaws.com/123456789012/orders-dlq' }).config).toMatchObject({ kind: 'sqs', region: 'eu-west-1' });
+    expect(r({ connection: 'https://sqs.eu-west-1.amazonaws.com/123456789012/orders-dlq' }).config).not.toHaveProperty('endpoint');
+    expect(r({ connection: 'http://127.0.0.1:4566/000000000000/orders' }, { AWS_REGION: 'us-east-1' }).config).toMatchObject({ kind: 'sqs', region: 'us-east-1', endpoint: 'http://127.0.0.1:4566' });
+    expect(() => r({ connection: 'http://127.0.0.1:4566/000000000000/orders' })).toThrow(
+      "does not say its region (only AWS hosts do): set AWS_REGION, or give the connection before it, e.g. 'sqs://us-east-1?endpoint=http://127.0.0.1:4566' http://127.0.0.1:4566/000000000000/orders",
+    );
+  });
+
   it('management URL: flag beats ?management= beats RABBITMQ_MANAGEMENT_URL', () => {
     const env = { RABBITMQ_MANAGEMENT_URL: 'http://env:15672' };
     expect(r({ connection: 'amqp://h' }, env).config).toMatchObject({ managementUrl: 'http://env:15672' });

@@ -8,6 +8,7 @@ import {
   type ConnectionConfig,
   type ConnectionProfile,
 } from '../../shared/domain';
+import { parseSqsQueueUrl } from '../../shared/domain/sqs-queue-url';
 
 /** Connection-related command-line input. */
 export interface ConnectionFlags {
@@ -67,6 +68,18 @@ export function findProfile(profiles: readonly ConnectionProfile[], nameOrId: st
 /** Parses a URL/path and fills the gaps the standard environment variables cover. */
 function fromUrl(raw: string, env: CliEnv, managementFlag: string | undefined): ConnectionConfig {
   let text = raw.trim();
+  // A plain SQS queue URL as the connection (the queue is then that URL too, see splitPositionals):
+  // AWS hosts name their region; an emulator's endpoint is the URL's origin, its region from the environment.
+  const queueUrl = parseSqsQueueUrl(text);
+  if (queueUrl !== null) {
+    const region = queueUrl.region ?? nonEmpty(env.AWS_REGION) ?? nonEmpty(env.AWS_DEFAULT_REGION);
+    if (region === undefined) {
+      throw usage(
+        `The SQS queue URL ${queueUrl.url} does not say its region (only AWS hosts do): set AWS_REGION, or give the connection before it, e.g. 'sqs://us-east-1?endpoint=${queueUrl.origin}' ${queueUrl.url}`,
+      );
+    }
+    text = queueUrl.aws ? `sqs://${region}` : `sqs://${region}?endpoint=${queueUrl.origin}`;
+  }
   if (/^sqs:\/\/(?:[?#]|$)/i.test(text)) {
     const region = nonEmpty(env.AWS_REGION) ?? nonEmpty(env.AWS_DEFAULT_REGION);
     if (region === undefined) throw usage('sqs:// needs a region: write sqs://us-east-1 or set AWS_REGION.');
@@ -98,7 +111,8 @@ function validate(config: ConnectionConfig): ConnectionConfig {
  * 1. `--file PATH` → a read-only snapshot.
  * 2. `--profile NAME` → a saved connection (by id, name, or unique case-insensitive name);
  *    `--management-url` overrides its management URL.
- * 3. the positional connection: a URL (`redis://`, `rediss://`, `amqp://`, `amqps://`, `sqs://`),
+ * 3. the positional connection: a URL (`redis://`, `rediss://`, `amqp://`, `amqps://`, `sqs://`, or
+ *    a plain SQS queue URL: its AWS region, or an emulator's origin as the endpoint with `AWS_REGION`),
  *    a `.jsonl`/`.jsonl.gz` path, or else the name/id of a saved connection.
  * 4. the environment: `REDIS_URL`, or `AMQP_URL` — if both are set the choice is ambiguous and
  *    refused; only when neither is set, `AWS_REGION`/`AWS_DEFAULT_REGION` selects SQS (it is

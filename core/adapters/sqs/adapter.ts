@@ -41,6 +41,7 @@ import { DEFAULT_CLIENT_OPTIONS, TEST_CLIENT_OPTIONS, createSqsClient, credentia
 import { mapWithConcurrency } from './concurrency';
 import { withCallSignal } from '../../lib/abort';
 import { mapSqsError } from './errors';
+import { parseSqsQueueUrl } from '../../../shared/domain/sqs-queue-url';
 import { DEFAULT_MAX_BODY_BYTES, toQueueMessage } from './message';
 import { createSqsAuditCollector } from './audit';
 import { SqsRedriveMover } from './redrive';
@@ -142,8 +143,27 @@ export class SqsAdapter implements BrokerAdapter {
     }
   }
 
-  /** `sqs:<QueueUrl>` → the URL; `sqs:<name>` → resolved with GetQueueUrl. */
+  /**
+   * `sqs:<QueueUrl>` → the URL; `sqs:<name>` → resolved with GetQueueUrl. A plain queue URL as AWS or
+   * an emulator prints it (`https://sqs.<region>.amazonaws.com/<account>/<name>`,
+   * `http://127.0.0.1:4566/<account>/<name>`, see {@link parseSqsQueueUrl}) is taken too: it is
+   * resolved with GetQueueUrl (name and owner account) to the URL this endpoint itself uses, so the
+   * queue's id is the one the listing gives it (fauxqs answers `http://sqs.<region>.127.0.0.1:4566/…`
+   * for a queue the user addresses as `http://127.0.0.1:4566/…`); when GetQueueUrl is not allowed,
+   * the URL as given.
+   * @throws QueuescopeError INVALID_INPUT (neither form), QUEUE_NOT_FOUND, connection codes.
+   */
   private async resolveQueueUrl(queueId: string, signal?: AbortSignal): Promise<string> {
+    const plain = parseSqsQueueUrl(queueId);
+    if (plain !== null) {
+      try {
+        const out = await this.call('GetQueueUrl', plain.name, (c, s) => c.send(new GetQueueUrlCommand({ QueueName: plain.name, QueueOwnerAWSAccountId: plain.accountId }), { abortSignal: s }), signal);
+        return out.QueueUrl ?? plain.url;
+      } catch (e) {
+        if (e instanceof QueuescopeError && (e.code === 'QUEUE_NOT_FOUND' || e.code === 'CANCELLED' || e.code === 'HOST_UNREACHABLE' || e.code === 'AUTH_FAILED')) throw e;
+        return plain.url;
+      }
+    }
     if (!queueId.startsWith('sqs:') || queueId.length === 4) {
       throw new QueuescopeError('INVALID_INPUT', `"${queueId.slice(0, 200)}" is not an SQS queue id: expected sqs:<QueueUrl>.`, { queueId: queueId.slice(0, 200) });
     }

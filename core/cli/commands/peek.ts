@@ -11,7 +11,7 @@ export function register(program: Command, ctx: CliContext): void {
       .command('peek')
       .description('show messages of a queue without consuming them (states what a peek changes where it changes something)')
       .argument('[connection]', 'URL, snapshot file or saved connection (default: from the environment)')
-      .argument('[queue]', 'queue name or id (optional for a snapshot with one queue)')
+      .argument('[queue]', 'queue name or id, or a plain SQS queue URL — alone, that URL is the connection too (optional for a snapshot with one queue)')
       .addOption(new Option('--state <state>', 'message state to read (e.g. BullMQ failed, stream pending)'))
       .option('--limit <n>', 'messages to show, 1-1000', '20')
       .option('--cursor <cursor>', 'continue from a cursor printed by a previous peek')

@@ -332,7 +332,7 @@ export function register(program: Command, ctx: CliContext): void {
       .command('redrive')
       .description('move messages from a dead-letter queue back to their source (or --to a queue): filtered, rate-limited, backed up, cancellable')
       .argument('[connection]', 'URL or saved connection (default: from the environment)')
-      .argument('[dlq]', 'the dead-letter queue (name or id)')
+      .argument('[dlq]', 'the dead-letter queue (name, id, or a plain SQS queue URL — alone, that URL is the connection too)')
       .option('--to <queue>', 'target queue (default: each message’s original source; Redis streams and lists record none: the target guessed from the name, orders-dlq → orders, needs --to or a yes at the prompt; a Redis list or stream that is absent because it is empty is created by the move, with a warning)')
       .option('--filter <expr>', 'select messages (repeatable; see below)', collect)
       .option('--include-non-retryable', 'move non-retryable failures too (default: they stay with their reason)')

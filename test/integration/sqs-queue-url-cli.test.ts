@@ -1,0 +1,85 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { main } from '../../core/cli/main';
+import type { PeekPage } from '../../shared/domain';
+import type { RedrivePlan } from '../../shared/redrive/types';
+import { SQS_ALT_ENDPOINT, SQS_ENDPOINT, SQS_REGION, SQS_TEST_CREDENTIALS, uniqueName } from './env';
+import { sqsResources } from './fixtures/sqs-resources';
+
+/**
+ * A plain SQS queue URL as the queue argument (fresh-user pass: only `sqs:<URL>` was accepted; the
+ * plain URL gave "No queue named or with id …", exit 4, or — alone — "not a connection", exit 2).
+ * The emulators' own form: `http://127.0.0.1:PORT/<account>/<name>` (fauxqs's QueueUrl says
+ * `http://sqs.us-east-1.127.0.0.1:4566/…`, which is not even a valid URL: users type the former).
+ */
+
+const { client, createQueue } = sqsResources();
+let dir: string;
+
+async function cli(argv: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  // The SDK's credential chain reads process.env, not the CLI's io.env.
+  process.env.AWS_ACCESS_KEY_ID ??= SQS_TEST_CREDENTIALS.accessKeyId;
+  process.env.AWS_SECRET_ACCESS_KEY ??= SQS_TEST_CREDENTIALS.secretAccessKey;
+  let stdout = '';
+  let stderr = '';
+  const code = await main(argv, { stdout: { write: (x: string) => (stdout += x) }, stderr: { write: (x: string) => (stderr += x) }, cwd: dir, env: { QUEUESCOPE_HOME: join(dir, 'home'), ...env } });
+  return { code, stdout, stderr };
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'qs-sqs-url-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe.each([
+  { label: 'fauxqs', endpoint: SQS_ENDPOINT },
+  { label: 'local-aws-sqs', endpoint: SQS_ALT_ENDPOINT },
+])('a plain SQS queue URL as the queue argument ($label)', ({ endpoint }) => {
+  const c = client(endpoint);
+
+  it('peek and redrive --dry-run take the URL after a connection, and alone (region from AWS_REGION); the DLQ resolves to its listed id, so its source is found', async () => {
+    const base = uniqueName('qurl');
+    const dlq = await createQueue(c, `${base}-dlq`);
+    const src = await createQueue(c, base, { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 3 }) });
+    await c.send(new SendMessageCommand({ QueueUrl: dlq.url, MessageBody: 'dead letter 1' }));
+    const account = dlq.url.split('/').at(-2) ?? '';
+    const plain = `${endpoint}/${account}/${dlq.name}`;
+    const conn = `sqs://${SQS_REGION}?endpoint=${endpoint}`;
+
+    const peek = await cli(['peek', conn, plain, '--json']);
+    expect(peek.code).toBe(0);
+    expect((JSON.parse(peek.stdout) as PeekPage).messages.map((m) => m.body.data)).toEqual(['dead letter 1']);
+
+    const alone = await cli(['peek', plain, '--json'], { AWS_REGION: SQS_REGION });
+    expect(alone.code).toBe(0);
+    expect((JSON.parse(alone.stdout) as PeekPage).messages.map((m) => m.body.data)).toEqual(['dead letter 1']);
+
+    const dry = await cli(['redrive', plain, '--dry-run', '--json'], { AWS_REGION: SQS_REGION });
+    expect(dry.code).toBe(0);
+    const plan = JSON.parse(dry.stdout) as RedrivePlan;
+    expect(plan.dlq.name).toBe(dlq.name);
+    expect(plan.targets.map((t) => [t.queueName, t.count])).toEqual([[src.name, 1]]);
+
+    // --to takes a plain URL as well.
+    const to = await cli(['redrive', conn, plain, '--to', `${endpoint}/${account}/${src.name}`, '--dry-run', '--json']);
+    expect(to.code).toBe(0);
+    expect((JSON.parse(to.stdout) as RedrivePlan).targets.map((t) => [t.queueName, t.count])).toEqual([[src.name, 1]]);
+  });
+
+  it('alone without a region: a usage error that says exactly what to type', async () => {
+    const plain = `${endpoint}/000000000000/${uniqueName('qurl-none')}`;
+    const r = await cli(['peek', plain]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`does not say its region (only AWS hosts do): set AWS_REGION, or give the connection before it, e.g. 'sqs://us-east-1?endpoint=${endpoint}' ${plain}`);
+  });
+
+  it('a URL of a queue that does not exist: queue not found (exit 4)', async () => {
+    const r = await cli(['peek', `sqs://${SQS_REGION}?endpoint=${endpoint}`, `${endpoint}/000000000000/${uniqueName('qurl-missing')}`, '--accept-side-effects']);
+    expect(r.code).toBe(4);
+  });
+});
