@@ -7,8 +7,13 @@
  *    an array of them, or `{ reports: [...] }`.
  * 2. A simple file: `{ "queues": { "<queue name or id>": { "p99Ms": 1200, "meanMs": 300 } } }`.
  *
- * All durations are ms. Pure; never throws: problems come back as messages.
+ * All durations are ms. A mean without a p99 (Little's law, or a simple file with only `meanMs`)
+ * gives an estimated p99 of mean × ln 100 (≈ 4.6 × mean, as if times were exponential) — what
+ * `queuescope tune` recommends from — never the mean itself: a mean is not a tail, and a check
+ * passed on it would pass timeouts that tune calls a risk. Pure; never throws: problems come
+ * back as messages.
  */
+import { EXPONENTIAL_P99_PER_MEAN } from '../tuning/recommend';
 import type { Measurements, QueueMeasurement } from './types';
 
 function rec(v: unknown): Record<string, unknown> | null {
@@ -16,6 +21,12 @@ function rec(v: unknown): Record<string, unknown> | null {
 }
 function ms(v: unknown): number | null {
   return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : null;
+}
+
+/** The measurement from a measured p99 and/or a mean (p99 estimated from the mean when missing). */
+function measurementOf(p99: number | null, mean: number | null, source: string): QueueMeasurement {
+  if (p99 !== null) return { p99Ms: p99, p99Basis: 'measured', meanMs: mean, source };
+  return { p99Ms: mean === null ? null : mean * EXPONENTIAL_P99_PER_MEAN, p99Basis: 'mean-exponential', meanMs: mean, source };
 }
 
 function fromReport(r: Record<string, unknown>): { names: string[]; m: QueueMeasurement } | null {
@@ -26,8 +37,8 @@ function fromReport(r: Record<string, unknown>): { names: string[]; m: QueueMeas
   const p99 = ms(stats?.p99Ms);
   const mean = ms(stats?.meanMs) ?? ms(measurement?.meanMs);
   if (p99 === null && mean === null) return null;
-  // Mean-only sources (Little's law) give no tail: use the mean as the best available lower bound of p99.
-  return { names, m: { p99Ms: p99 ?? mean, meanMs: mean, source: typeof measurement?.source === 'string' ? `tune (${measurement.source})` : 'tune' } };
+  // Mean-only sources (Little's law) give no tail: p99 is estimated from the mean, as tune does.
+  return { names, m: measurementOf(p99, mean, typeof measurement?.source === 'string' ? `tune (${measurement.source})` : 'tune') };
 }
 
 /**
@@ -48,7 +59,7 @@ export function parseMeasurements(value: unknown): { measurements: Measurements;
         problems.push(`queues["${name.slice(0, 100)}"] has neither p99Ms nor meanMs (numbers of ms ≥ 0)`);
         continue;
       }
-      out.set(name, { p99Ms: p99 ?? mean, meanMs: mean, source: 'file' });
+      out.set(name, measurementOf(p99, mean, 'file'));
     }
     return { measurements: out, problems };
   }

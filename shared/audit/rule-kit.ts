@@ -44,3 +44,14 @@ export function fmtMs(ms: number): string {
   if (abs < 2 * 86_400_000) return `${trim(ms / 3_600_000)} h`;
   return `${trim(ms / 86_400_000)} d`;
 }
+
+/**
+ * How a rule names a queue's p99 in its messages: `measured p99 1.2 s`, or — when only a mean was
+ * measured — `estimated p99 23 s (4.6 × the measured mean 5 s, as if times were exponential)`.
+ */
+export function p99Text(m: QueueMeasurement & { p99Ms: number }): string {
+  if (m.p99Basis === 'mean-exponential' && m.meanMs !== null) {
+    return `estimated p99 ${fmtMs(m.p99Ms)} (${(m.p99Ms / m.meanMs).toFixed(1)} × the measured mean ${fmtMs(m.meanMs)}, as if times were exponential; measure per-message times for a real p99)`;
+  }
+  return `measured p99 ${fmtMs(m.p99Ms)}`;
+}

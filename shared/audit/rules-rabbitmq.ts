@@ -6,7 +6,7 @@
  * statistics off the consumer-less-DLQ rule reads the AMQP counts instead (ready and consumers from
  * a passive queue.declare; see `RabbitQueueFacts.amqpCounts`).
  */
-import { fmtMs, notApplicable, notChecked, pass, type QueueRule, type RuleContext } from './rule-kit';
+import { fmtMs, notApplicable, p99Text, notChecked, pass, type QueueRule, type RuleContext } from './rule-kit';
 import type { AuditFix, RabbitQueueFacts, RuleOutcome, SourcedValue } from './types';
 
 type RabbitRule = QueueRule<RabbitQueueFacts>;
@@ -223,7 +223,7 @@ export const rabbitConsumerTimeout: RabbitRule = {
     const t: SourcedValue<number> = q.consumerTimeoutMs ?? ctx.rabbitServer?.consumerTimeoutMs ?? { value: ctx.threshold('nodeConsumerTimeoutMs'), source: 'node' };
     const need = m.p99Ms * ctx.threshold('safetyFactor');
     if (t.value >= need) return pass();
-    return { status: 'fail', message: `Consumer timeout ${fmtMs(t.value)} (${t.source}) is below the measured p99 processing time ${fmtMs(m.p99Ms)}${ctx.threshold('safetyFactor') > 1 ? ` × ${ctx.threshold('safetyFactor')}` : ''}.`, evidence: { consumerTimeoutMs: t, p99Ms: m.p99Ms, measurementSource: m.source } };
+    return { status: 'fail', message: `Consumer timeout ${fmtMs(t.value)} (${t.source}) is below the ${p99Text({ ...m, p99Ms: m.p99Ms })}${ctx.threshold('safetyFactor') > 1 ? ` × ${ctx.threshold('safetyFactor')}` : ''}.`, evidence: { consumerTimeoutMs: t, p99Ms: m.p99Ms, p99Basis: m.p99Basis, meanMs: m.meanMs, measurementSource: m.source } };
   },
 };
 

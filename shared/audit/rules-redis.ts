@@ -2,7 +2,7 @@
  * Redis audit rules: server settings (`CONFIG GET`, or INFO where CONFIG is refused), BullMQ job options (the `opts` field of job
  * hashes) and Streams consumer groups (XINFO, XPENDING).
  */
-import { fmtMs, notApplicable, notChecked, pass, type QueueRule, type ServerRule } from './rule-kit';
+import { fmtMs, notApplicable, p99Text, notChecked, pass, type QueueRule, type ServerRule } from './rule-kit';
 import type { BullmqQueueFacts, RedisServerFacts, RemoveOnFail, StreamFacts } from './types';
 
 export const redisMaxmemoryPolicy: ServerRule<RedisServerFacts> = {
@@ -126,7 +126,7 @@ export const bullmqLockDuration: QueueRule<BullmqQueueFacts> = {
     if (!m || m.p99Ms === null) return notChecked('no measurement');
     const lock = ctx.threshold('lockDurationMs');
     if (lock >= m.p99Ms) return pass();
-    return { status: 'fail', message: `lockDuration ${fmtMs(lock)} is below the measured p99 processing time ${fmtMs(m.p99Ms)} of ${q.name}.`, evidence: { lockDurationMs: lock, p99Ms: m.p99Ms, measurementSource: m.source } };
+    return { status: 'fail', message: `lockDuration ${fmtMs(lock)} is below the ${p99Text({ ...m, p99Ms: m.p99Ms })} of ${q.name}.`, evidence: { lockDurationMs: lock, p99Ms: m.p99Ms, p99Basis: m.p99Basis, meanMs: m.meanMs, measurementSource: m.source } };
   },
 };
 

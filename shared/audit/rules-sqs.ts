@@ -2,7 +2,7 @@
  * SQS audit rules. Facts come from `GetQueueAttributes(All)` of each queue and of the queue its
  * `RedrivePolicy` names (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_GetQueueAttributes.html).
  */
-import { fmtMs, notApplicable, notChecked, pass, type QueueRule } from './rule-kit';
+import { fmtMs, notApplicable, p99Text, notChecked, pass, type QueueRule } from './rule-kit';
 import type { RuleOutcome, SqsQueueFacts } from './types';
 
 const DLQ_DOC = 'https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html';
@@ -227,11 +227,11 @@ export const sqsVisibilityTimeout: SqsRule = {
     const factor = ctx.threshold('safetyFactor');
     const need = m.p99Ms * factor;
     const vt = q.visibilityTimeoutS * 1000;
-    if (vt >= need) return pass(`VisibilityTimeout ${fmtMs(vt)} ≥ ${factor} × p99 ${fmtMs(m.p99Ms)}`);
+    if (vt >= need) return pass(`VisibilityTimeout ${fmtMs(vt)} ≥ ${factor} × ${p99Text({ ...m, p99Ms: m.p99Ms })}`);
     return {
       status: 'fail',
-      message: `VisibilityTimeout is ${fmtMs(vt)}, below ${factor} × measured p99 ${fmtMs(m.p99Ms)} = ${fmtMs(need)}${vt < m.p99Ms ? ': more than 1% of messages are delivered again while still being processed' : ''}.`,
-      evidence: { visibilityTimeoutS: q.visibilityTimeoutS, p99Ms: m.p99Ms, safetyFactor: factor, measurementSource: m.source },
+      message: `VisibilityTimeout is ${fmtMs(vt)}, below ${factor} × ${p99Text({ ...m, p99Ms: m.p99Ms })} = ${fmtMs(need)}${vt < m.p99Ms ? ': more than 1% of messages are delivered again while still being processed' : ''}.`,
+      evidence: { visibilityTimeoutS: q.visibilityTimeoutS, p99Ms: m.p99Ms, p99Basis: m.p99Basis, meanMs: m.meanMs, safetyFactor: factor, measurementSource: m.source },
     };
   },
 };

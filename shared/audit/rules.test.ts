@@ -95,7 +95,7 @@ function run(queues: QueueFacts[], opts: { config?: Partial<AuditConfig>; measur
 }
 
 const ids = (r: ReturnType<typeof evaluateAudit>): string[] => r.findings.map((f) => `${f.target}:${f.ruleId}`).sort();
-const m = (name: string, p99Ms: number): Measurements => new Map([[name, { p99Ms, meanMs: p99Ms / 3, source: 'file' }]]);
+const m = (name: string, p99Ms: number): Measurements => new Map([[name, { p99Ms, p99Basis: 'measured', meanMs: p99Ms / 3, source: 'file' }]]);
 
 describe('rule catalog', () => {
   it('every rule has id, broker, severity, why, fix and an https doc link; ids are unique', () => {
@@ -305,13 +305,36 @@ describe('configuration', () => {
 
 describe('parseMeasurements', () => {
   it('reads the simple file and tune reports', () => {
-    expect(parseMeasurements({ queues: { work: { p99Ms: 1200, meanMs: 300 } } }).measurements.get('work')).toEqual({ p99Ms: 1200, meanMs: 300, source: 'file' });
+    expect(parseMeasurements({ queues: { work: { p99Ms: 1200, meanMs: 300 } } }).measurements.get('work')).toEqual({ p99Ms: 1200, p99Basis: 'measured', meanMs: 300, source: 'file' });
     const tune = { queueId: 'sqs:u', queueName: 'orders', stats: { p99Ms: 900, meanMs: 100 }, measurement: { source: 'bullmq', meanMs: null }, units: 'ms' };
     const r = parseMeasurements([tune]);
-    expect(r.measurements.get('orders')).toEqual({ p99Ms: 900, meanMs: 100, source: 'tune (bullmq)' });
+    expect(r.measurements.get('orders')).toEqual({ p99Ms: 900, p99Basis: 'measured', meanMs: 100, source: 'tune (bullmq)' });
     expect(r.measurements.get('sqs:u')?.p99Ms).toBe(900);
-    expect(parseMeasurements({ reports: [{ queueName: 'q', stats: null, measurement: { meanMs: 50, source: 'littles-law' } }] }).measurements.get('q')?.p99Ms).toBe(50);
     expect(parseMeasurements({ queues: { bad: { p99Ms: 'x' } } }).problems).toEqual(['queues["bad"] has neither p99Ms nor meanMs (numbers of ms ≥ 0)']);
+  });
+
+  it('a mean without a p99 (Little\'s law, a simple file with meanMs only) gives p99 ≈ 4.6 × mean, as tune estimates it — not the mean', () => {
+    // tune --json of a RabbitMQ/SQS queue measured by Little's law: stats null, a mean of 5 s.
+    const littles = parseMeasurements({ reports: [{ queueName: 'q', stats: null, measurement: { meanMs: 5_000, source: 'littles-law' } }] }).measurements.get('q');
+    expect(littles).toEqual({ p99Ms: 5_000 * Math.log(100), p99Basis: 'mean-exponential', meanMs: 5_000, source: 'tune (littles-law)' });
+    const simple = parseMeasurements({ queues: { work: { meanMs: 5_000 } } }).measurements;
+    expect(simple.get('work')?.p99Ms).toBeCloseTo(23_026, 0);
+    // SQS VisibilityTimeout 30 s with a mean of 5 s: tune recommends 3 × 23 s = 69 s (and --fail-on risk exits 6), so
+    // the audit must not pass it as "30 s ≥ 3 × p99 5 s".
+    const vt = run([sqs({ visibilityTimeoutS: 30 })], { measurements: simple });
+    expect(ids(vt)).toEqual(['work:sqs.visibility-timeout-below-processing-time']);
+    expect(vt.findings[0]?.message).toBe(
+      'VisibilityTimeout is 30 s, below 3 × estimated p99 23 s (4.6 × the measured mean 5 s, as if times were exponential; measure per-message times for a real p99) = 69.1 s.',
+    );
+    expect(ids(run([sqs({ visibilityTimeoutS: 70 })], { measurements: simple }))).toEqual([]);
+    // RabbitMQ consumer_timeout 30 min, mean 10 min: estimated p99 46 min.
+    const rabbitMean = parseMeasurements({ queues: { work: { meanMs: 600_000 } } }).measurements;
+    expect(ids(run([rabbit()], { measurements: rabbitMean }))).toEqual(['work:rabbitmq.consumer-timeout-below-processing-time']);
+    // BullMQ lockDuration 30 s, mean 10 s: estimated p99 46 s.
+    const bullMean = parseMeasurements({ queues: { jobs: { meanMs: 10_000 } } }).measurements;
+    expect(run([bull()], { measurements: bullMean }).findings.map((f) => f.message)).toEqual([
+      'lockDuration 30 s is below the estimated p99 46.1 s (4.6 × the measured mean 10 s, as if times were exponential; measure per-message times for a real p99) of jobs.',
+    ]);
   });
 
   it('never throws on arbitrary JSON', () => {

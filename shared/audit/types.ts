@@ -277,7 +277,14 @@ export type QueueFacts = SqsQueueFacts | RabbitQueueFacts | BullmqQueueFacts | S
 
 /** Measured processing time of one queue (from `queuescope tune --json` or a simple file). */
 export interface QueueMeasurement {
+  /**
+   * p99 processing time, ms: measured, or — when only a mean is known (`p99Basis`
+   * `mean-exponential`) — estimated as `queuescope tune` does, mean × ln 100 (≈ 4.6 × mean, as if
+   * times were exponential). null when neither is known.
+   */
   p99Ms: number | null;
+  /** How `p99Ms` was obtained: measured (also when absent), or estimated from the mean. */
+  p99Basis?: 'measured' | 'mean-exponential';
   meanMs: number | null;
   /** Where it came from (the tune source, or "file"). */
   source: string;
