@@ -1,8 +1,10 @@
-import { useRef, useState, type KeyboardEvent } from 'react';
+import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import type { InspectReport, InspectedMessage } from '../../../shared/api/inspect';
 import { absoluteTime, bytes as formatBytes, count, shortReason } from '../lib/format';
+import { useEscapeKey } from '../lib/hooks';
 import { Time } from './common';
+import { bringIntoView } from './MessageList';
 import { KEY_VERDICT_LABEL, KEY_VERDICT_TONE, keyReasonText } from './InspectBadges';
 import { Revealed } from './TextViews';
 import './inspect.css';
@@ -33,12 +35,38 @@ function ReadAt({ when }: { when: ReadWindow }) {
  * the analysed copies (verdicts, key, size; the report keeps no bodies or headers), labelled with
  * when they were read. Virtualized; ↑/↓ (or k/j) move, Enter opens, like the message list.
  */
-export function AnalysedMessages({ report, when, selectedId, onOpen }: { report: InspectReport; when: ReadWindow; selectedId: string | null; onOpen: (id: string) => void }) {
+export function AnalysedMessages({
+  report,
+  when,
+  selectedId,
+  onOpen,
+  reveal,
+}: {
+  report: InspectReport;
+  when: ReadWindow;
+  selectedId: string | null;
+  onOpen: (id: string) => void;
+  /** Bumped when the selected row was opened from outside the list (a drill-down): the list brings itself into view too. */
+  reveal?: number | undefined;
+}) {
   const rows = report.messages;
   const scrollRef = useRef<HTMLDivElement>(null);
   const [active, setActive] = useState(0);
   // eslint-disable-next-line react-hooks/incompatible-library -- TanStack Virtual returns functions React Compiler cannot memoize; this component is not compiled.
   const virtualizer = useVirtualizer({ count: rows.length, getScrollElement: () => scrollRef.current, estimateSize: () => ROW_HEIGHT, overscan: 12 });
+  // The open row is scrolled into the (virtualized) list, also when opened from a drill-down id.
+  const revealed = useRef(reveal);
+  useEffect(() => {
+    if (selectedId === null) return;
+    const i = rows.findIndex((r) => r.id === selectedId);
+    if (i < 0) return;
+    setActive(i);
+    virtualizer.scrollToIndex(i, { align: 'auto' });
+    if (reveal !== revealed.current) {
+      revealed.current = reveal;
+      bringIntoView(scrollRef.current);
+    }
+  }, [selectedId, reveal, rows, virtualizer]);
   const activeIndex = Math.min(active, Math.max(0, rows.length - 1));
   const move = (to: number): void => {
     const i = Math.max(0, Math.min(rows.length - 1, to));
@@ -154,8 +182,10 @@ function RowBadges({ row }: { row: InspectedMessage }) {
  * One analysed copy in the detail pane: what the inspection recorded for it (key, where it was
  * found, verdicts with their reasons, operation, size), marked as an analysed copy with the read
  * time. No body: the report does not keep it, and showing it would mean reading the queue again.
+ * Esc closes it (not while a dialog is open).
  */
 export function AnalysedMessageView({ row, when, onClose }: { row: InspectedMessage; when: ReadWindow; onClose: () => void }) {
+  useEscapeKey(onClose);
   return (
     <article className="message-view" aria-label={`Analysed copy of message ${row.id}`} data-testid="analysed-message-view">
       <header className="message-header">

@@ -10,6 +10,11 @@ import { Revealed } from './TextViews';
 
 const ROW_HEIGHT = 32;
 
+/** Scrolls the page (not the list) so that `el` is visible; no-op where layout is unavailable. */
+export function bringIntoView(el: HTMLElement | null): void {
+  if (el !== null && 'scrollIntoView' in el) el.scrollIntoView({ block: 'nearest' });
+}
+
 /**
  * Peeked messages, virtualized. Keyboard: ↑/↓ or k/j move, Enter opens, Home/End jump,
  * Space ticks the message for "Export selection".
@@ -17,6 +22,7 @@ const ROW_HEIGHT = 32;
 export function MessageList({
   messages,
   selectedIndex,
+  reveal,
   checked,
   onOpen,
   onToggle,
@@ -25,6 +31,11 @@ export function MessageList({
 }: {
   messages: QueueMessage[];
   selectedIndex: number | null;
+  /**
+   * Bumped when the selected message was opened from outside the list (the safety summary's
+   * drill-down): the list then also brings itself into view. The selected row is always scrolled to.
+   */
+  reveal?: number | undefined;
   checked: Record<number, true>;
   onOpen: (index: number) => void;
   onToggle: (index: number) => void;
@@ -39,9 +50,18 @@ export function MessageList({
   const activeIndex = Math.min(active, Math.max(0, messages.length - 1));
   const checkedCount = Object.keys(checked).length;
 
+  // The open message's row is scrolled into the (virtualized) list, also when it was opened from
+  // elsewhere (a drill-down id far below the rendered rows).
+  const revealed = useRef(reveal);
   useEffect(() => {
-    if (selectedIndex !== null) setActive(selectedIndex);
-  }, [selectedIndex]);
+    if (selectedIndex === null) return;
+    setActive(selectedIndex);
+    virtualizer.scrollToIndex(selectedIndex, { align: 'auto' });
+    if (reveal !== revealed.current) {
+      revealed.current = reveal;
+      bringIntoView(scrollRef.current);
+    }
+  }, [selectedIndex, reveal, virtualizer]);
 
   const move = (to: number): void => {
     const i = Math.max(0, Math.min(messages.length - 1, to));

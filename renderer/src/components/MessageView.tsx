@@ -1,13 +1,15 @@
 import type { ReactNode } from 'react';
 import type { HeaderValue, MessageMeta, QueueMessage } from '../../../shared/domain/message';
 import { absoluteTime, count, duration, headerValueText } from '../lib/format';
+import { useEscapeKey } from '../lib/hooks';
 import { BodyViewer } from './BodyViewer';
 import { Time } from './common';
 import { InspectMessagePanel, keyRuleText, markText, useMessageAnalysis } from './InspectMessagePanel';
 import { Revealed } from './TextViews';
 
-/** One message: body viewer, broker metadata (x-death, BullMQ failure, stream pending info), headers and properties. */
+/** One message: body viewer, broker metadata (x-death, BullMQ failure, stream pending info), headers and properties. Esc closes it (not while a dialog is open). */
 export function MessageView({ message, onClose }: { message: QueueMessage; onClose: () => void }) {
+  useEscapeKey(onClose);
   const meta = message.meta;
   const rows = metaRows(meta);
   const headers = Object.entries(message.headers);

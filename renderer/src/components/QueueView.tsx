@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import type { PeekSideEffect, QueueSummary } from '../../../shared/domain/queue';
 import { count, absoluteTime } from '../lib/format';
 import { useStore } from '../store';
@@ -74,6 +74,10 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
   const [exporting, setExporting] = useState(false);
   /** The analysed copy open in the detail pane (an id of the inspection report's rows). */
   const [analysedId, setAnalysedId] = useState<string | null>(null);
+  /** Bumped by each drill-down open from the safety summary: the list scrolls to the row even when it is already the selected one. */
+  const [reveal, setReveal] = useState(0);
+  const listPaneRef = useRef<HTMLDivElement>(null);
+  const detailPaneRef = useRef<HTMLDivElement>(null);
 
   useEffect(() => {
     void loadQueue(connectionId, queueId);
@@ -108,6 +112,17 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
   // Adjusted while rendering (React's "storing information from previous renders"), once per read.
   if (readAt !== null && headerCount !== null && detail?.status === 'ready' && countAtRead?.readAt !== readAt) setCountAtRead({ readAt, count: headerCount });
   const changedSinceRead = readAt !== null && countAtRead?.readAt === readAt && headerCount !== null && headerCount !== countAtRead.count ? { then: countAtRead.count, now: headerCount, readAt } : null;
+
+  /**
+   * Closes the open message (× or Esc). Focus inside the closing view (or nowhere) goes to the list,
+   * whose active row is the message just closed; focus elsewhere (a drill-down link) stays put.
+   */
+  const closeDetail = (close: () => void): void => {
+    const focused = document.activeElement;
+    const lost = focused === null || focused === document.body || detailPaneRef.current?.contains(focused) === true;
+    close();
+    if (lost) listPaneRef.current?.querySelector<HTMLElement>('[data-testid="message-list"], [data-testid="analysed-list"]')?.focus();
+  };
 
   const runPeek = (accept: boolean): void => {
     setConfirming(false);
@@ -216,12 +231,25 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
         </details>
       </div>
 
-      <InspectSummary connectionId={connectionId} summary={summary} state={state} messages={messages} onOpenMessage={(i) => selectMessage(i)} onShowAnalysed={setAnalysedId} />
+      <InspectSummary
+        connectionId={connectionId}
+        summary={summary}
+        state={state}
+        messages={messages}
+        onOpenMessage={(i) => {
+          selectMessage(i);
+          setReveal((n) => n + 1);
+        }}
+        onShowAnalysed={(id) => {
+          setAnalysedId(id);
+          setReveal((n) => n + 1);
+        }}
+      />
       {snap === null && <TuningPanel connectionId={connectionId} summary={summary} />}
       {snap === null && isRedriveSource(summary) && <RedrivePanel connectionId={connectionId} summary={summary} queues={listed ?? []} checkedIds={checkedIds} />}
 
       <div className="split">
-        <div className="pane pane-list">
+        <div className="pane pane-list" ref={listPaneRef}>
           <div className="peek-controls">
             {caps.peekStates.length > 0 && (
               <label>
@@ -307,7 +335,7 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
             </details>
           )}
 
-          {analysed !== null && analysed.messages.length > 0 && <AnalysedMessages report={analysed} when={readWindow} selectedId={analysedId} onOpen={setAnalysedId} />}
+          {analysed !== null && analysed.messages.length > 0 && <AnalysedMessages report={analysed} when={readWindow} selectedId={analysedId} onOpen={setAnalysedId} reveal={reveal} />}
           {analysed !== null && analysed.messages.length === 0 && (
             <Empty title={analysed.analysed === 0 ? (state !== undefined ? `No ${state} messages` : 'No messages') : 'No analysed rows kept'}>
               {analysed.analysed === 0 ? 'The analysis read this queue and found no messages.' : `The analysis read ${count(analysed.analysed)} message${analysed.analysed === 1 ? '' : 's'} but its report keeps no per-message rows.`}
@@ -339,6 +367,7 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
               <MessageList
                 messages={messages}
                 selectedIndex={selectedIndex}
+                reveal={reveal}
                 checked={checked}
                 onOpen={(i) => selectMessage(i)}
                 onToggle={toggleChecked}
@@ -361,11 +390,11 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
             </>
           )}
         </div>
-        <div className="pane pane-detail">
+        <div className="pane pane-detail" ref={detailPaneRef}>
           {selected !== undefined ? (
-            <MessageView message={selected} onClose={() => selectMessage(null)} />
+            <MessageView message={selected} onClose={() => closeDetail(() => selectMessage(null))} />
           ) : analysedRow !== undefined ? (
-            <AnalysedMessageView row={analysedRow} when={readWindow} onClose={() => setAnalysedId(null)} />
+            <AnalysedMessageView row={analysedRow} when={readWindow} onClose={() => closeDetail(() => setAnalysedId(null))} />
           ) : (
             <Empty title="No message open">{messages.length > 0 || (analysed?.messages.length ?? 0) > 0 ? 'Click a message, or use ↑/↓ and Enter in the list.' : ''}</Empty>
           )}

@@ -57,3 +57,25 @@ export function useNow(intervalMs = 1000): number {
   }, [visible, intervalMs]);
   return now;
 }
+
+/**
+ * Calls `onEscape` when Esc is pressed anywhere in the page, except while a dialog is open
+ * (`[role="dialog"]`, e.g. a confirm on top of an open message): the dialog handles its own Esc and
+ * closes first, alone. Listens on `window` in the capture phase, so it sees the key before a
+ * dialog's own handler has closed (and removed) the dialog. The latest `onEscape` is used.
+ */
+export function useEscapeKey(onEscape: () => void): void {
+  const latest = useRef(onEscape);
+  useEffect(() => {
+    latest.current = onEscape;
+  });
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent): void => {
+      if (e.key !== 'Escape' || e.defaultPrevented || e.isComposing) return;
+      if (document.querySelector('[role="dialog"]') !== null) return;
+      latest.current();
+    };
+    window.addEventListener('keydown', onKey, true);
+    return () => window.removeEventListener('keydown', onKey, true);
+  }, []);
+}
