@@ -1,4 +1,5 @@
 import type { ErrorInfo, QueueMessage, QueueSummary } from '../../shared/domain';
+import { DEFAULT_PENDING_MIN_IDLE_MS } from '../../shared/redrive/types';
 
 /**
  * The broker side of a DLQ redrive (issue 4). The engine in `core/redrive/` owns selection,
@@ -41,8 +42,9 @@ export type RedriveDecision =
  * stream entry in a consumer group's pending entries list whose idle time (XPENDING) is below it —
  * is taken to be being processed right now: a redrive leaves it in the DLQ unless told to include
  * pending entries. One idle for longer is taken as left by a consumer that stopped, and moves.
+ * The default of {@link ClientMoveOptions.pendingMinIdleMs} (60 s).
  */
-export const RECENT_DELIVERY_MS = 60_000;
+export const RECENT_DELIVERY_MS = DEFAULT_PENDING_MIN_IDLE_MS;
 
 /** How a redrive run reads the DLQ. */
 export interface ClientMoveOptions {
@@ -62,6 +64,14 @@ export interface ClientMoveOptions {
   maxMessages: number | null;
   /** Read and decide only: nothing is published or removed, and the DLQ is left as it was (messages read with side effects are put back). */
   dryRun: boolean;
+  /**
+   * Idle threshold of pending entries, ms (Redis streams; default {@link RECENT_DELIVERY_MS}, 60 s;
+   * a whole number from 1 to `MAX_PENDING_MIN_IDLE_MS`, 7 days): an entry pending in a consumer
+   * group of the DLQ with an XPENDING idle time below it is taken to be being processed — the
+   * mover's warnings count it so, and its move script leaves an entry that a consumer received
+   * since the read and holds with an idle time below it. Must be the decider's threshold.
+   */
+  pendingMinIdleMs?: number;
   /** Body bytes read per message (default 1 MiB + 1 KiB); a body that would be cut is never moved (it is reported as failed). */
   maxBodyBytes?: number;
   /**

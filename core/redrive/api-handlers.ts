@@ -26,6 +26,7 @@ function requestOf(input: PlanInput & { ratePerSecond?: number | null | undefine
     includeNonRetryable: input.includeNonRetryable === true,
     dedupeByKey: input.dedupeByKey === true,
     ...(input.includePending === true ? { includePending: true } : {}),
+    ...(input.pendingMinIdleMs !== undefined ? { pendingMinIdleMs: input.pendingMinIdleMs } : {}),
     targetQueueId: input.targetQueueId ?? null,
     confirmLoop: input.confirmLoop === true,
     ...(input.acceptSideEffects === true ? { acceptSideEffects: true } : {}),

@@ -66,6 +66,15 @@ describe('Decider: entries a consumer holds', () => {
     expect(k.decide(entry('2-0', {}))).toEqual({ action: 'move', targetQueueId: work.id });
   });
 
+  it('with pendingMinIdleMs 3 h the entry idle for 2 h stays too; with 1 s the one delivered 1.5 s ago moves', () => {
+    const d = decider({ pendingMinIdleMs: 3 * 3_600_000 });
+    expect(d.decide(entry('2-0', stale))).toMatchObject({ action: 'skip', held: true });
+    expect(d.skipReasons()).toEqual([{ reason: 'held: pending in group "alerts", delivered < 3 h ago (likely being processed now)', category: 'held', count: 1 }]);
+    expect(decider({ pendingMinIdleMs: 1000 }).decide(entry('1-0', fresh))).toEqual({ action: 'move', targetQueueId: work.id });
+    expect(decider({ pendingMinIdleMs: 1500 }).decide(entry('1-0', fresh))).toEqual({ action: 'move', targetQueueId: work.id });
+    expect(decider({ pendingMinIdleMs: 1501 }).decide(entry('1-0', fresh))).toMatchObject({ action: 'skip', held: true });
+  });
+
   it('recentlyDelivered needs state pending and an idle time under 60 s', () => {
     expect(recentlyDelivered(entry('1', { state: 'pending', idleMs: 59_999 }))).toBe(true);
     expect(recentlyDelivered(entry('1', { state: 'pending', idleMs: 60_000 }))).toBe(false);

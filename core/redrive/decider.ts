@@ -2,7 +2,7 @@ import { classifyKey, extractIdempotencyKey, type KeyRule, type KeyVerdictKind }
 import type { QueueMessage, QueueSummary } from '../../shared/domain';
 import { classifyFailure, type FailureInfo } from '../../shared/redrive/failure-class';
 import { isEmptyFilter, matchFilter, type RedriveFilter } from '../../shared/redrive/filter';
-import type { DecisionSample, FailureGroup, SkipCategory, TargetInfo } from '../../shared/redrive/types';
+import { formatIdleThreshold, type DecisionSample, type FailureGroup, type SkipCategory, type TargetInfo } from '../../shared/redrive/types';
 import { RECENT_DELIVERY_MS, type RedriveDecision, type RedriveMover } from '../adapters/redrive-types';
 
 export type { DecisionSample, FailureGroup, SkipCategory, TargetInfo };
@@ -30,6 +30,8 @@ export interface DeciderOptions {
    * they stay, counted under skip category `held`.
    */
   includePending?: boolean;
+  /** The idle threshold of {@link recentlyDelivered}, ms (default {@link RECENT_DELIVERY_MS}, 60 s). */
+  pendingMinIdleMs?: number;
   /** User key rules for {@link extractIdempotencyKey}. */
   keyRules: readonly KeyRule[];
   /** A chosen target queue id, or null for the original source per message ({@link RedriveMover.resolveTarget}). */
@@ -56,7 +58,7 @@ export interface DeciderOptions {
  * 3. filter: a failed term → skip "not selected (term)";
  * 4. target: chosen, or resolved from the message; none → skip "no target"; a queue that does not
  *    exist → skip; a loop target without confirmation → skip "loop: …";
- * 5. held: received by a consumer less than a minute ago and not acknowledged ({@link recentlyDelivered}),
+ * 5. held: received by a consumer less than `pendingMinIdleMs` (default a minute) ago and not acknowledged ({@link recentlyDelivered}),
  *    unless `includePending` → skip "held: pending in group …" (decision `held: true`);
  * 6. `dedupeByKey`: a key seen before → skip "duplicate idempotency key <key>".
  */
@@ -137,14 +139,15 @@ export class Decider {
     }
     if (!target.exists) return this.skip(message, failure, 'target missing', `target ${target.queueName} does not exist`, `target missing: ${target.queueName}`);
     if (target.loop !== null && !this.o.confirmLoop) return this.skip(message, failure, 'loop', `loop: ${target.loop} (confirm to move anyway)`, `loop: ${target.queueName}`);
-    if (this.o.includePending !== true && recentlyDelivered(message)) {
+    const minIdle = this.o.pendingMinIdleMs ?? RECENT_DELIVERY_MS;
+    if (this.o.includePending !== true && recentlyDelivered(message, minIdle)) {
       const group = message.meta.consumerGroup ?? '?';
       const d = this.skip(
         message,
         failure,
         'held',
         `held: pending in consumer group "${group.slice(0, 120)}" (consumer "${(message.meta.consumer ?? '?').slice(0, 120)}", delivered ${Math.round((message.meta.idleMs ?? 0) / 1000)} s ago, not acknowledged): likely being processed now — include pending entries to move it`,
-        `held: pending in group "${group.slice(0, 120)}", delivered < ${RECENT_DELIVERY_MS / 1000} s ago (likely being processed now)`,
+        `held: pending in group "${group.slice(0, 120)}", delivered < ${formatIdleThreshold(minIdle)} ago (likely being processed now)`,
       );
       return d.action === 'skip' ? { ...d, held: true } : d;
     }
@@ -255,10 +258,11 @@ export function describeTarget(queueId: string, via: string, dlq: QueueSummary, 
 }
 
 /**
- * True when a consumer received `m` less than {@link RECENT_DELIVERY_MS} ago and has not
- * acknowledged it: `meta.state` `pending` (a Redis stream entry in a consumer group's pending
- * entries list, as the stream mover reads it) with `meta.idleMs` (XPENDING idle time, ms) below it.
+ * True when a consumer received `m` less than `minIdleMs` (ms, default {@link RECENT_DELIVERY_MS})
+ * ago and has not acknowledged it: `meta.state` `pending` (a Redis stream entry in a consumer
+ * group's pending entries list, as the stream mover reads it) with `meta.idleMs` (XPENDING idle
+ * time, ms) below it.
  */
-export function recentlyDelivered(m: QueueMessage): boolean {
-  return m.meta.state === 'pending' && typeof m.meta.idleMs === 'number' && m.meta.idleMs < RECENT_DELIVERY_MS;
+export function recentlyDelivered(m: QueueMessage, minIdleMs: number = RECENT_DELIVERY_MS): boolean {
+  return m.meta.state === 'pending' && typeof m.meta.idleMs === 'number' && m.meta.idleMs < minIdleMs;
 }

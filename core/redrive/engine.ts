@@ -9,7 +9,7 @@ import { readSnapshot } from '../snapshot/reader';
 import type { AuditLog } from '../services/audit-log';
 import type { OperationContext, OperationManager } from '../services/operations';
 import { RedriveBackup, defaultBackupPath } from './backup';
-import { DEFAULT_REDRIVE_MAX_BODY_BYTES, MAX_CANNOT_MOVE_LISTED, MAX_REDRIVE_MAX_BODY_BYTES, type RedrivePlan, type RedriveResult } from '../../shared/redrive/types';
+import { checkPendingMinIdle, DEFAULT_PENDING_MIN_IDLE_MS, DEFAULT_REDRIVE_MAX_BODY_BYTES, formatIdleThreshold, MAX_CANNOT_MOVE_LISTED, MAX_REDRIVE_MAX_BODY_BYTES, type RedrivePlan, type RedriveResult } from '../../shared/redrive/types';
 import { Decider, describeTarget, type RedriveSelection } from './decider';
 
 export type { RedrivePlan, RedriveResult };
@@ -38,6 +38,12 @@ export interface RedriveRequest {
    * they stay in the DLQ (skip category `held`), and the plan and result warn about them.
    */
   includePending?: boolean;
+  /**
+   * Idle threshold of those pending entries, ms (default 60 s, `DEFAULT_PENDING_MIN_IDLE_MS`; a whole
+   * number from 1 ms to 7 days): entries a consumer received less than this long ago stay unless
+   * {@link includePending}; longer-idle ones are taken as left by a stopped consumer, and move.
+   */
+  pendingMinIdleMs?: number;
   /** User rules for finding idempotency keys (profile / project `inspect` settings). */
   keyRules?: KeyRule[];
   /** A target queue id; absent/null = each message's original source ({@link RedriveMover.resolveTarget}). */
@@ -141,14 +147,20 @@ export function validateRequest(r: RedriveRequest): void {
   const limit = r.limit ?? null;
   if (limit !== null && (!Number.isInteger(limit) || limit < 1)) throw new QueuescopeError('INVALID_INPUT', `Limit must be a whole number ≥ 1, got ${String(limit)}.`);
   if (r.selection.kind === 'ids' && r.selection.ids.length === 0) throw new QueuescopeError('INVALID_INPUT', 'No message ids were picked.');
+  checkPendingMinIdle(r.pendingMinIdleMs);
   const body = r.maxBodyBytes;
   if (body !== undefined && (!Number.isSafeInteger(body) || body < 1 || body > MAX_REDRIVE_MAX_BODY_BYTES)) {
     throw new QueuescopeError('INVALID_INPUT', `The body read limit (maxBodyBytes) must be a whole number of bytes from 1 to ${MAX_REDRIVE_MAX_BODY_BYTES} (128 MiB), got ${String(body)}.`);
   }
 }
 
+/** The request's pending idle threshold as mover options (absent = the mover's default, which is the decider's). */
+function pendingOf(r: RedriveRequest): { pendingMinIdleMs?: number } {
+  return r.pendingMinIdleMs !== undefined ? { pendingMinIdleMs: r.pendingMinIdleMs } : {};
+}
+
 /** The filter in words (audit log, labels). */
-export function describeSelection(r: Pick<RedriveRequest, 'selection' | 'includeNonRetryable' | 'dedupeByKey' | 'includePending'>): string {
+export function describeSelection(r: Pick<RedriveRequest, 'selection' | 'includeNonRetryable' | 'dedupeByKey' | 'includePending' | 'pendingMinIdleMs'>): string {
   const parts: string[] = [];
   if (r.selection.kind === 'all') parts.push('all');
   else if (r.selection.kind === 'filter') parts.push(formatFilter(r.selection.filter));
@@ -156,6 +168,7 @@ export function describeSelection(r: Pick<RedriveRequest, 'selection' | 'include
   if (r.includeNonRetryable !== true) parts.push('excluding non-retryable');
   if (r.dedupeByKey === true) parts.push('one per idempotency key');
   if (r.includePending === true) parts.push('including pending entries');
+  else if (r.pendingMinIdleMs !== undefined && r.pendingMinIdleMs !== DEFAULT_PENDING_MIN_IDLE_MS) parts.push(`pending entries held when delivered < ${formatIdleThreshold(r.pendingMinIdleMs)} ago`);
   return parts.join('; ');
 }
 
@@ -252,6 +265,7 @@ async function prepare(env: RedriveEnv, r: RedriveRequest, signal?: AbortSignal)
       includeNonRetryable: r.includeNonRetryable === true,
       dedupeByKey: r.dedupeByKey === true,
       includePending: r.includePending === true,
+      ...(r.pendingMinIdleMs !== undefined ? { pendingMinIdleMs: r.pendingMinIdleMs } : {}),
       keyRules: r.keyRules ?? [],
       targetQueueId: target,
       confirmLoop: r.confirmLoop === true,
@@ -312,7 +326,7 @@ export async function planRedrive(env: RedriveEnv, r: RedriveRequest, signal?: A
   const refusedPerTarget = new Map<string, number>();
   onProgress?.({ examined: 0, expected: p.expected });
   const summary = await p.mover.moveClientSide(
-    { sourceQueueId: p.dlq.id, ...(r.state !== undefined ? { state: r.state } : {}), batchSize: p.batchSize, cutoffMs: p.cutoffMs, maxMessages: p.maxMessages, maxBodyBytes: p.maxBodyBytes, dryRun: true },
+    { sourceQueueId: p.dlq.id, ...(r.state !== undefined ? { state: r.state } : {}), batchSize: p.batchSize, cutoffMs: p.cutoffMs, maxMessages: p.maxMessages, maxBodyBytes: p.maxBodyBytes, ...pendingOf(r), dryRun: true },
     {
       gate: () => {
         if (signal?.aborted === true) return Promise.reject(new QueuescopeError('CANCELLED', 'The dry run was cancelled.'));
@@ -638,7 +652,7 @@ async function clientSide(r: RedriveRequest, p: Prepared, backup: RedriveBackup,
     ctx.report({ processed: totals.examined, moved: totals.moved, skipped: totals.skipped, failed: totals.failed, possibleDuplicates: totals.possibleDuplicates });
   };
   return p.mover.moveClientSide(
-    { sourceQueueId: p.dlq.id, ...(r.state !== undefined ? { state: r.state } : {}), batchSize: p.batchSize, cutoffMs: p.cutoffMs, maxMessages: p.maxMessages, maxBodyBytes: p.maxBodyBytes, dryRun: false, rateLimited: r.ratePerSecond != null },
+    { sourceQueueId: p.dlq.id, ...(r.state !== undefined ? { state: r.state } : {}), batchSize: p.batchSize, cutoffMs: p.cutoffMs, maxMessages: p.maxMessages, maxBodyBytes: p.maxBodyBytes, ...pendingOf(r), dryRun: false, rateLimited: r.ratePerSecond != null },
     {
       gate: async (n) => {
         await ctx.checkpoint();
@@ -686,7 +700,7 @@ async function nativePath(env: RedriveEnv, r: RedriveRequest, p: Prepared, backu
     await backup.append(batch);
   };
   await p.mover.moveClientSide(
-    { sourceQueueId: p.dlq.id, ...(r.state !== undefined ? { state: r.state } : {}), batchSize: Math.max(p.batchSize, 100), cutoffMs: p.cutoffMs, maxMessages: p.maxMessages, maxBodyBytes: p.maxBodyBytes, dryRun: true },
+    { sourceQueueId: p.dlq.id, ...(r.state !== undefined ? { state: r.state } : {}), batchSize: Math.max(p.batchSize, 100), cutoffMs: p.cutoffMs, maxMessages: p.maxMessages, maxBodyBytes: p.maxBodyBytes, ...pendingOf(r), dryRun: true },
     {
       gate: async () => {
         await ctx.checkpoint();

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { redriveFilterSchema } from '../redrive/filter';
+import { MAX_PENDING_MIN_IDLE_MS } from '../redrive/types';
 
 /**
  * API shapes of DLQ redrive (issue 4): `redrive.plan` (dry run), `redrive.start` (an operation
@@ -30,6 +31,8 @@ const common = {
   dedupeByKey: z.boolean().optional(),
   /** Also move Redis stream entries a consumer of a group read less than 60 s ago and has not acknowledged (default false: they stay, with a warning). */
   includePending: z.boolean().optional(),
+  /** Idle threshold of those pending entries, ms, 1 ms – 7 days (default 60,000): entries delivered less than this long ago stay unless `includePending`. */
+  pendingMinIdleMs: z.number().int().min(1).max(MAX_PENDING_MIN_IDLE_MS).optional(),
   /** Target queue id; absent/null = each message's original source. */
   targetQueueId: z.string().min(1).max(2048).nullable().optional(),
   /** Allow a target that loops back into the DLQ. */

@@ -1,3 +1,4 @@
+import { QueuescopeError } from '../domain/errors';
 import type { FailureClass } from './failure-class';
 
 /**
@@ -16,6 +17,43 @@ export const DEFAULT_REDRIVE_MAX_BODY_BYTES = 1024 * 1024 + 1024;
  * 3.8, `max_message_size`). Each batch holds up to `batch size × limit` bytes in memory.
  */
 export const MAX_REDRIVE_MAX_BODY_BYTES = 128 * 1024 * 1024;
+
+/**
+ * Default idle threshold of a redrive's Redis stream pending entries, ms (60 s): an entry a consumer
+ * of a group received less than this long ago and has not acknowledged is taken to be being
+ * processed, and stays (see the engine's `RedriveRequest.pendingMinIdleMs`).
+ */
+export const DEFAULT_PENDING_MIN_IDLE_MS = 60_000;
+
+/** Highest pending-entry idle threshold a redrive accepts, ms: 7 days. The lowest is 1 ms. */
+export const MAX_PENDING_MIN_IDLE_MS = 7 * 24 * 3_600_000;
+
+/**
+ * Checks a pending-entry idle threshold, ms (undefined = the default): a whole number from 1 to
+ * {@link MAX_PENDING_MIN_IDLE_MS}.
+ * @param name how the caller names the option in the message (`--pending-min-idle` in the CLI).
+ * @throws QueuescopeError `INVALID_INPUT` naming the option and the accepted range.
+ */
+export function checkPendingMinIdle(ms: number | undefined, name = 'The pending entries idle threshold (pendingMinIdleMs)'): void {
+  if (ms === undefined) return;
+  if (!Number.isSafeInteger(ms) || ms < 1 || ms > MAX_PENDING_MIN_IDLE_MS) {
+    throw new QueuescopeError(
+      'INVALID_INPUT',
+      `${name} must be a whole number of milliseconds from 1 ms to 7 days (${String(MAX_PENDING_MIN_IDLE_MS)} ms), got ${String(ms)} ms; to move pending entries however recently they were delivered, ${name.startsWith('--') ? 'use --include-pending' : 'include pending entries (includePending)'} instead.`,
+    );
+  }
+}
+
+/**
+ * A pending-entry idle threshold (ms) in words, exactly: whole hours as "2 h", whole minutes from 2
+ * on as "5 min", whole seconds as "60 s" / "90 s", else "1500 ms".
+ */
+export function formatIdleThreshold(ms: number): string {
+  if (ms >= 3_600_000 && ms % 3_600_000 === 0) return `${String(ms / 3_600_000)} h`;
+  if (ms >= 120_000 && ms % 60_000 === 0) return `${String(ms / 60_000)} min`;
+  if (ms % 1000 === 0) return `${String(ms / 1000)} s`;
+  return `${String(ms)} ms`;
+}
 
 /** Skip categories, counted per category in plans and results (`held`: a consumer received it under a minute ago and has not acknowledged it — a Redis stream pending entry). */
 export type SkipCategory = 'non-retryable' | 'not selected' | 'not picked' | 'duplicate key' | 'no target' | 'target missing' | 'loop' | 'held';

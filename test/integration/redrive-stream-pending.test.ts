@@ -148,6 +148,95 @@ describe('redrive of a stream DLQ with pending entries in its consumer groups', 
     }
   });
 
+  it('--pending-min-idle sets the threshold: a slow consumer\'s entries idle 10 min stay with 15m and move with the default', async () => {
+    const dlq = uniqueName('stream-held-slow');
+    const target = uniqueName('stream-held-slow-work');
+    keys.push(dlq, target);
+    const ids: string[] = [];
+    for (let i = 1; i <= 6; i++) ids.push((await db.xadd(dlq, '*', 'body', `m${i}`)) as string);
+    // A consumer that takes minutes per entry read entries 1–3 ten minutes ago (XCLAIM … IDLE sets it).
+    await db.xgroup('CREATE', dlq, 'workers', '0');
+    await db.xreadgroup('GROUP', 'workers', 'slow', 'COUNT', 3, 'STREAMS', dlq, '>');
+    await db.xclaim(dlq, 'workers', 'slow', 0, ids[0] as string, ids[1] as string, ids[2] as string, 'IDLE', 600_000);
+    const args = ['redrive', url9, `stream:${dlq}`, '--to', `stream:${target}`];
+
+    // Default (60 s): idle for 10 min, so taken as left by a stopped consumer: all 6 would move.
+    const byDefault = JSON.parse((await runCli(dir, [...args, '--dry-run', '--json'])).stdout) as RedrivePlan;
+    expect([byDefault.toMove, byDefault.toSkip]).toEqual([6, 0]);
+    expect(byDefault.warnings.find((w) => w.includes('"workers"'))).toMatch(/: delivered 60 s or more ago and never acknowledged .*they would be moved and XACKed in the group$/);
+
+    const dry = await runCli(dir, [...args, '--dry-run', '--json', '--pending-min-idle', '15m']);
+    expect(dry.code, dry.stderr).toBe(EXIT.OK);
+    const plan = JSON.parse(dry.stdout) as RedrivePlan;
+    expect([plan.examined, plan.toMove, plan.toSkip]).toEqual([6, 3, 3]);
+    expect(plan.skipped).toEqual([{ reason: 'held: pending in group "workers", delivered < 15 min ago (likely being processed now)', category: 'held', count: 3 }]);
+    expect(plan.warnings.find((w) => w.includes('"workers"'))).toMatch(new RegExp(`^3 entries of stream "${dlq}" are pending in consumer group "workers" \\(consumer "slow": 3, idle 10 min\\): delivered less than 15 min ago and not acknowledged, so likely being processed right now; they stay in the DLQ`));
+    expect(plan.filter).toContain('pending entries held when delivered < 15 min ago');
+
+    // A bare number is seconds, as for --interval and --window: 300 s < 10 min, so they move.
+    const bare = JSON.parse((await runCli(dir, [...args, '--dry-run', '--json', '--pending-min-idle', '300'])).stdout) as RedrivePlan;
+    expect(bare.toMove).toBe(6);
+
+    // The run leaves them pending in the DLQ: the slow consumer's XACK still works.
+    const run = await runCli(dir, [...args, '--yes', '--json', '--pending-min-idle', '15m']);
+    expect(run.code, run.stderr).toBe(EXIT.OK);
+    const result = (JSON.parse(run.stdout) as { result: RedriveResult }).result;
+    expect([result.examined, result.moved, result.skipped]).toEqual([6, 3, 3]);
+    expect((await db.xrange(dlq, '-', '+')).map(([id]) => id)).toEqual(ids.slice(0, 3));
+    expect(await db.xack(dlq, 'workers', ...ids.slice(0, 3))).toBe(3);
+    expect(await db.xlen(target)).toBe(3);
+    const none = await runCli(dir, [...args, '--yes', '--pending-min-idle', '15m']);
+    expect(none.stdout).not.toContain('less than 60 s ago');
+
+    // Bad values: a usage error naming the option, nothing read.
+    for (const [value, message] of [
+      ['soon', 'error: --pending-min-idle must be a duration like 500ms, 30s, 5m or 1h, got "soon".'],
+      ['0', 'error: --pending-min-idle must be a whole number of milliseconds from 1 ms to 7 days (604800000 ms), got 0 ms; to move pending entries however recently they were delivered, use --include-pending instead.'],
+      ['169h', 'error: --pending-min-idle must be a whole number of milliseconds from 1 ms to 7 days (604800000 ms), got 608400000 ms;'],
+      ['0.5ms', 'got 0.5 ms;'],
+    ] as const) {
+      const bad = await runCli(dir, [...args, '--dry-run', '--pending-min-idle', value]);
+      expect(bad.code).toBe(EXIT.USAGE);
+      expect(bad.stderr).toContain(message);
+      expect(bad.stdout).toBe('');
+    }
+    const help = await runCli(dir, ['redrive', '--help']);
+    expect(help.stdout).toContain('--pending-min-idle <duration>');
+  });
+
+  it('the move script uses the run\'s threshold: an entry received after the read, idle 5 min, stays with a 15 min threshold', async () => {
+    const dlq = uniqueName('stream-held-guard');
+    const target = uniqueName('stream-held-guard-work');
+    keys.push(dlq, target);
+    for (let i = 1; i <= 3; i++) await db.xadd(dlq, '*', 'body', `m${i}`);
+    await db.xgroup('CREATE', dlq, 'workers', '0');
+    const adapter = createRedisAdapter({ kind: 'redis', url: url9 });
+    try {
+      const run = (pendingMinIdleMs: number): Promise<unknown> =>
+        adapter.redrive!.moveClientSide(
+          { sourceQueueId: `stream:${dlq}`, batchSize: 100, cutoffMs: Date.now(), maxMessages: null, dryRun: false, pendingMinIdleMs },
+          {
+            gate: () => Promise.resolve(),
+            decide: () => ({ action: 'move', targetQueueId: `stream:${target}` }),
+            // After the read, before the move: a consumer takes the first entry; its delivery was 5 min ago.
+            beforeMove: async () => {
+              const got = (await db.xreadgroup('GROUP', 'workers', 'slow', 'COUNT', 1, 'STREAMS', dlq, '>')) as [string, [string, string[]][]][] | null;
+              const id = got?.[0]?.[1][0]?.[0];
+              if (id !== undefined) await db.xclaim(dlq, 'workers', 'slow', 0, id, 'IDLE', 300_000);
+            },
+            onBatch: () => undefined,
+          },
+        );
+      expect(await run(900_000)).toMatchObject({ moved: 2, failed: 1 });
+      expect(await db.xlen(dlq)).toBe(1);
+      // With the default 60 s, an entry idle 5 min is no longer being processed: it moves.
+      expect(await run(60_000)).toMatchObject({ moved: 1, failed: 0 });
+      expect(await db.xlen(dlq)).toBe(0);
+    } finally {
+      await adapter.close();
+    }
+  });
+
   it('the app API: redrive.plan leaves entries delivered just now unless includePending, and warns', async () => {
     const dlq = uniqueName('stream-held-dlq4');
     keys.push(dlq);

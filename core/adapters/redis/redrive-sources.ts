@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { JobsOptions } from 'bullmq';
 import { QueuescopeError, type ErrorInfo, type HeaderValue, type QueueMessage } from '../../../shared/domain';
+import { formatIdleThreshold } from '../../../shared/redrive/types';
 import { RECENT_DELIVERY_MS, REDRIVE_COUNT_HEADER, type MoveSummary, type RedriveDecision } from '../redrive-types';
 import { peekBullmq, readSortedStateJobs } from './bullmq';
 import { notFound, num, type RedisContext } from './context';
@@ -242,8 +243,9 @@ type PendingFate = 'stays' | 'moves-recent' | 'moves-idle';
  * Each batch's entries that are pending in a consumer group of the DLQ (read by a consumer with
  * XREADGROUP and not XACKed; extended XPENDING over the batch's id range) get `meta.state`
  * `pending` with the group, consumer, idle time and delivery count of the most recent delivery, so
- * the engine can leave those delivered less than {@link RECENT_DELIVERY_MS} ago in the DLQ; the
- * source counts them per group and consumer for {@link warnings}.
+ * the engine can leave those delivered less than `minIdleMs` ago (the run's pending idle threshold,
+ * default {@link RECENT_DELIVERY_MS}) in the DLQ; the source counts them per group and consumer for
+ * {@link warnings}.
  */
 export class StreamSource implements BatchSource {
   private lastId: string | null = null;
@@ -258,12 +260,16 @@ export class StreamSource implements BatchSource {
     private readonly key: string,
     private readonly cutoffMs: number,
     private readonly maxBodyBytes: number,
+    private readonly minIdleMs: number,
   ) {}
 
-  /** @throws QueuescopeError `QUEUE_NOT_FOUND` when the key is missing or not a stream. */
-  static async open(conn: Redis, key: string, cutoffMs: number, maxBodyBytes: number): Promise<StreamSource> {
+  /**
+   * `minIdleMs`: pending entries idle for less than this (ms) are taken to be being processed.
+   * @throws QueuescopeError `QUEUE_NOT_FOUND` when the key is missing or not a stream.
+   */
+  static async open(conn: Redis, key: string, cutoffMs: number, maxBodyBytes: number, minIdleMs: number = RECENT_DELIVERY_MS): Promise<StreamSource> {
     await checkType(conn, key, formatQueueId({ kind: 'stream', key }), 'stream');
-    return new StreamSource(conn, key, Math.max(0, Math.floor(cutoffMs)), maxBodyBytes);
+    return new StreamSource(conn, key, Math.max(0, Math.floor(cutoffMs)), maxBodyBytes, minIdleMs);
   }
 
   checkTarget(t: string): string | null {
@@ -306,7 +312,7 @@ export class StreamSource implements BatchSource {
     const rows = this.batchPending.get(m.id);
     if (rows === undefined || (d.action === 'skip' && d.held !== true)) return;
     for (const r of rows) {
-      const recent = r.idleMs < RECENT_DELIVERY_MS;
+      const recent = r.idleMs < this.minIdleMs;
       // A held entry stays for all its groups; its long-idle rows in other groups are no news.
       if (d.action === 'skip' && !recent) continue;
       const fate: PendingFate = d.action === 'skip' ? 'stays' : recent ? 'moves-recent' : 'moves-idle';
@@ -325,14 +331,14 @@ export class StreamSource implements BatchSource {
   }
 
   /**
-   * One sentence per consumer group and fate: entries delivered less than {@link RECENT_DELIVERY_MS}
-   * ago that stay (or, with pending entries included, move although a consumer is likely on them),
+   * One sentence per consumer group and fate: entries delivered less than the idle threshold
+   * (`minIdleMs`) ago that stay (or, with pending entries included, move although a consumer is likely on them),
    * and long-idle ones that move — naming the consumers, their counts and idle times.
    */
   warnings(dryRun: boolean): string[] {
     const out: string[] = [];
     const key = this.key.length > 200 ? `${this.key.slice(0, 200)}…` : this.key;
-    const secs = RECENT_DELIVERY_MS / 1000;
+    const threshold = formatIdleThreshold(this.minIdleMs);
     for (const [group, byFate] of this.tally) {
       for (const fate of ['stays', 'moves-recent', 'moves-idle'] as const) {
         const byConsumer = byFate.get(fate);
@@ -347,11 +353,11 @@ export class StreamSource implements BatchSource {
         const head = `${total} entr${total === 1 ? 'y' : 'ies'} of stream "${key}" ${total === 1 ? 'is' : 'are'} pending in consumer group "${group.slice(0, 120)}" (${who}${more})`;
         const moved = dryRun ? 'would be moved' : 'were moved';
         if (fate === 'stays') {
-          out.push(`${head}: delivered less than ${secs} s ago and not acknowledged, so likely being processed right now; ${total === 1 ? 'it stays' : 'they stay'} in the DLQ (include pending entries — --include-pending in the CLI — to move ${total === 1 ? 'it' : 'them'}: the move XACKs ${total === 1 ? 'it' : 'them'}, so that consumer's XACK or XCLAIM finds nothing and its work may be done twice)`);
+          out.push(`${head}: delivered less than ${threshold} ago and not acknowledged, so likely being processed right now; ${total === 1 ? 'it stays' : 'they stay'} in the DLQ (include pending entries — --include-pending in the CLI — to move ${total === 1 ? 'it' : 'them'}: the move XACKs ${total === 1 ? 'it' : 'them'}, so that consumer's XACK or XCLAIM finds nothing and its work may be done twice)`);
         } else if (fate === 'moves-recent') {
-          out.push(`${head}: delivered less than ${secs} s ago and likely being processed right now, yet ${moved} (pending entries included) and XACKed in the group: that consumer's XACK or XCLAIM finds nothing, and its work may be done twice`);
+          out.push(`${head}: delivered less than ${threshold} ago and likely being processed right now, yet ${moved} (pending entries included) and XACKed in the group: that consumer's XACK or XCLAIM finds nothing, and its work may be done twice`);
         } else {
-          out.push(`${head}: delivered ${secs} s or more ago and never acknowledged (a consumer that stopped or crashed?); ${total === 1 ? 'it' : 'they'} ${moved} and XACKed in the group`);
+          out.push(`${head}: delivered ${threshold} or more ago and never acknowledged (a consumer that stopped or crashed?); ${total === 1 ? 'it' : 'they'} ${moved} and XACKed in the group`);
         }
       }
     }
@@ -361,7 +367,7 @@ export class StreamSource implements BatchSource {
   async commit(moves: PlannedMove[]): Promise<Committed> {
     const targets = new Map<string, number>();
     const keys: string[] = [this.key];
-    const args: string[] = [REDRIVE_COUNT_HEADER, String(RECENT_DELIVERY_MS)];
+    const args: string[] = [REDRIVE_COUNT_HEADER, String(this.minIdleMs)];
     for (const m of moves) {
       let t = targets.get(m.targetQueueId);
       if (t === undefined) {
@@ -372,7 +378,7 @@ export class StreamSource implements BatchSource {
       // Guarded unless it was decided on knowing a consumer had just received it (pending entries
       // included): the script leaves it if a consumer received it since the read.
       const { state, idleMs } = m.message.meta;
-      const knownRecent = state === 'pending' && typeof idleMs === 'number' && idleMs < RECENT_DELIVERY_MS;
+      const knownRecent = state === 'pending' && typeof idleMs === 'number' && idleMs < this.minIdleMs;
       args.push(m.message.id, `${knownRecent ? '' : 'g'}${String(t)}`);
     }
     const r = (await streamMove.run(this.conn, keys, args)) as (string | undefined)[];

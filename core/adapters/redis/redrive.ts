@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Queue } from 'bullmq';
 import { QueuescopeError, type ErrorInfo, type HeaderValue, type QueueMessage, type QueueSummary } from '../../../shared/domain';
 import {
+  RECENT_DELIVERY_MS,
   REDRIVE_COUNT_HEADER,
   type ClientMoveOptions,
   type MoveBatchResult,
@@ -13,6 +14,7 @@ import {
   type RedriveMover,
 } from '../redrive-types';
 import { DEFAULT_MAX_BODY_BYTES } from './body';
+import { checkPendingMinIdle } from '../../../shared/redrive/types';
 import { ensureDatabase, mapRedisError } from './connection';
 import { num, throwIfAborted, type RedisContext } from './context';
 import { formatQueueId, parseQueueId } from './ids';
@@ -38,8 +40,8 @@ import { BullmqSource, jobData, jobOptionsFrom, ListSource, redriveJobId, REDRIV
  *   the counter field `x-queuescope-redrive-count` (+1), XDEL from the DLQ, and XACK in every
  *   consumer group of the DLQ so no pending entries list keeps pointing at a deleted entry.
  *   Entries pending in a group are read with their XPENDING idle time (`meta.state` `pending`):
- *   the engine leaves those delivered less than a minute ago in the DLQ unless pending entries are
- *   included, and the summary's `warnings` name the groups, consumers, counts and idle times.
+ *   the engine leaves those delivered less than a minute ago (`pendingMinIdleMs`) in the DLQ unless
+ *   pending entries are included, and the summary's `warnings` name the groups, consumers, counts and idle times.
  *   Cutoff: the entry id's time. The target must be set by the user (mapping); a
  *   `<name>-dlq` / `<name>:dlq` / `dlq:<name>` naming convention is offered as a suggestion.
  * - **Lists**: the head is index 0 (the left end, as the list adapter peeks); moved elements are
@@ -136,7 +138,7 @@ class RedisRedriveMover implements RedriveMover {
         source = await ListSource.open(conn, ref.key, maxBody);
       } else if (ref.kind === 'stream') {
         if (options.state !== undefined && options.state !== 'all') throw new QueuescopeError('INVALID_INPUT', `A stream is redriven whole (state "all"), not "${options.state.slice(0, 100)}".`);
-        source = await StreamSource.open(conn, ref.key, options.cutoffMs, maxBody);
+        source = await StreamSource.open(conn, ref.key, options.cutoffMs, maxBody, options.pendingMinIdleMs ?? RECENT_DELIVERY_MS);
       } else {
         const state = options.state ?? 'failed';
         if (state !== 'failed' && state !== 'completed') throw new QueuescopeError('INVALID_INPUT', `BullMQ jobs can be redriven from state "failed" or "completed", not "${state.slice(0, 100)}".`);
@@ -398,6 +400,7 @@ function checkOptions(o: ClientMoveOptions): void {
   if (!Number.isFinite(o.cutoffMs) || o.cutoffMs < 0) throw new QueuescopeError('INVALID_INPUT', `cutoffMs must be a time in ms since the epoch, got ${String(o.cutoffMs)}.`);
   if (o.maxMessages !== null && (!Number.isInteger(o.maxMessages) || o.maxMessages < 0)) throw new QueuescopeError('INVALID_INPUT', `maxMessages must be a whole number ≥ 0 or null, got ${String(o.maxMessages)}.`);
   if (o.maxBodyBytes !== undefined && (!Number.isInteger(o.maxBodyBytes) || o.maxBodyBytes < 0)) throw new QueuescopeError('INVALID_INPUT', `maxBodyBytes must be a whole number ≥ 0, got ${String(o.maxBodyBytes)}.`);
+  checkPendingMinIdle(o.pendingMinIdleMs);
 }
 
 /** Key type(s) a redrive target's writes need, per queue kind (`TYPE` replies; `none` is always fine: the write creates the key). */

@@ -13,7 +13,8 @@ import { EXIT, exitCodeFor } from '../exit-codes';
 import { cell, escapeForTerminal, formatTime, NOTE_MAX, toJson } from '../format';
 import type { ResolvedConnection } from '../resolve-config';
 import type { BrokerAdapter } from '../../adapters/types';
-import { DEFAULT_REDRIVE_MAX_BODY_BYTES, MAX_REDRIVE_MAX_BODY_BYTES } from '../../../shared/redrive/types';
+import { checkPendingMinIdle, DEFAULT_PENDING_MIN_IDLE_MS, DEFAULT_REDRIVE_MAX_BODY_BYTES, formatIdleThreshold, MAX_REDRIVE_MAX_BODY_BYTES } from '../../../shared/redrive/types';
+import { parseDuration } from './tune';
 
 const REDRIVE_HELP = `
 Selection (--filter, repeatable; terms are ANDed, commas are OR):
@@ -37,6 +38,8 @@ Redis stream DLQ: entries pending in one of its consumer groups (read with XREAD
 XACKed) that were delivered less than 60 s ago stay in the DLQ (a consumer is likely processing
 them) unless --include-pending; the dry run and the result warn per group and consumer with counts
 and idle times, also for long-idle entries, which move (and are XACKed in their group).
+--pending-min-idle sets that 60 s (e.g. 10m for consumers that take minutes per entry, 5s for fast
+ones; 1ms to 168h, a bare number is seconds): only entries idle at least that long move.
 An SQS DLQ that has its own RedrivePolicy (dlq → dlq2) is refused before anything is read (exit 5):
 every receive, the dry run's too, counts toward its maxReceiveCount, and SQS moves a message at that
 limit on to the next queue instead of returning it. --accept-side-effects reads it anyway (the
@@ -56,6 +59,7 @@ interface RedriveOpts extends CommonOpts {
   dryRun?: boolean;
   dedupeByKey?: boolean;
   includePending?: boolean;
+  pendingMinIdle?: string;
   native?: boolean;
   backup?: string;
   yes?: boolean;
@@ -186,6 +190,8 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
   const filter = parseFilter(opts.filter ?? []);
   refuseSnapshot('redrive', SNAPSHOT_WHY.redrive, opts, 'redrive');
   const maxBodyBytes = positiveNumber(opts.maxBodyBytes, '--max-body-bytes', { integer: true, max: MAX_REDRIVE_MAX_BODY_BYTES });
+  const pendingMinIdleMs = opts.pendingMinIdle === undefined ? undefined : parseDuration(opts.pendingMinIdle, '--pending-min-idle', 's');
+  checkPendingMinIdle(pendingMinIdleMs, '--pending-min-idle');
   const ids = opts.ids?.split(',').map((s) => s.trim()).filter((s) => s !== '');
   if (ids !== undefined && opts.filter !== undefined) throw new QueuescopeError('INVALID_INPUT', 'Give either --ids or --filter, not both.');
   if (ids?.length === 0) throw new QueuescopeError('INVALID_INPUT', '--ids needs at least one message id.');
@@ -207,6 +213,7 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
       includeNonRetryable: opts.includeNonRetryable === true,
       dedupeByKey: opts.dedupeByKey === true,
       ...(opts.includePending === true ? { includePending: true } : {}),
+      ...(pendingMinIdleMs !== undefined ? { pendingMinIdleMs } : {}),
       targetQueueId: target?.id ?? null,
       confirmLoop: opts.confirmLoop === true,
       ...(opts.acceptSideEffects === true ? { acceptSideEffects: true } : {}),
@@ -236,7 +243,7 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
       if (opts.json === true) ctx.out(toJson({ moved: 0, notFoundIds: plan.notFoundIds, plan }));
       else if (plan.failed + unroutable === 0) {
         const held = plan.skipped.filter((g) => g.category === 'held').reduce((n, g) => n + g.count, 0);
-        ctx.out(held > 0 ? `Nothing to move: ${held} stay because a consumer received ${held === 1 ? 'it' : 'them'} less than 60 s ago (see the warning above; --include-pending moves ${held === 1 ? 'it' : 'them'}).\n` : 'Nothing to move.\n');
+        ctx.out(held > 0 ? `Nothing to move: ${held} stay because a consumer received ${held === 1 ? 'it' : 'them'} less than ${formatIdleThreshold(pendingMinIdleMs ?? DEFAULT_PENDING_MIN_IDLE_MS)} ago (see the warning above; --include-pending moves ${held === 1 ? 'it' : 'them'}).\n` : 'Nothing to move.\n');
       } else {
         const parts = [...(plan.failed > 0 ? [`${plan.failed} cannot move`] : []), ...(unroutable > 0 ? [`${unroutable} have no usable target${request.targetQueueId === null ? ' (pass --to QUEUE to choose one)' : ''}`] : [])];
         ctx.out(`Nothing moved: ${parts.join(', ')} — see above; they stay in the DLQ.\n`);
@@ -343,7 +350,8 @@ export function register(program: Command, ctx: CliContext): void {
       .option('--limit <n>', 'examine at most N messages')
       .option('--dry-run', 'only show what would move where')
       .option('--dedupe-by-key', 'move one message per idempotency key')
-      .option('--include-pending', 'Redis streams: also move entries a consumer of a group read less than 60 s ago and has not XACKed (default: they stay, with a warning)')
+      .option('--include-pending', 'Redis streams: also move entries a consumer of a group read less than 60 s (--pending-min-idle) ago and has not XACKed (default: they stay, with a warning)')
+      .option('--pending-min-idle <duration>', 'Redis streams: how long a pending entry must have been idle (since its last delivery, XPENDING) to move without --include-pending, 1ms to 168h (e.g. 30s, 10m, 1h; a bare number is seconds) (default: "60s")')
       .option('--native', 'require the broker’s native move (SQS move task, RabbitMQ shovel, BullMQ retryJobs)')
       .option('--no-native', 'never use the native move')
       .option('--backup <file>', 'backup snapshot to write before moving (default: in the config folder)')
