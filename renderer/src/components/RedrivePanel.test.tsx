@@ -191,4 +191,33 @@ describe('RedrivePanel: a DLQ whose reads move messages on (refused until accept
     await waitFor(() => expect(calls.some((c) => c.method === 'redrive.plan')).toBe(true));
     expect(calls.find((c) => c.method === 'redrive.plan')?.input.acceptSideEffects).toBe(true);
   });
+
+  it('a Redis stream DLQ: the pending entries idle time (seconds) goes with the preview as pendingMinIdleMs, and a bad one is refused', async () => {
+    const stream = summary({ id: 'stream:orders-dlq', name: 'orders-dlq', broker: 'redis', kind: 'redis-stream', isDeadLetterQueue: true, depth: 6, capabilities: { peekStates: ['all', 'pending:alerts'] } });
+    const p = plan({ dlq: { id: stream.id, name: stream.name, depth: 6 } });
+    useStore.setState({ redrive: { [queueKey('c1', stream.id)]: { analysis: p, analysing: false, analysisOp: null, preview: p, previewing: false, operation: null, error: null } } });
+    render(<RedrivePanel connectionId="c1" summary={stream} queues={[stream]} checkedIds={[]} />);
+    const idle = screen.getByRole('textbox', { name: 'Pending entries idle time (seconds)' });
+    expect((idle as HTMLInputElement).value).toBe('60');
+    const preview = screen.getByRole('button', { name: 'Preview (dry run)' });
+    // The default (60 s) is not sent: the engine's default applies.
+    fireEvent.click(preview);
+    await waitFor(() => expect(calls.some((c) => c.method === 'redrive.plan')).toBe(true));
+    expect(calls.find((c) => c.method === 'redrive.plan')?.input).not.toHaveProperty('pendingMinIdleMs');
+
+    calls = [];
+    fireEvent.change(idle, { target: { value: '600' } });
+    fireEvent.click(preview);
+    await waitFor(() => expect(calls.some((c) => c.method === 'redrive.plan')).toBe(true));
+    expect(calls.find((c) => c.method === 'redrive.plan')?.input.pendingMinIdleMs).toBe(600_000);
+
+    fireEvent.change(idle, { target: { value: 'soon' } });
+    expect(screen.getByText('Pending entries idle time must be a number of seconds from 0.001 to 604800 (7 days).')).toBeTruthy();
+    expect((preview as HTMLButtonElement).disabled).toBe(true);
+
+    // Included pending entries all move: no idle time to set.
+    fireEvent.click(screen.getByRole('checkbox', { name: /Include pending entries/ }));
+    expect(screen.queryByRole('textbox', { name: 'Pending entries idle time (seconds)' })).toBeNull();
+    expect((preview as HTMLButtonElement).disabled).toBe(false);
+  });
 });

@@ -1,7 +1,7 @@
 import { useEffect, useId, useMemo, useRef, useState } from 'react';
 import type { ApiInput } from '../../../shared/api/contract';
 import { TERMINAL_STATUSES, type OperationSnapshot, type QueueSummary } from '../../../shared/domain';
-import type { FailureGroup, RedrivePlan, RedriveResult } from '../../../shared/redrive/types';
+import { DEFAULT_PENDING_MIN_IDLE_MS, formatIdleThreshold, MAX_PENDING_MIN_IDLE_MS, type FailureGroup, type RedrivePlan, type RedriveResult } from '../../../shared/redrive/types';
 import { count, duration } from '../lib/format';
 import { useStore } from '../store';
 import { queueKey } from '../store/types';
@@ -45,6 +45,8 @@ export function RedrivePanel({ connectionId, summary, queues, checkedIds }: { co
   const [target, setTarget] = useState<string>('');
   const [dedupe, setDedupe] = useState(false);
   const [includePending, setIncludePending] = useState(false);
+  // Seconds a pending entry must have been idle to move without "Include pending entries" (the CLI's --pending-min-idle).
+  const [pendingIdle, setPendingIdle] = useState(String(DEFAULT_PENDING_MIN_IDLE_MS / 1000));
   // A DLQ with consumer groups (a Redis stream) can have entries a consumer is processing right now.
   const hasPendingStates = summary.capabilities.peekStates.some((s) => s.startsWith('pending:'));
   const [rate, setRate] = useState('');
@@ -68,12 +70,17 @@ export function RedrivePanel({ connectionId, summary, queues, checkedIds }: { co
   const allChosen = complete && groups.every((g) => isChecked(g) || (g.class === 'non-retryable' && !includeNonRetryable));
   const rateNum = rate.trim() === '' ? null : Number(rate);
   const batchNum = Number(batch);
+  const usesPendingIdle = hasPendingStates && !includePending;
+  const pendingIdleMs = pendingIdle.trim() === '' ? NaN : Math.round(Number(pendingIdle) * 1000);
   const optionsError =
     rateNum !== null && (!Number.isFinite(rateNum) || rateNum <= 0)
       ? 'Rate must be a number above 0 (or empty for no limit).'
       : !Number.isInteger(batchNum) || batchNum < 1 || batchNum > 1000
         ? 'Batch size must be a whole number from 1 to 1000.'
-        : null;
+        : usesPendingIdle && (!Number.isSafeInteger(pendingIdleMs) || pendingIdleMs < 1 || pendingIdleMs > MAX_PENDING_MIN_IDLE_MS)
+          ? `Pending entries idle time must be a number of seconds from 0.001 to ${String(MAX_PENDING_MIN_IDLE_MS / 1000)} (7 days).`
+          : null;
+  const pendingMinIdleMs = usesPendingIdle && Number.isSafeInteger(pendingIdleMs) && pendingIdleMs !== DEFAULT_PENDING_MIN_IDLE_MS ? pendingIdleMs : null;
 
   const base = useMemo(() => {
     const selection: ApiInput<'redrive.plan'>['selection'] =
@@ -86,11 +93,12 @@ export function RedrivePanel({ connectionId, summary, queues, checkedIds }: { co
       includeNonRetryable: usePicked ? true : includeNonRetryable,
       dedupeByKey: dedupe,
       ...(hasPendingStates && includePending ? { includePending: true } : {}),
+      ...(pendingMinIdleMs !== null ? { pendingMinIdleMs } : {}),
       targetQueueId: target === '' ? null : target,
       confirmLoop,
       ...(acceptSideEffects ? { acceptSideEffects: true } : {}),
     };
-  }, [usePicked, checkedIds, allChosen, chosen, connectionId, summary.id, state, includeNonRetryable, dedupe, hasPendingStates, includePending, target, confirmLoop, acceptSideEffects]);
+  }, [usePicked, checkedIds, allChosen, chosen, connectionId, summary.id, state, includeNonRetryable, dedupe, hasPendingStates, includePending, pendingMinIdleMs, target, confirmLoop, acceptSideEffects]);
 
   // Any change of selection or options invalidates the preview.
   const baseJson = JSON.stringify(base);
@@ -233,8 +241,16 @@ export function RedrivePanel({ connectionId, summary, queues, checkedIds }: { co
               <input type="checkbox" checked={dedupe} onChange={(e) => setDedupe(e.target.checked)} /> One message per idempotency key
             </label>
             {hasPendingStates && (
-              <label title="Entries of a consumer group's pending list delivered less than 60 s ago are likely being processed now: by default they stay in the DLQ.">
+              <label
+                title={`Entries of a consumer group's pending list delivered less than ${usesPendingIdle && Number.isSafeInteger(pendingIdleMs) && pendingIdleMs >= 1 ? formatIdleThreshold(pendingIdleMs) : formatIdleThreshold(DEFAULT_PENDING_MIN_IDLE_MS)} ago are likely being processed now: by default they stay in the DLQ.`}
+              >
                 <input type="checkbox" checked={includePending} onChange={(e) => setIncludePending(e.target.checked)} /> Include pending entries
+              </label>
+            )}
+            {usesPendingIdle && (
+              <label title="A pending entry idle (since its last delivery) for at least this long is taken as left by a consumer that stopped, and moves; one idle for less stays. Raise it for consumers that take longer per entry.">
+                Pending entries move after{' '}
+                <input className="input-narrow" value={pendingIdle} onChange={(e) => setPendingIdle(e.target.value)} aria-label="Pending entries idle time (seconds)" inputMode="decimal" /> s idle
               </label>
             )}
             <label>
