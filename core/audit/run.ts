@@ -99,8 +99,9 @@ export async function runAudit(adapters: BrokerAdapter[], options: RunAuditOptio
 }
 
 /**
- * The selection (`--queues` AND the project file's `audit.queues`) matched no queue: a typo'd
- * pattern must not pass a release gate on the server-level rules alone.
+ * The selection (`--queues` AND the project file's `audit.queues`) matched no queue, or — with
+ * no pattern — the connections hold no queue to audit (an empty vhost or Redis, only Redis lists): a
+ * typo'd pattern or a wrong vhost must not pass a release gate on the server-level rules alone.
  * @throws QueuescopeError `QUEUE_NOT_FOUND` naming the pattern(s) and up to 5 similar queue names.
  */
 async function throwNoQueueMatched(adapters: BrokerAdapter[], facts: AuditFacts[], cliPattern: string | undefined, configPatterns: string[] | undefined, configPath: string | null, signal?: AbortSignal): Promise<never> {
@@ -124,6 +125,16 @@ async function throwNoQueueMatched(adapters: BrokerAdapter[], facts: AuditFacts[
       `--queues "${cliPattern ?? ''}" matches only queues with no configuration to audit on ${labels}: ${unauditable.slice(0, 5).join(', ')}${unauditable.length > 5 ? ` and ${String(unauditable.length - 5)} more` : ''} (a Redis list has no settings; its dead-lettering is the worker's code). Nothing was audited.`,
       { pattern: cliPattern, unauditable },
     );
+  }
+  if (cliPattern === undefined && (configPatterns === undefined || configPatterns.length === 0)) {
+    // No pattern selected anything away: the connections hold nothing the audit can check (an empty vhost or Redis, only Redis lists).
+    const held: string[] = [];
+    for (const a of adapters) for (const q of await a.listQueues({}, signal).catch(() => [])) held.push(`${q.name} (${q.kind})`);
+    const why =
+      held.length === 0
+        ? `${facts.length === 1 ? 'it has' : 'they have'} no queues`
+        : `${facts.length === 1 ? 'it holds' : 'they hold'} only queues with no configuration to audit: ${held.slice(0, 5).join(', ')}${held.length > 5 ? ` and ${String(held.length - 5)} more` : ''} (a Redis list has no settings; its dead-lettering is the worker's code)`;
+    throw new QueuescopeError('QUEUE_NOT_FOUND', `No queue to audit on ${labels}: ${why}. Nothing was audited (server-level checks alone are not a pass).`, { unauditable: held });
   }
   // Blame only what emptied the selection: --queues alone when it matched nothing (the collectors applied it), else the config's patterns too.
   const cliMatchedSome = cliPattern !== undefined && facts.some((f) => f.queues.length > 0);

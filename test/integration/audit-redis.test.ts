@@ -214,3 +214,25 @@ describe('Redis audit: CONFIG renamed away (managed services) falls back to INFO
     }
   }, 60_000);
 });
+
+describe('Redis audit: nothing to audit without a pattern', () => {
+  it('an empty server, and one holding only a list, exit 4 naming why (not "No queue matches  on …" with an empty pattern)', async () => {
+    const s = await privateRedis(['--save', '', '--appendonly', 'no']);
+    const home = mkdtempSync(join(tmpdir(), 'qs-audit-redis-empty-'));
+    try {
+      const url = `redis://127.0.0.1:${String(s.port)}`;
+      const empty = await runCli(home, ['audit', url]);
+      expect(empty.code).toBe(EXIT.QUEUE_NOT_FOUND);
+      expect(empty.stderr).toContain(`No queue to audit on 127.0.0.1:${String(s.port)}: it has no queues. Nothing was audited (server-level checks alone are not a pass).`);
+      const c = new Redis({ port: s.port, host: '127.0.0.1' });
+      await c.rpush('outbox', '{}');
+      c.disconnect();
+      const listOnly = await runCli(home, ['audit', url, '--fail-on', 'none']);
+      expect(listOnly.code).toBe(EXIT.QUEUE_NOT_FOUND);
+      expect(listOnly.stderr).toContain('it holds only queues with no configuration to audit: outbox (redis-list)');
+    } finally {
+      await s.stop();
+      rmSync(home, { recursive: true, force: true });
+    }
+  }, 60_000);
+});

@@ -46,7 +46,7 @@ export function register(program: Command, ctx: CliContext): void {
       .command('audit')
       .description('check queue configuration for message loss and duplicates (dead-lettering, retention, timeouts, persistence) before a release')
       .argument('[connections...]', 'one or more URLs or saved connections (default: from the environment)')
-      .option('--queues <pattern>', 'only queues whose name matches (* wildcard); exit 4 (queue not found) when it, or the config\'s audit.queues, matches no queue')
+      .option('--queues <pattern>', 'only queues whose name matches (* wildcard); exit 4 (queue not found) when it, or the config\'s audit.queues, matches no queue (also when the connections hold no queue to audit, e.g. an empty vhost)')
       .option('--config <file>', 'project file (default: queuescope.config.json/.yaml found upward from here)')
       .addOption(new Option('--format <format>', 'output format').choices([...AUDIT_FORMATS]).default('text'))
       .option('--output <file>', 'write the report to a file (the summary still goes to stderr)')
