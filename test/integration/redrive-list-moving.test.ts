@@ -181,8 +181,26 @@ describe('redrive dry run of a Redis list that moves while it is read', () => {
     );
     expect(decided).toEqual(originals);
     expect(summary).toMatchObject({ examined: 300, moved: 150, skipped: 150, failed: 0 });
+    expect(summary.warnings).toBeUndefined();
+    expect(summary.notes).toEqual([`The list ${dlq} moved 5 times while it was read (entries pushed or popped at its left end); each time reading re-aligned on the last entry read, so none was skipped or read twice.`]);
     expect(await native.lrange(target, 0, -1)).toEqual(originals.filter((_, i) => i % 2 === 0));
     expect(popped).toEqual(originals.filter((_, i) => i % 2 === 1).slice(0, 5));
     expect(await native.lrange(dlq, 0, -1)).toEqual(originals.filter((_, i) => i % 2 === 1).slice(5));
+
+    // Without other clients (the cursor rebuilt after each commit only): no note, no warning, exact contents.
+    const quiet = key('list-run-quiet');
+    await seed(quiet, 300);
+    const still = await real.moveClientSide(
+      { sourceQueueId: `list:${quiet}`, batchSize: 50, cutoffMs: Date.now(), maxMessages: null, dryRun: false },
+      {
+        gate: () => Promise.resolve(),
+        decide: (m) => (m.id.startsWith('#') && (JSON.parse(bodyText(m)) as { orderId: string }).orderId.endsWith('0') ? { action: 'skip', reason: 'x' } : { action: 'move', targetQueueId: `list:${target}-2` }),
+        beforeMove: () => Promise.resolve(),
+        onBatch: () => undefined,
+      },
+    );
+    keys.push(`${target}-2`);
+    expect(still).toEqual({ examined: 300, moved: 270, skipped: 30, failed: 0, possibleDuplicates: 0, stoppedBecause: 'exhausted' });
+    expect(await native.lrange(quiet, 0, -1)).toEqual(originals.filter((_, i) => i % 10 === 0));
   });
 });
