@@ -264,6 +264,12 @@ describe('redrive of a stream DLQ with pending entries in its consumer groups', 
       const incl = await dispatchApi(handlers, 'redrive.plan', { ...input, includePending: true });
       if (!incl.ok) throw new Error(incl.error.message);
       expect((incl.value as RedrivePlan).toMove).toBe(4);
+      // The idle threshold: 1 h holds them too; 0 is refused by the API's schema.
+      const hour = await dispatchApi(handlers, 'redrive.plan', { ...input, pendingMinIdleMs: 3_600_000 });
+      if (!hour.ok) throw new Error(hour.error.message);
+      expect((hour.value as RedrivePlan).skipped).toEqual([{ reason: 'held: pending in group "alerts", delivered < 1 h ago (likely being processed now)', category: 'held', count: 2 }]);
+      const zero = await dispatchApi(handlers, 'redrive.plan', { ...input, pendingMinIdleMs: 0 });
+      expect(zero.ok ? null : zero.error.code).toBe('INVALID_INPUT');
     } finally {
       await connections.closeAll();
     }
