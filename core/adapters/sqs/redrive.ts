@@ -366,11 +366,21 @@ export class SqsRedriveMover implements RedriveMover {
       return { ok, failed };
     } catch (e) {
       const err = asQs(e);
+      if (err.code === 'QUEUE_NOT_FOUND') {
+        // SQS refused the call: the queue does not exist (deleted), so nothing of it arrived.
+        return {
+          ok: [],
+          failed: chunk.map((entry) => ({
+            entry,
+            error: { code: err.code, message: `SendMessageBatch to ${target.name} failed: ${target.name} does not exist (any more); SQS accepted nothing, and the message stays in the DLQ.`, details: { ...err.details, targetGone: target.name } },
+          })),
+        };
+      }
       return {
         ok: [],
         failed: chunk.map((entry) => ({
           entry,
-          error: { code: err.code, message: `SendMessageBatch to ${target.name} failed (${err.message}); the message stays in the DLQ and may also have reached ${target.name}.`, ...(err.details ? { details: err.details } : {}) },
+          error: { code: err.code, message: `SendMessageBatch to ${target.name} failed (${err.message}); the message stays in the DLQ and may also have reached ${target.name}.`, details: { ...err.details, maybeDelivered: true } },
         })),
       };
     }
@@ -557,6 +567,15 @@ class ClientRun {
   /** Dry run: messages whose receive count reached the DLQ's own maxReceiveCount (see {@link processBatch}). */
   private atOwnLimit = 0;
   /**
+   * A target found not to exist during the run (deleted meanwhile): its name. The run stops after
+   * the batch in which that was found ({@link stopIfTargetGone}) instead of failing every later message.
+   */
+  private goneTarget: string | null = null;
+  /** Messages moved (confirmed and deleted from the DLQ) per target queue id. */
+  private readonly movedPerTarget = new Map<string, number>();
+  /** Failed sends whose outcome SQS did not report (the call itself failed): they may be in the target too. */
+  private maybeDelivered = 0;
+  /**
    * FIFO DLQ: message groups of which a message stays in the DLQ in this run (skipped or failed).
    * A later message of such a group is not moved either, so no message overtakes one of its group.
    */
@@ -651,6 +670,7 @@ class ClientRun {
         }
         const result = await this.processBatch(fresh, false);
         this.hooks.onBatch(result);
+        this.stopIfTargetGone();
       }
     } catch (e) {
       failure = e;
@@ -661,6 +681,7 @@ class ClientRun {
         try {
           const result = await this.processBatch([], true);
           this.hooks.onBatch(result);
+          this.stopIfTargetGone();
         } catch (e) {
           failure = e;
         }
@@ -681,6 +702,27 @@ class ClientRun {
       this.notes.push(`FIFO: messages of a message group behind a message left in ${this.name} cannot be received while it is held, so those groups were not read past it in this run.`);
     }
     return { ...this.totals, stoppedBecause, notes: this.notes, apiCalls: this.mover.apiCalls - this.callsAtStart };
+  }
+
+  /**
+   * Stops the run (throws, after the batch in hand was reported) once a target was found not to
+   * exist — deleted during the run: every later message would fail the same way. The error names
+   * the target and gives the counts so far: moved (and how many of those went to the deleted queue,
+   * which SQS deleted with it unless consumed first), not moved, and at most how many are uncertain.
+   * @throws QueuescopeError QUEUE_NOT_FOUND.
+   */
+  private stopIfTargetGone(): void {
+    const gone = this.goneTarget;
+    if (gone === null) return;
+    let movedThere = 0;
+    for (const [id, n] of this.movedPerTarget) if (queueNameFromUrl(id.startsWith('sqs:') ? id.slice(4) : id) === gone) movedThere += n;
+    const t = this.totals;
+    const uncertain = t.possibleDuplicates + this.maybeDelivered;
+    throw new QueuescopeError(
+      'QUEUE_NOT_FOUND',
+      `The target ${gone} does not exist any more (deleted during the run?): the redrive stopped at the first message it could not send there, reading nothing further. So far: ${plural(t.moved, 'message')} moved${movedThere > 0 ? ` (${movedThere} of them to ${gone} before it was deleted: they went with it unless consumed first — the backup holds them)` : ''}; ${plural(t.failed - this.maybeDelivered + t.skipped, 'message')} examined and not moved (they stay in ${this.name}); at most ${plural(uncertain, 'message')} uncertain (may be in both queues); messages not read yet stay in ${this.name}.`,
+      { queue: gone, moved: t.moved, movedToDeletedTarget: movedThere, notMoved: t.failed - this.maybeDelivered + t.skipped, uncertain },
+    );
   }
 
   /** Visible + in flight + delayed messages of a queue (GetQueueAttributes). */
@@ -896,6 +938,7 @@ class ClientRun {
       try {
         target = await this.target(d.targetQueueId);
       } catch (e) {
+        if (asQs(e).code === 'QUEUE_NOT_FOUND' && !this.o.dryRun) this.goneTarget ??= queueNameFromUrl(d.targetQueueId.startsWith('sqs:') ? d.targetQueueId.slice(4) : d.targetQueueId);
         result.failed.push({ id: m.id, error: { ...asQs(e).toInfo(), message: `Target ${d.targetQueueId.slice(0, 200)}: ${asQs(e).message}` } });
         hold(m.id, this.o.dryRun ? 'dry-run' : 'failed');
         stays(m.id);
@@ -970,6 +1013,8 @@ class ClientRun {
         settled += r.ok.length + r.failed.length;
         confirmed.push(...r.ok);
         for (const f of r.failed) {
+          if (f.error.details?.targetGone !== undefined) this.goneTarget ??= target.name;
+          if (f.error.details?.maybeDelivered === true) this.maybeDelivered++;
           result.failed.push({ id: f.entry.messageId, error: f.error });
           hold(f.entry.messageId, 'failed');
           stays(f.entry.messageId);
@@ -980,7 +1025,10 @@ class ClientRun {
     const handles = confirmed.map((p) => ({ id: p.messageId, handle: this.hidden.get(p.messageId)?.handle ?? p.handle.raw.ReceiptHandle ?? '' }));
     const { deleted, failed } = await this.deleteHandles(handles);
     for (const p of confirmed) {
-      if (deleted.has(p.messageId)) result.moved.push({ id: p.messageId, targetQueueId: p.targetQueueId });
+      if (deleted.has(p.messageId)) {
+        result.moved.push({ id: p.messageId, targetQueueId: p.targetQueueId });
+        this.movedPerTarget.set(p.targetQueueId, (this.movedPerTarget.get(p.targetQueueId) ?? 0) + 1);
+      }
       else {
         result.possibleDuplicates.push({ id: p.messageId, targetQueueId: p.targetQueueId });
         const why = failed.get(p.messageId);
