@@ -421,3 +421,87 @@ describe('a snapshot of messages picked by id', () => {
     }
   });
 });
+
+describe('example rows past the first rowLimit', () => {
+  it('every message the summary names as an example has its row, also keyless ok ones past the first 1000 (same payload without a key)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'qs-late-'));
+    try {
+      const path = join(dir, 'late.jsonl');
+      const queue: QueueSummary = {
+        id: 'list:late', name: 'late', broker: 'redis', kind: 'redis-list', depth: 1200, inFlight: 0, delayed: 0, consumers: null, counts: {}, deadLetterTargets: [], deadLetterSources: [], isDeadLetterQueue: false,
+        capabilities: { canPeekNonDestructively: true, peekSideEffects: [], peekMayDeadLetter: false, canPageFromCursor: true, maxPeekWindow: 1000, peekStates: [] }, config: {},
+      };
+      const msg = (i: number, order: number, keyed: boolean): QueueMessage => {
+        const data = JSON.stringify({ orderId: `A-${String(order)}`, operation: 'charge' });
+        return { id: `m-${String(i)}`, queueId: queue.id, queueName: 'late', position: i, body: { encoding: 'utf8', data, sizeBytes: data.length, truncated: false }, headers: keyed ? { 'Idempotency-Key': `A-${String(order)}:charge` } : {}, properties: {}, meta: {} };
+      };
+      const w = await SnapshotWriter.create(path);
+      await w.writeHeader({ exportedAt: 1764441600000, source: { broker: 'redis', connection: 'test', queue } });
+      for (let i = 0; i < 1200; i++) {
+        // m-1050: order 3's payload again, without a key; m-1100 and m-1150: one keyless payload twice, both past 1000.
+        if (i === 1050) await w.writeMessage(msg(i, 3, false));
+        else if (i === 1100 || i === 1150) await w.writeMessage(msg(i, 99_999, false));
+        else await w.writeMessage(msg(i, i, true));
+      }
+      await w.finish();
+      const snap = createAdapter({ kind: 'snapshot', path });
+      try {
+        const r = await inspectQueue(snap, 'list:late');
+        expect(r.analysed).toBe(1200);
+        const named = r.summary.samePayloadDifferentKeys.flatMap((g) => g.exampleIds);
+        expect(named).toEqual(expect.arrayContaining(['m-3', 'm-1050', 'm-1100', 'm-1150']));
+        const rows = new Map(r.messages.map((m) => [m.id, m]));
+        for (const id of ['m-1050', 'm-1100', 'm-1150']) {
+          expect(rows.get(id), id).toMatchObject({ id, key: null, keyVerdict: 'missing', verdict: 'ok' });
+        }
+        // Every example id of every group opens.
+        const all = [...r.summary.duplicateGroups.flatMap((g) => g.exampleIds), ...named, ...r.summary.reasons.flatMap((x) => x.exampleIds)];
+        expect(all.filter((id) => !rows.has(id))).toEqual([]);
+        expect(r.messages.map((m) => m.position)).toEqual([...r.messages.map((m) => m.position)].sort((a, b) => (a ?? 0) - (b ?? 0)));
+        expect(r.notes).toBeUndefined();
+      } finally {
+        await snap.close();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('examples past the rows kept while reading (rowLimit 0, more than 50,000 later messages) are found by reading the queue again', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'qs-late2-'));
+    try {
+      const path = join(dir, 'late2.jsonl');
+      const n = 50_300;
+      const queue: QueueSummary = {
+        id: 'list:late2', name: 'late2', broker: 'redis', kind: 'redis-list', depth: n, inFlight: 0, delayed: 0, consumers: null, counts: {}, deadLetterTargets: [], deadLetterSources: [], isDeadLetterQueue: false,
+        capabilities: { canPeekNonDestructively: true, peekSideEffects: [], peekMayDeadLetter: false, canPageFromCursor: true, maxPeekWindow: 1000, peekStates: [] }, config: {},
+      };
+      const w = await SnapshotWriter.create(path);
+      await w.writeHeader({ exportedAt: 1764441600000, source: { broker: 'redis', connection: 'test', queue } });
+      for (let i = 0; i < n; i++) {
+        // m-50100: order 3's payload without a key; m-50200: order 7's key again (a duplicate key group).
+        const order = i === 50_100 ? 3 : i === 50_200 ? 7 : i;
+        const data = JSON.stringify({ orderId: `A-${String(order)}`, operation: 'charge' });
+        const headers: Record<string, string> = i === 50_100 ? {} : { 'Idempotency-Key': `A-${String(order)}:charge` };
+        await w.writeMessage({ id: `m-${String(i)}`, queueId: queue.id, queueName: 'late2', position: i, body: { encoding: 'utf8', data, sizeBytes: data.length, truncated: false }, headers, properties: {}, meta: {} });
+      }
+      await w.finish();
+      const snap = createAdapter({ kind: 'snapshot', path });
+      try {
+        const r = await inspectQueue(snap, 'list:late2', { rowLimit: 0 });
+        expect(r.analysed).toBe(n);
+        expect(r.summary.samePayloadDifferentKeys.flatMap((g) => g.exampleIds)).toContain('m-50100');
+        expect(r.summary.duplicateGroups.flatMap((g) => g.exampleIds)).toEqual(expect.arrayContaining(['m-7', 'm-50200']));
+        const rows = new Map(r.messages.map((m) => [m.id, m]));
+        expect(rows.get('m-50100')).toMatchObject({ key: null, keyVerdict: 'missing', verdict: 'ok' });
+        expect(rows.get('m-50200')).toMatchObject({ key: 'A-7:charge' });
+        expect(rows.get('m-7')).toMatchObject({ key: 'A-7:charge' });
+        expect(r.notes).toBeUndefined();
+      } finally {
+        await snap.close();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+});

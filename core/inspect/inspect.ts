@@ -2,7 +2,7 @@ import { QueuescopeError, type QueueMessage, type QueueSummary } from '../../sha
 import type { BrokerAdapter } from '../adapters/types';
 import type { InspectComparison, InspectReport, InspectedMessage } from '../../shared/api/inspect';
 import { analyzeMessage, compareDuplicates, createQueueSummary, type AnalyzeOptions, type KeyVerdictKind, type MessageAnalysis, type PayloadVerdictKind, type RedeliverySummary } from './analysis';
-import { readQueue, type ReadQueueResult } from './read';
+import { readQueue, type ReadQueueOptions, type ReadQueueResult } from './read';
 
 export type { InspectComparison, InspectReport, InspectedMessage };
 
@@ -227,6 +227,51 @@ class RowStore {
   }
 }
 
+/**
+ * Whether an analysis can end up named as an example by the summary: it has a key (duplicate
+ * groups, collisions), a payload hash (the same payload under other keys or without one, also for a
+ * keyless message with an ok payload) or a reason (non-ok payload findings, size).
+ */
+function mayBeExample(a: MessageAnalysis): boolean {
+  return a.key !== null || a.businessHash !== null || a.verdict !== 'ok' || a.size.verdict !== 'ok';
+}
+
+/** True when reading `queue` again changes nothing and pages from a cursor (Redis, snapshot files). */
+function canReadAgain(queue: QueueSummary): boolean {
+  const caps = queue.capabilities;
+  return caps.canPeekNonDestructively && caps.peekSideEffects.length === 0 && caps.canPageFromCursor;
+}
+
+/** Stops {@link readExamplesAgain}'s read once every id is found. */
+class FoundAll extends Error {}
+
+/**
+ * Reads `queue` again (same state, limit and paging) and hands each message whose id is in `ids`
+ * to `keep`, deleting it from `ids`; stops at the first page boundary where none is left. Ids
+ * still in `ids` afterwards were not found (the queue changed meanwhile).
+ */
+async function readExamplesAgain(adapter: BrokerAdapter, queue: QueueSummary, options: Omit<ReadQueueOptions, 'checkpoint' | 'onTotal'>, ids: Set<string>, keep: (m: QueueMessage) => void): Promise<void> {
+  try {
+    await readQueue(
+      adapter,
+      queue,
+      {
+        ...options,
+        checkpoint: () => (ids.size === 0 ? Promise.reject(new FoundAll('every example was found')) : Promise.resolve()),
+      },
+      (messages) => {
+        for (const m of messages) {
+          if (!ids.has(m.id)) continue;
+          ids.delete(m.id);
+          keep(m);
+        }
+      },
+    );
+  } catch (e) {
+    if (!(e instanceof FoundAll)) throw e;
+  }
+}
+
 /** Every message id a summary names as an example (so the drill-down can show those rows). */
 function exampleIds(s: RedeliverySummary): Set<string> {
   const ids = new Set<string>();
@@ -246,6 +291,10 @@ function exampleIds(s: RedeliverySummary): Set<string> {
  *
  * Memory: the summary is bounded by the analysis (`maxTracked`); per-message rows by `rowLimit`
  * (+ the summary's example ids); analyses for comparisons by {@link MAX_COMPARED_MESSAGES}.
+ * Every message the summary names as an example gets its row: up to {@link MAX_LATE_ROWS} messages
+ * after the first `rowLimit` are kept while reading; examples beyond those are found by reading the
+ * queue again (same state and limit, stopping once all are found) where that changes nothing
+ * (non-destructive, pageable: Redis, snapshot files); any still missing are named in `notes`.
  * Progress: `setTotal` once known, `report({ processed })` after each page.
  *
  * A compared queue that cannot be read (its peek may dead-letter and side effects were not
@@ -286,16 +335,19 @@ export async function inspectQueue(adapter: BrokerAdapter, queueId: string, opti
   const wantCompare = targets.length > 0;
   let analysed = 0;
 
+  const readOptions = {
+    ...(options.state !== undefined ? { state: options.state } : {}),
+    ...(options.limit !== undefined ? { limit: options.limit } : {}),
+    ...(options.acceptSideEffects !== undefined ? { acceptSideEffects: options.acceptSideEffects } : {}),
+    ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
+    ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+    ...(ctx.signal !== undefined ? { signal: ctx.signal } : {}),
+  };
   const read = await readQueue(
     adapter,
     queue,
     {
-      ...(options.state !== undefined ? { state: options.state } : {}),
-      ...(options.limit !== undefined ? { limit: options.limit } : {}),
-      ...(options.acceptSideEffects !== undefined ? { acceptSideEffects: options.acceptSideEffects } : {}),
-      ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
-      ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
-      ...(ctx.signal !== undefined ? { signal: ctx.signal } : {}),
+      ...readOptions,
       ...(ctx.checkpoint !== undefined ? { checkpoint: ctx.checkpoint } : {}),
       onTotal: (t) => ctx.setTotal?.(t),
     },
@@ -304,7 +356,10 @@ export async function inspectQueue(adapter: BrokerAdapter, queueId: string, opti
         const a = acc.add(m);
         analysed++;
         if (first.length < rowLimit) first.push(store.keep(m, a));
-        else if (late.size < MAX_LATE_ROWS && (a.key !== null || a.verdict !== 'ok')) late.set(m.id, store.keep(m, a));
+        // Any message may become an example: a keyless one with an ok payload too, as a copy of
+        // another's payload (samePayloadDifferentKeys); only one without key, payload hash and
+        // reasons cannot.
+        else if (late.size < MAX_LATE_ROWS && mayBeExample(a)) late.set(m.id, store.keep(m, a));
         if (wantCompare && compared.length < MAX_COMPARED_MESSAGES) compared.push(forComparison(a));
       }
       ctx.report?.({ processed: analysed });
@@ -313,8 +368,15 @@ export async function inspectQueue(adapter: BrokerAdapter, queueId: string, opti
   const summary = acc.result();
   const rows = first.map((k) => store.row(k));
   let messagesTruncated = analysed > rows.length;
+  const have = new Set(first.map((k) => RowStore.id(k)));
+  const unkept = new Set([...exampleIds(summary)].filter((id) => !have.has(id) && !late.has(id)));
+  // Examples beyond what was kept (more than MAX_LATE_ROWS later messages): read the queue again
+  // for them where reading changes nothing, so every id the drill-down names opens.
+  if (unkept.size > 0 && canReadAgain(queue)) {
+    await ctx.checkpoint?.();
+    await readExamplesAgain(adapter, queue, readOptions, unkept, (m) => late.set(m.id, store.keep(m, analyzeMessage(m, analyzeOptions))));
+  }
   if (late.size > 0) {
-    const have = new Set(first.map((k) => RowStore.id(k)));
     for (const id of exampleIds(summary)) {
       const k = late.get(id);
       if (k !== undefined && !have.has(id)) rows.push(store.row(k));
@@ -322,6 +384,7 @@ export async function inspectQueue(adapter: BrokerAdapter, queueId: string, opti
     rows.sort((x, y) => (x.position ?? 0) - (y.position ?? 0));
     messagesTruncated = analysed > rows.length;
   }
+  const unopened = unkept.size > 0 ? `${String(unkept.size)} message${unkept.size === 1 ? '' : 's'} the summary names as example${unkept.size === 1 ? '' : 's'} could not be kept for opening (${canReadAgain(queue) ? 'not found when the queue was read again: consumed or moved meanwhile' : 'reading the queue again would change it'}): ${[...unkept].slice(0, 5).join(', ')}${unkept.size > 5 ? ', …' : ''}.` : null;
 
   const comparisons: InspectComparison[] = [...notCompared];
   if (wantCompare) {
@@ -341,7 +404,7 @@ export async function inspectQueue(adapter: BrokerAdapter, queueId: string, opti
     analysed,
     total: read.total,
     ...withSnapshotPartial(read, snapshotPartialReason(adapter, queue)),
-    ...withNotes([snapshotCompletenessNote(adapter, queue), ...(read.notes ?? [])]),
+    ...withNotes([snapshotCompletenessNote(adapter, queue), ...(read.notes ?? []), unopened]),
     sideEffects: read.sideEffects,
     summary,
     messages: rows,
