@@ -1,6 +1,5 @@
 import { useEffect, useRef } from 'react';
 import uPlot from 'uplot';
-import 'uplot/dist/uPlot.min.css';
 import { formatMs, type DurationStats, type RetrySchedule } from '../../../shared/tuning';
 
 /** A vertical marker on the histogram: the current and the recommended timeout (ms). */

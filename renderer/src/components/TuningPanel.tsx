@@ -17,9 +17,13 @@ import { useStore } from '../store';
 import { queueKey } from '../store/types';
 import { ErrorState, Loading } from './common';
 import type { ChartMark } from './TuningCharts';
+// uPlot's stylesheet (1.5 kB) loads with the panel, not with the lazy chart chunk: the build emits a
+// lazy chunk's CSS as a file of its own that nothing loads, so the charts were unstyled (canvas and
+// cursor layer out of place, the legend drawn over the plot — ui-pass).
+import 'uplot/dist/uPlot.min.css';
 import './TuningPanel.css';
 
-// uPlot (and its CSS) load only when a chart is shown: it touches window.matchMedia at import
+// uPlot's code loads only when a chart is shown: it touches window.matchMedia at import
 // time, and most sessions never open the tuning panel.
 const TuningHistogramChart = lazy(() => import('./TuningCharts').then((m) => ({ default: m.TuningHistogramChart })));
 const RetryHerdChart = lazy(() => import('./TuningCharts').then((m) => ({ default: m.RetryHerdChart })));
