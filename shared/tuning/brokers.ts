@@ -188,21 +188,41 @@ export function timeoutSnippet(target: TuningTarget, timeoutMs: number, ctx: Sni
   }
 }
 
+/** Largest total visibility of one SQS receive (ChangeMessageVisibility cannot extend past it), ms. */
+const SQS_MAX_VISIBILITY_MS = 43_200_000;
+
 /**
  * How to extend the lease for long jobs on this broker: one paragraph and a snippet.
  * @param recommendedMs the recommended timeout (heartbeat every half of it).
+ * @param opts.leaseMs SQS: the short lease the heartbeat keeps (the queue's VisibilityTimeout in
+ *   force while heartbeating, ms; default `recommendedMs`). The heartbeat runs every half of it and
+ *   pushes the visibility that far ahead each time, so it comes before the lease in force expires.
+ * @param opts.exceedsMax SQS: the needed timeout is beyond the 12 h a receive can be kept invisible.
  */
-export function leaseExtension(target: TuningTarget, recommendedMs: number, ctx: SnippetContext): { how: string; snippet: { language: string; text: string } } {
+export function leaseExtension(target: TuningTarget, recommendedMs: number, ctx: SnippetContext, opts: { leaseMs?: number; exceedsMax?: boolean } = {}): { how: string; snippet: { language: string; text: string } } {
   const half = Math.max(1, Math.floor(recommendedMs / 2));
   switch (target) {
-    case 'sqs':
+    case 'sqs': {
+      const leaseS = Math.max(2, secs(Math.min(opts.leaseMs ?? recommendedMs, SQS_MAX_VISIBILITY_MS)));
+      const beatS = Math.max(1, Math.floor(leaseS / 2));
+      const cap = opts.exceedsMax === true
+        ? " SQS keeps one receive invisible for at most 12 h in total (ChangeMessageVisibility fails beyond it), so no heartbeat covers processing longer than that: record such work durably (a job table, a workflow) and delete the message, or split it."
+        : ' SQS keeps one receive invisible for at most 12 h in total.';
+      if (opts.exceedsMax === true && leaseS * 1000 >= SQS_MAX_VISIBILITY_MS) {
+        // Even the typical message needs the whole 12 h: a heartbeat has nothing left to extend.
+        return {
+          how: `No heartbeat helps here: even typical processing needs the whole 12 h that SQS keeps one receive invisible at most (ChangeMessageVisibility fails beyond it). Record such work durably (a job table, a workflow) and delete the message, or split it.`,
+          snippet: { language: 'ts', text: `// Record the work, then delete the message at once; process from the record.\nawait jobs.insert({ id: msg.MessageId, body: msg.Body });\nawait sqs.send(new DeleteMessageCommand({ QueueUrl, ReceiptHandle: msg.ReceiptHandle }));` },
+        };
+      }
       return {
-        how: `Heartbeat: while a message is being processed, call ChangeMessageVisibility every ${Math.max(1, secs(half))} s to push its visibility timeout ${secs(recommendedMs)} s ahead (at most 12 h after the receive). Keep the queue's VisibilityTimeout short so crashed consumers' messages come back quickly.`,
+        how: `Heartbeat: set the queue's VisibilityTimeout (and any VisibilityTimeout your consumer passes to ReceiveMessage) to a short lease of ${String(leaseS)} s instead, and while a message is being processed call ChangeMessageVisibility every ${String(beatS)} s to push it ${String(leaseS)} s ahead: a live consumer keeps its message, a crashed one's comes back within ${String(leaseS)} s. The heartbeat must come before the lease in force runs out: with a longer interval, or a VisibilityTimeout shorter than the interval, the message is delivered again while still being processed.${cap}`,
         snippet: {
           language: 'ts',
-          text: `const beat = setInterval(() => {\n  void sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl, ReceiptHandle: msg.ReceiptHandle, VisibilityTimeout: ${secs(recommendedMs)} }));\n}, ${Math.max(1000, secs(half) * 1000)});\ntry { await handle(msg); await sqs.send(new DeleteMessageCommand({ QueueUrl, ReceiptHandle: msg.ReceiptHandle })); }\nfinally { clearInterval(beat); }`,
+          text: `// Queue VisibilityTimeout (or the ReceiveMessage override) = ${String(leaseS)} s; heartbeat every ${String(beatS)} s.\nconst beat = setInterval(() => {\n  void sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl, ReceiptHandle: msg.ReceiptHandle, VisibilityTimeout: ${String(leaseS)} }));\n}, ${String(beatS * 1000)});\ntry { await handle(msg); await sqs.send(new DeleteMessageCommand({ QueueUrl, ReceiptHandle: msg.ReceiptHandle })); }\nfinally { clearInterval(beat); }`,
         },
       };
+    }
     case 'bullmq':
       return {
         how: 'BullMQ extends the lock itself every lockDuration/2 while the worker\'s event loop is free. For CPU-bound work, run the processor in a sandbox (a processor file → child process/worker thread) so renewals keep running; for manual processing call job.extendLock(token, ms).',

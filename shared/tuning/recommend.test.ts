@@ -45,6 +45,32 @@ describe('recommend (ms)', () => {
     expect(r.current!.verdict).toContain('10.0%');
   });
 
+  it('SQS long tail: the heartbeat keeps a short lease and beats within it (not every half of the long recommendation)', () => {
+    // 95 messages take 2 s, 5 take 2 min: p99 2 min × 3 = 6 min recommended; p50 2 s × 3 = 6 s → lease 10 s (the floor).
+    const samples = [...new Array<number>(95).fill(2_000), ...new Array<number>(5).fill(120_000)];
+    const r = recommend({ target: 'sqs', samplesMs: samples, snippet: ctx })!;
+    expect(r.recommendedMs).toBe(360_000);
+    expect(r.leaseExtension.advised).toBe(true);
+    expect(r.leaseExtension.how).toMatch(/^Heartbeat: set the queue's VisibilityTimeout \(and any VisibilityTimeout your consumer passes to ReceiveMessage\) to a short lease of 10 s instead, and while a message is being processed call ChangeMessageVisibility every 5 s to push it 10 s ahead/);
+    const text = r.leaseExtension.snippet.text;
+    const lease = Number(/VisibilityTimeout: (\d+) \}/.exec(text)?.[1]);
+    const everyMs = Number(/\}, (\d+)\);/.exec(text)?.[1]);
+    expect([lease, everyMs]).toEqual([10, 5_000]);
+    // Whatever the lease, a beat must come before it runs out.
+    expect(everyMs).toBeLessThan(lease * 1000);
+  });
+
+  it('SQS beyond 12 h: the advice says no heartbeat can cover it (ChangeMessageVisibility is capped at 12 h per receive)', () => {
+    const r = recommend({ target: 'sqs', samplesMs: [...new Array<number>(99).fill(60_000), 5 * 3_600_000, 5 * 3_600_000], snippet: ctx })!;
+    expect(r.clamped).toBe('max');
+    expect(r.leaseExtension.how).toContain('short lease of 180 s');
+    expect(r.leaseExtension.how).toContain('so no heartbeat covers processing longer than that');
+    const all = recommend({ target: 'sqs', samplesMs: [5 * 3_600_000], snippet: ctx })!;
+    expect(all.leaseExtension.how).toMatch(/^No heartbeat helps here: even typical processing needs the whole 12 h/);
+    const fits = recommend({ target: 'sqs', samplesMs: [60_000], snippet: ctx })!;
+    expect(fits.leaseExtension.how).not.toContain('no heartbeat covers');
+  });
+
   it('a consumer override is the effective SQS timeout', () => {
     const r = recommend({ target: 'sqs', samplesMs: [1000, 5000], current: current({ timeoutMs: 30_000 }), consumerOverrideMs: 2000, snippet: ctx })!;
     expect(r.current!.timeoutMs).toBe(2000);

@@ -14,6 +14,8 @@ import { checkRetrySchedule, sqsTimeToDlqMs, type RetryPolicy, type RetrySchedul
 export const DEFAULT_FACTOR = 3;
 /** p99 of an exponential distribution ÷ its mean (ln 100): used when only the mean is known. */
 export const EXPONENTIAL_P99_PER_MEAN = Math.log(100);
+/** Shortest lease an SQS heartbeat is advised with, ms: a ChangeMessageVisibility call every few seconds would be mostly API traffic. */
+export const SQS_MIN_HEARTBEAT_LEASE_MS = 10_000;
 /** Recommended timeouts at or above this suggest lease extension instead, ms (15 min). */
 export const LONG_TIMEOUT_MS = 15 * 60_000;
 
@@ -117,7 +119,11 @@ export function recommend(input: RecommendInput): Recommendation | null {
   if (recommendedMs > setting.maxMs) {
     clamped = 'max';
     recommendedMs = setting.maxMs;
-    reasons.push(`Clamped to the ${setting.name} maximum of ${formatMs(setting.maxMs)}: processing can outlive it, so lease extension is required.`);
+    reasons.push(
+      input.target === 'sqs'
+        ? `Clamped to the ${setting.name} maximum of ${formatMs(setting.maxMs)}: processing can outlive it, and SQS cannot keep one receive invisible longer (not even with ChangeMessageVisibility): see lease extension.`
+        : `Clamped to the ${setting.name} maximum of ${formatMs(setting.maxMs)}: processing can outlive it, so lease extension is required.`,
+    );
   } else if (setting.floor !== undefined && recommendedMs < setting.floor.ms) {
     clamped = 'min';
     recommendedMs = setting.floor.ms;
@@ -142,7 +148,13 @@ export function recommend(input: RecommendInput): Recommendation | null {
       : big
         ? `The timeout is long (≥ ${formatMs(LONG_TIMEOUT_MS)}): a message held by a crashed consumer waits that long before anyone retries it. Extending the lease lets you keep it shorter.`
         : 'Not needed at this timeout; use it if jobs can run much longer than measured.';
-  const lease = leaseExtension(input.target, recommendedMs, input.snippet);
+  // SQS heartbeat: a short lease near the typical time (p50 × factor, at least 10 s, at most the
+  // recommendation), renewed every half of it — not the long recommendation itself.
+  const leaseMs =
+    input.target === 'sqs' && stats !== null
+      ? Math.min(recommendedMs, Math.max(SQS_MIN_HEARTBEAT_LEASE_MS, Math.ceil(roundUpToStep(stats.p50Ms * factor).valueMs / 1000) * 1000))
+      : recommendedMs;
+  const lease = leaseExtension(input.target, recommendedMs, input.snippet, { leaseMs, exceedsMax: clamped === 'max' });
 
   const brokerNotes: string[] = [];
   if (input.target === 'bullmq') {
