@@ -689,6 +689,9 @@ async function compareWithTarget(
     const why = e instanceof QueuescopeError && e.code === 'PEEK_REFUSED' ? `${e.message} (the comparison with ${label} was skipped)` : `${label} could not be read: ${e instanceof Error ? e.message : String(e)}`;
     return { ...base, label, queueId: other.id, result: null, read: 0, partial: false, note: why };
   }
+  // A snapshot section that holds only part of its queue (cut short, one peek window, picked ids): its keys are not all there.
+  const held = snapshotPartialReason(t.adapter, other);
+  if (held !== null) partialReasons.unshift(held);
   const result = compareDuplicates(own, { label, messages: otherMessages, options: { ...analyzeOptions, ...(t.rules !== undefined ? { rules: t.rules } : {}) } });
   const notes = [capNote, partialReasons.length > 0 ? `${label}: ${partialReasons.join(' ')}` : null].filter((x): x is string => x !== null);
   return { ...base, label, queueId: other.id, result, read: readCount, partial: partialReasons.length > 0 || capNote !== null, note: notes.length > 0 ? notes.join(' ') : null };

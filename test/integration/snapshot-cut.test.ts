@@ -81,6 +81,12 @@ describe('a snapshot cut at a line boundary', () => {
     expect(report).toMatchObject({ analysed: 250, partial: true });
     expect(report.partialReason).toContain(`holds 250 of the ${String(N)} messages`);
 
+    // Compared with a cut snapshot: the comparison says it read only part of it.
+    const c = JSON.parse((await run(['inspect', out, '--compare', cut, '--json'])).stdout) as InspectReport;
+    const withCut = c.comparisons.find((x) => x.relation === 'snapshot');
+    expect(withCut).toMatchObject({ read: 250, partial: true });
+    expect(withCut?.note).toContain(`The file was cut: it holds 250 of the ${String(N)} messages`);
+
     // Cut right after the header: no message at all is not an empty queue.
     const headerOnly = join(dir, 'header-only.jsonl');
     await writeFile(headerOnly, `${all[0] ?? ''}\n`);
