@@ -71,6 +71,9 @@ export const createRedriveSlice: StateCreator<All, [], [], RedriveSlice> = (set,
     const ended = TERMINAL_STATUSES.includes(op.status) && !(prev != null && prev.id === op.id && TERMINAL_STATUSES.includes(prev.status));
     const t = touched.get(key);
     if (ended && t !== undefined) refreshAfterMove(get(), t.connectionId, [t.dlqId, ...(t.targetQueueId !== null ? [t.targetQueueId] : [])]);
+    // A history shown beside the run listed it as `started` (no end recorded): read it again, so it
+    // says how the run ended (completed, cancelled…) next to the result.
+    if (ended && get().redriveHistory.status !== 'idle') void get().loadRedriveHistory({ limit: 20 });
   };
 
   const poll = async (key: string, id: string): Promise<void> => {
