@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main, type CliIo } from '../../core/cli/main';
 import type { TuningReport } from '../../shared/tuning';
@@ -116,6 +117,32 @@ describe('queuescope tune', () => {
     expect(r.code).toBe(6);
     expect(r.stdout).toMatch(/100\.0% of deliveries took longer/);
   });
+
+  it('--fail-on risk cannot pass what it cannot compare: an unknown current timeout (stream claimer) or no recommendation exits 9', async () => {
+    const redis = new Redis(REDIS_URL);
+    const key = `${prefix}-stream`;
+    cleanups.push(async () => {
+      await redis.del(key);
+      redis.disconnect();
+    });
+    await redis.xadd(key, '*', 'orderId', 'A-1');
+    await redis.xgroup('CREATE', key, 'workers', '0');
+    const durations = join(home, 'stream-durations.csv');
+    writeFileSync(durations, `duration\n${Array.from({ length: 100 }, (_, i) => String(1000 + i * 10)).join('\n')}\n`);
+    const file = ['--source', 'file', '--file', durations, '--fail-on', 'risk'];
+    // The claimer's min-idle-time is application code: unknown without --current, so the gate cannot pass.
+    const unknown = await run(['tune', REDIS_URL, `stream:${key}`, ...file]);
+    expect(unknown.code).toBe(9);
+    expect(unknown.stderr).toContain('fail-on risk: nothing checked — the current min-idle-time (XAUTOCLAIM / XCLAIM of the claiming consumer) is unknown (not stored on the broker): pass --current');
+    const low = await run(['tune', REDIS_URL, `stream:${key}`, ...file, '--current', '1s']);
+    expect(low.code).toBe(6);
+    expect(low.stderr).toContain('fail-on risk: the current min-idle-time (XAUTOCLAIM / XCLAIM of the claiming consumer) 1 s is below the recommended');
+    expect((await run(['tune', REDIS_URL, `stream:${key}`, ...file, '--current', '1h'])).code).toBe(0);
+    // Nothing to measure (no consumer acks during the window): no recommendation, so nothing was checked.
+    const none = await run(['tune', REDIS_URL, `stream:${key}`, '--window', '1s', '--fail-on', 'risk', '--current', '1s']);
+    expect(none.code).toBe(9);
+    expect(none.stderr).toContain('fail-on risk: nothing checked — no recommendation');
+  }, 60_000);
 
   it('bad input exits 2 naming the option', async () => {
     const r = await run(['tune', REDIS_URL, `bullmq:${prefix}:payments`, '--current', '30']);

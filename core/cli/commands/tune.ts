@@ -86,7 +86,7 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--peek-receive-counts', 'SQS: receive up to 10 messages (VisibilityTimeout 0) to read ApproximateReceiveCount — each counts as a receive, so it can move messages at maxReceiveCount to the DLQ')
     .option('--apply', 'change the timeout on the broker (SQS VisibilityTimeout); without --yes only shows the change and exits 8 (not confirmed)')
     .option('--yes', 'confirm --apply')
-    .addOption(new Option('--fail-on <what>', 'exit 6 when the current timeout is below the recommendation (for CI)').choices(['risk']))
+    .addOption(new Option('--fail-on <what>', 'exit 6 when the current timeout is below the recommendation (for CI); 9 when it cannot tell (nothing measured, or the current timeout unknown: pass --current)').choices(['risk']))
     .option('--profile <name>', 'use a connection saved in the app (name or id)')
     .option('--management-url <url>', 'RabbitMQ management API base URL (default: derived from the AMQP URL)')
     .option('--json', 'print the report as JSON (durations in ms)')
@@ -100,7 +100,9 @@ attributes while draining: a mean only), cloudwatch (SQS on AWS), file (imported
 Only SQS can be changed (--apply --yes: SetQueueAttributes, logged to the audit log in the config
 folder); other brokers get a copyable snippet.
 ${EXIT_CODES_HELP}
-  tune: 6 with --fail-on risk when the current timeout is below the recommendation.
+  tune: 6 with --fail-on risk when the current timeout is below the recommendation;
+  9 (incomplete) when it cannot tell: no recommendation (nothing measured), or the
+  current timeout unknown (a stream claimer's min-idle-time: pass --current).
 `,
     )
     .action(async (a1: string | undefined, a2: string | undefined, opts: TuneOpts) => {
@@ -165,7 +167,20 @@ ${EXIT_CODES_HELP}
           ctx.out(renderReport(report, ctx.width));
           if (applied) ctx.out(`\nApplied: VisibilityTimeout ${cell(applied.before.VisibilityTimeout)} s → ${cell(applied.after.VisibilityTimeout)} s (logged in the audit log).\n`);
         }
-        if (opts.failOn === 'risk' && rec && !applied && (report.current?.timeoutMs ?? Infinity) < rec.recommendedMs) ctx.setExitCode(EXIT.FINDINGS);
+        if (opts.failOn === 'risk' && !applied) {
+          // A gate that cannot compare must not pass: no recommendation, or no current timeout to compare with, is incomplete (9).
+          const cur = report.current?.timeoutMs ?? null;
+          if (!rec) {
+            ctx.err(`fail-on risk: nothing checked — no recommendation (${escapeForTerminal(report.noRecommendationReason ?? 'no processing times were measured')}). Exit ${String(EXIT.INCOMPLETE)} (incomplete).\n`);
+            ctx.setExitCode(EXIT.INCOMPLETE);
+          } else if (cur === null) {
+            ctx.err(`fail-on risk: nothing checked — the current ${escapeForTerminal(rec.setting)} is unknown (not stored on the broker): pass --current with the value your code uses (e.g. --current 30s). Exit ${String(EXIT.INCOMPLETE)} (incomplete).\n`);
+            ctx.setExitCode(EXIT.INCOMPLETE);
+          } else if (cur < rec.recommendedMs) {
+            ctx.err(`fail-on risk: the current ${escapeForTerminal(rec.setting)} ${formatMs(cur)} is below the recommended ${formatMs(rec.recommendedMs)}; exit ${String(EXIT.FINDINGS)}.\n`);
+            ctx.setExitCode(EXIT.FINDINGS);
+          }
+        }
       });
     });
 }
