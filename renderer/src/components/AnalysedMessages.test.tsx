@@ -155,6 +155,18 @@ describe('analysed copies in place of the message list (queues whose read change
     expect(reads()).toHaveLength(0);
   });
 
+  it('Esc closes the open analysed copy, and a focus inside it goes back to the analysed list', async () => {
+    const msgs = ['A-1', 'A-2'].map((id) => message(id, JSON.stringify({ orderId: id })));
+    report = reportOf(msgs, [row('A-1'), row('A-2')]);
+    await analyse();
+    fireEvent.click(screen.getByTestId('analysed-list').querySelector('[data-message-id="A-2"]') as Element);
+    const view = screen.getByTestId('analysed-message-view');
+    within(view).getByRole('button', { name: 'Close message' }).focus();
+    fireEvent.keyDown(document.activeElement ?? document.body, { key: 'Escape' });
+    expect(screen.queryByTestId('analysed-message-view')).toBeNull();
+    expect(document.activeElement).toBe(screen.getByTestId('analysed-list'));
+  });
+
   it('says the queue was empty rather than offering to read it', async () => {
     report = reportOf([], []);
     await analyse();
