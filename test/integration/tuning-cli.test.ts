@@ -144,6 +144,25 @@ describe('queuescope tune', () => {
     expect(none.stderr).toContain('fail-on risk: nothing checked — no recommendation');
   }, 60_000);
 
+  it('--fail-on risk compares the effective SQS timeout: a consumer override below the recommendation exits 6, also after --apply --yes', async () => {
+    const name = uniqueName('tunecli');
+    const url = (await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: '30' } }))).QueueUrl!;
+    cleanups.push(() => sqs.send(new DeleteQueueCommand({ QueueUrl: url })));
+    const file = join(home, 'override-durations.jsonl');
+    writeFileSync(file, Array.from({ length: 200 }, (_, i) => JSON.stringify({ durationMs: 2000 + (i % 10) * 100 })).join('\n'));
+    // Queue attribute 30 s ≥ the recommended 9 s, but the consumer receives with VisibilityTimeout 1 s: every message is duplicated.
+    const over = await run(['tune', SQS_URL, name, '--file', file, '--consumer-override', '1s', '--fail-on', 'risk'], SQS_ENV);
+    expect(over.stdout).toMatch(/Current VisibilityTimeout 1 s: 100\.0% of deliveries took longer/);
+    expect(over.code).toBe(6);
+    expect(over.stderr).toContain("fail-on risk: the consumer's ReceiveMessage VisibilityTimeout (--consumer-override, which wins over the queue attribute) 1 s is below the recommended 9 s");
+    // Applying changes the queue attribute only: the override still wins.
+    const applied = await run(['tune', SQS_URL, name, '--file', file, '--consumer-override', '1s', '--apply', '--yes', '--fail-on', 'risk'], SQS_ENV);
+    expect(applied.stdout).toMatch(/Applied: VisibilityTimeout 30 s → 9 s/);
+    expect(applied.code).toBe(6);
+    // Without an override the applied value is the effective one: nothing at risk.
+    expect((await run(['tune', SQS_URL, name, '--file', file, '--fail-on', 'risk'], SQS_ENV)).code).toBe(0);
+  });
+
   it('bad input exits 2 naming the option', async () => {
     const r = await run(['tune', REDIS_URL, `bullmq:${prefix}:payments`, '--current', '30']);
     expect(r.code).toBe(2);

@@ -86,7 +86,7 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--peek-receive-counts', 'SQS: receive up to 10 messages (VisibilityTimeout 0) to read ApproximateReceiveCount — each counts as a receive, so it can move messages at maxReceiveCount to the DLQ')
     .option('--apply', 'change the timeout on the broker (SQS VisibilityTimeout); without --yes only shows the change and exits 8 (not confirmed)')
     .option('--yes', 'confirm --apply')
-    .addOption(new Option('--fail-on <what>', 'exit 6 when the current timeout is below the recommendation (for CI); 9 when it cannot tell (nothing measured, or the current timeout unknown: pass --current)').choices(['risk']))
+    .addOption(new Option('--fail-on <what>', 'exit 6 when the current timeout (SQS: --consumer-override wins over the queue attribute) is below the recommendation (for CI); 9 when it cannot tell (nothing measured, or the current timeout unknown: pass --current)').choices(['risk']))
     .option('--profile <name>', 'use a connection saved in the app (name or id)')
     .option('--management-url <url>', 'RabbitMQ management API base URL (default: derived from the AMQP URL)')
     .option('--json', 'print the report as JSON (durations in ms)')
@@ -167,9 +167,12 @@ ${EXIT_CODES_HELP}
           ctx.out(renderReport(report, ctx.width));
           if (applied) ctx.out(`\nApplied: VisibilityTimeout ${cell(applied.before.VisibilityTimeout)} s → ${cell(applied.after.VisibilityTimeout)} s (logged in the audit log).\n`);
         }
-        if (opts.failOn === 'risk' && !applied) {
+        if (opts.failOn === 'risk') {
           // A gate that cannot compare must not pass: no recommendation, or no current timeout to compare with, is incomplete (9).
-          const cur = report.current?.timeoutMs ?? null;
+          // The effective timeout is compared: a consumer's ReceiveMessage override wins over the queue attribute, also over one just applied.
+          const overrideMs = rec?.target === 'sqs' ? (options.consumerOverrideMs ?? null) : null;
+          const cur = overrideMs ?? (applied && rec ? rec.recommendedMs : (report.current?.timeoutMs ?? null));
+          const what = overrideMs !== null ? `the consumer's ReceiveMessage VisibilityTimeout (--consumer-override, which wins over the queue attribute${applied ? ' just applied' : ''})` : `the current ${escapeForTerminal(rec?.setting ?? 'timeout')}`;
           if (!rec) {
             ctx.err(`fail-on risk: nothing checked — no recommendation (${escapeForTerminal(report.noRecommendationReason ?? 'no processing times were measured')}). Exit ${String(EXIT.INCOMPLETE)} (incomplete).\n`);
             ctx.setExitCode(EXIT.INCOMPLETE);
@@ -177,7 +180,7 @@ ${EXIT_CODES_HELP}
             ctx.err(`fail-on risk: nothing checked — the current ${escapeForTerminal(rec.setting)} is unknown (not stored on the broker): pass --current with the value your code uses (e.g. --current 30s). Exit ${String(EXIT.INCOMPLETE)} (incomplete).\n`);
             ctx.setExitCode(EXIT.INCOMPLETE);
           } else if (cur < rec.recommendedMs) {
-            ctx.err(`fail-on risk: the current ${escapeForTerminal(rec.setting)} ${formatMs(cur)} is below the recommended ${formatMs(rec.recommendedMs)}; exit ${String(EXIT.FINDINGS)}.\n`);
+            ctx.err(`fail-on risk: ${what} ${formatMs(cur)} is below the recommended ${formatMs(rec.recommendedMs)}; exit ${String(EXIT.FINDINGS)}.\n`);
             ctx.setExitCode(EXIT.FINDINGS);
           }
         }
