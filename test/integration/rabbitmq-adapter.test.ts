@@ -364,6 +364,24 @@ describe('connection failures name their cause', () => {
     }
   });
 
+  it('an administrator without permissions on an existing vhost → PERMISSION_DENIED saying so (the API shows admins every vhost)', async () => {
+    const vhost = uniqueName('vh');
+    const user = uniqueName('admin');
+    expect((await mgmt('PUT', `/api/vhosts/${vhost}`, {})).status).toBeLessThan(300);
+    cleanups.push(() => mgmt('DELETE', `/api/vhosts/${vhost}`));
+    expect((await mgmt('PUT', `/api/users/${user}`, { password: 'pw-123', tags: 'administrator' })).status).toBeLessThan(300);
+    cleanups.push(() => mgmt('DELETE', `/api/users/${user}`));
+    const base = new URL(AMQP_URL);
+    const denied = createRabbitmqAdapter({ ...config, url: `amqp://${user}:pw-123@${base.host}/${vhost}` });
+    try {
+      const r = await denied.testConnection();
+      expect(r.error?.code).toBe('PERMISSION_DENIED');
+      expect(r.error?.message).toBe(`User '${user}' has no permissions on virtual host '${vhost}': grant them with rabbitmqctl set_permissions -p '${vhost}' '${user}' '.*' '.*' '.*'.`);
+    } finally {
+      await denied.close();
+    }
+  });
+
   it('management API on a closed port → MANAGEMENT_UNAVAILABLE with the plugin hint', async () => {
     const bad = createRabbitmqAdapter({ ...config, managementUrl: 'http://127.0.0.1:1' });
     try {

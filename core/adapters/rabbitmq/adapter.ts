@@ -380,7 +380,16 @@ export class RabbitmqAdapter implements BrokerAdapter {
       return new QueuescopeError('PERMISSION_DENIED', `User '${u}' has no permissions on virtual host '${v}': grant them with rabbitmqctl set_permissions -p '${v}' '${u}' '.*' '.*' '.*'.`, details);
     }
     if (res?.status === 200) {
-      return new QueuescopeError('PERMISSION_DENIED', `RabbitMQ refused to open virtual host '${v}' for user '${u}' although it exists and the user may use it: a connection limit on the vhost or user may be reached.`, details);
+      // An administrator sees every vhost's queues through the API, permissions or not: ask for the user's
+      // permissions on it (404 = none; a non-administrator gets 401 here and the answer stays open).
+      const perm = await this.mgmt.getUnguarded(`/api/permissions/${encodeURIComponent(v)}/${encodeURIComponent(u)}`, signal).catch(() => null);
+      if (perm?.status === 404) {
+        return new QueuescopeError('PERMISSION_DENIED', `User '${u}' has no permissions on virtual host '${v}': grant them with rabbitmqctl set_permissions -p '${v}' '${u}' '.*' '.*' '.*'.`, details);
+      }
+      if (perm?.status === 200) {
+        return new QueuescopeError('PERMISSION_DENIED', `RabbitMQ refused to open virtual host '${v}' for user '${u}' although it exists and the user has permissions on it: a connection limit on the vhost or user may be reached.`, details);
+      }
+      return new QueuescopeError('PERMISSION_DENIED', `RabbitMQ refused to open virtual host '${v}' for user '${u}' although it exists: the user may have no permissions on it (the management API could not tell), or a connection limit on the vhost or user may be reached.`, details);
     }
     return new QueuescopeError('UNKNOWN_VHOST', `RabbitMQ refused to open virtual host '${v}' for user '${u}': the vhost does not exist, or the user has no permissions on it (the management API could not tell which).`, details);
   }
