@@ -90,6 +90,7 @@ export function evaluateAudit(facts: AuditFacts[], options: EvaluateOptions): Au
       return rule.meta.thresholds[name]?.default ?? Number.NaN;
     },
     measurement: (q) => measurements.get(q.name) ?? measurements.get(q.id) ?? null,
+    reports: (ruleId, q) => !disabled.includes(ruleId) && !config.suppress.some((s) => s.rule === ruleId && (matchesQueuePattern(s.queue, q.name) || matchesQueuePattern(s.queue, q.id))),
     rabbitServer,
     redisServer,
   });

@@ -6,6 +6,12 @@ export interface RuleContext {
   threshold(name: string): number;
   /** The measured processing time of a queue (by name or id), or null. */
   measurement(queue: { name: string; id: string }): QueueMeasurement | null;
+  /**
+   * Whether a finding of rule `ruleId` on this queue would count: the rule is not turned off and no
+   * suppression covers the queue. For rules that leave a case to a more specific rule, so a case
+   * the specific rule no longer reports is not silently passed.
+   */
+  reports(ruleId: string, queue: { name: string; id: string }): boolean;
   /** The RabbitMQ node of the queue's connection, when read. */
   rabbitServer: RabbitServerFacts | null;
   /** The Redis server of the queue's connection, when read. */

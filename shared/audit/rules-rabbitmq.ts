@@ -56,13 +56,19 @@ export const rabbitNoDlx: RabbitRule = {
     docUrl: DLX_DOC,
     thresholds: {},
   },
-  check(q) {
+  check(q, ctx) {
     if (q.type === 'stream' || transient(q) || q.isDeadLetterQueue) return notApplicable;
     if (q.deadLetterExchange) return pass();
-    if (dropsByTtlOrLength(q) || q.overflow?.value === 'drop-head') return notApplicable; // the more specific rules report it
+    // The more specific rules report a missing DLX on a queue that drops by TTL, length or drop-head — unless
+    // they are turned off or suppressed for it (expiry on purpose): rejected messages are still discarded, so say it here.
+    const specific = [
+      ...(dropsByTtlOrLength(q) ? ['rabbitmq.ttl-or-max-length-without-dlx'] : []),
+      ...(q.overflow?.value === 'drop-head' ? ['rabbitmq.drop-head-without-dlx'] : []),
+    ];
+    if (specific.some((id) => ctx.reports(id, q))) return notApplicable;
     return {
       status: 'fail',
-      message: `${q.name} has no dead-letter exchange (no x-dead-letter-exchange argument, no policy key): rejected messages are discarded.${q.dlqCandidate ? ` ${q.dlqCandidate.queue} exists and could receive them.` : ''}`,
+      message: `${q.name} has no dead-letter exchange (no x-dead-letter-exchange argument, no policy key): rejected messages are discarded.${specific.length > 0 ? ` (${specific.join(' / ')} is off or suppressed for it, but that covers only expiry and overflow.)` : ''}${q.dlqCandidate ? ` ${q.dlqCandidate.queue} exists and could receive them.` : ''}`,
       evidence: { arguments: q.arguments, policy: q.policy, effectivePolicyDefinition: q.policyDefinition },
       ...dlxFix(q),
     };

@@ -207,6 +207,20 @@ describe('RabbitMQ rules', () => {
     expect(ids(run([rabbit({ ...none, maxLength: { value: 10, source: 'policy' }, overflow: { value: 'reject-publish', source: 'argument' } })]))).toEqual(['work:rabbitmq.no-dead-letter-exchange']);
   });
 
+  it('a TTL queue without DLX whose TTL finding is suppressed or off still reports the missing DLX (rejected messages are discarded too)', () => {
+    const ttl = rabbit({ deadLetterExchange: null, deadLetterRoutingKey: null, deadLetterRouting: null, messageTtlMs: { value: 3_600_000, source: 'argument' } });
+    const suppressed = run([ttl], { config: { suppress: [{ rule: 'rabbitmq.ttl-or-max-length-without-dlx', queue: 'work', reason: 'notifications expire on purpose' }] } });
+    expect(suppressed.findings.map((f) => [f.ruleId, f.suppressed !== null]).sort()).toEqual([
+      ['rabbitmq.no-dead-letter-exchange', false],
+      ['rabbitmq.ttl-or-max-length-without-dlx', true],
+    ]);
+    expect(suppressed.findings.find((f) => f.ruleId === 'rabbitmq.no-dead-letter-exchange')?.message).toContain('rejected messages are discarded. (rabbitmq.ttl-or-max-length-without-dlx is off or suppressed for it, but that covers only expiry and overflow.)');
+    const off = run([ttl], { config: { severity: { 'rabbitmq.ttl-or-max-length-without-dlx': 'off' } } });
+    expect(ids(off)).toEqual(['work:rabbitmq.no-dead-letter-exchange']);
+    // A suppression of another queue changes nothing here.
+    expect(ids(run([ttl], { config: { suppress: [{ rule: 'rabbitmq.ttl-or-max-length-without-dlx', queue: 'other', reason: 'not this one' }] } }))).toEqual(['work:rabbitmq.ttl-or-max-length-without-dlx']);
+  });
+
   it('consumer timeout vs measured p99; non-durable; consumer-less growing DLQ', () => {
     expect(ids(run([rabbit()], { measurements: m('work', 2_000_000) }))).toEqual(['work:rabbitmq.consumer-timeout-below-processing-time']);
     expect(ids(run([rabbit()], { measurements: m('work', 2_000) }))).toEqual([]);
