@@ -166,6 +166,15 @@ describe('RabbitMQ audit against the real broker', () => {
     expect(report.checks.find((c) => c.target === `${p}.ok` && c.ruleId === 'rabbitmq.consumer-timeout-below-processing-time')?.status).toBe('pass');
   });
 
+  it('dead letters routed back into the same queue (DLX "" without a routing key) are reported as the cycle they are, not as "no binding of \'\' matches"', async () => {
+    await declare(`${p}.selfdlx`, { arguments: { 'x-dead-letter-exchange': '' } });
+    const r = await audit();
+    expect(on(r, 'selfdlx')).toEqual(['rabbitmq.dead-letters-unroutable']);
+    expect(r.findings.find((f) => f.target === `${p}.selfdlx`)?.message).toBe(
+      'dead letters are routed back into this same queue (a cycle); RabbitMQ drops a message that completes a cycle without being rejected.',
+    );
+  });
+
   it('a non-durable queue', () => {
     expect(on(report, 'transient')).toEqual(['rabbitmq.non-durable-queue']);
   });

@@ -158,7 +158,8 @@ class RabbitmqAuditCollector implements AuditCollector {
         routingKeys: keys,
         reachedQueues: targets.filter((t) => t.queueName !== null && t.problem === undefined).map((t) => t.queueName ?? ''),
         unresolved: targets.filter((t) => t.queueName === null && t.problem === undefined).map((t) => t.via),
-        problem: targets.find((t) => t.queueName === null && t.problem !== undefined)?.problem ?? null,
+        // Any target's problem: a missing route (queueName null), or dead letters routed back into this same queue (a cycle).
+        problem: targets.find((t) => t.problem !== undefined)?.problem ?? null,
       };
     }
     let consumerTimeout: SourcedValue<number> | null = null;
