@@ -6,6 +6,7 @@
  * statistics off the consumer-less-DLQ rule reads the AMQP counts instead (ready and consumers from
  * a passive queue.declare; see `RabbitQueueFacts.amqpCounts`).
  */
+import { DEFAULT_FACTOR } from '../tuning/recommend';
 import { fmtMs, notApplicable, p99Text, notChecked, pass, type QueueRule, type RuleContext } from './rule-kit';
 import type { AuditFix, RabbitQueueFacts, RuleOutcome, SourcedValue } from './types';
 
@@ -217,7 +218,9 @@ export const rabbitConsumerTimeout: RabbitRule = {
     fix: 'Raise consumer_timeout (rabbitmq.conf, ms; per queue with x-consumer-timeout / a consumer-timeout policy on RabbitMQ ≥ 3.12) above several times the measured p99, or make processing faster.',
     docUrl: 'https://www.rabbitmq.com/docs/consumers#acknowledgement-timeout',
     thresholds: {
-      safetyFactor: { default: 1, min: 1, max: 100, description: 'the timeout must be at least this many times the measured p99' },
+      // The factor `queuescope tune` recommends with (DEFAULT_FACTOR): with 1 a p99 of 20 min passed against
+      // the 30 min default while tune --fail-on risk failed the same data.
+      safetyFactor: { default: DEFAULT_FACTOR, min: 1, max: 100, description: 'the timeout must be at least this many times the measured p99 (default 3, the factor queuescope tune recommends with)' },
       nodeConsumerTimeoutMs: { default: 1_800_000, min: 1, description: "the node's consumer_timeout from rabbitmq.conf, ms (the management API does not expose it; default 1800000)" },
     },
     needsMeasurement: true,
@@ -227,9 +230,15 @@ export const rabbitConsumerTimeout: RabbitRule = {
     const m = ctx.measurement(q);
     if (!m || m.p99Ms === null) return notChecked('no measurement');
     const t: SourcedValue<number> = q.consumerTimeoutMs ?? ctx.rabbitServer?.consumerTimeoutMs ?? { value: ctx.threshold('nodeConsumerTimeoutMs'), source: 'node' };
-    const need = m.p99Ms * ctx.threshold('safetyFactor');
-    if (t.value >= need) return pass();
-    return { status: 'fail', message: `Consumer timeout ${fmtMs(t.value)} (${t.source}) is below the ${p99Text({ ...m, p99Ms: m.p99Ms })}${ctx.threshold('safetyFactor') > 1 ? ` × ${ctx.threshold('safetyFactor')}` : ''}.`, evidence: { consumerTimeoutMs: t, p99Ms: m.p99Ms, p99Basis: m.p99Basis, meanMs: m.meanMs, measurementSource: m.source } };
+    const factor = ctx.threshold('safetyFactor');
+    const need = m.p99Ms * factor;
+    const p99 = p99Text({ ...m, p99Ms: m.p99Ms });
+    if (t.value >= need) return pass(`consumer timeout ${fmtMs(t.value)} (${t.source}) ≥ ${factor === 1 ? `the ${p99}` : `${String(factor)} × ${p99}`}`);
+    return {
+      status: 'fail',
+      message: `Consumer timeout ${fmtMs(t.value)} (${t.source}) is below ${factor === 1 ? `the ${p99}` : `${String(factor)} × ${p99} = ${fmtMs(need)}`}${t.value < m.p99Ms ? ': more than 1% of deliveries outlive it, and RabbitMQ closes the channel and requeues them while they are still being processed' : ''}.`,
+      evidence: { consumerTimeoutMs: t, p99Ms: m.p99Ms, p99Basis: m.p99Basis, meanMs: m.meanMs, safetyFactor: factor, measurementSource: m.source },
+    };
   },
 };
 

@@ -224,6 +224,11 @@ describe('RabbitMQ rules', () => {
   it('consumer timeout vs measured p99; non-durable; consumer-less growing DLQ', () => {
     expect(ids(run([rabbit()], { measurements: m('work', 2_000_000) }))).toEqual(['work:rabbitmq.consumer-timeout-below-processing-time']);
     expect(ids(run([rabbit()], { measurements: m('work', 2_000) }))).toEqual([]);
+    // A p99 of 20 min against the 30 min default: below 3 × p99, as tune --fail-on risk says.
+    const slow = run([rabbit()], { measurements: m('work', 1_200_000) });
+    expect(ids(slow)).toEqual(['work:rabbitmq.consumer-timeout-below-processing-time']);
+    expect(slow.findings[0]?.message).toBe('Consumer timeout 30 min (default) is below 3 × measured p99 20 min = 60 min.');
+    expect(ids(run([rabbit()], { measurements: m('work', 1_200_000), config: { thresholds: { 'rabbitmq.consumer-timeout-below-processing-time': { safetyFactor: 1 } } } }))).toEqual([]);
     expect(ids(run([rabbit({ durable: false })]))).toEqual(['work:rabbitmq.non-durable-queue']);
     expect(ids(run([rabbit({ durable: false, exclusive: true })]))).toEqual([]);
     const dlq = rabbit({ name: 'work.dlq', isDeadLetterQueue: true, deadLetterExchange: null, deadLetterRouting: null, deadLetterRoutingKey: null, consumers: 0, messages: 200 });
@@ -278,7 +283,15 @@ describe('Redis rules', () => {
 
   it('lockDuration vs measured p99', () => {
     expect(ids(run([bull()], { measurements: m('jobs', 45_000) }))).toEqual(['jobs:redis.bullmq-lock-duration-below-processing-time']);
-    expect(ids(run([bull()], { measurements: m('jobs', 45_000), config: { thresholds: { 'redis.bullmq-lock-duration-below-processing-time': { lockDurationMs: 120_000 } } } }))).toEqual([]);
+    const lock = (t: Record<string, number>): { config: { thresholds: Record<string, Record<string, number>> } } => ({ config: { thresholds: { 'redis.bullmq-lock-duration-below-processing-time': t } } });
+    expect(ids(run([bull()], { measurements: m('jobs', 45_000), ...lock({ lockDurationMs: 135_000 }) }))).toEqual([]);
+    // Several times the p99, as tune recommends (3 ×): 120 s is above the p99 but below 3 × 45 s.
+    const below = run([bull()], { measurements: m('jobs', 45_000), ...lock({ lockDurationMs: 120_000 }) });
+    expect(ids(below)).toEqual(['jobs:redis.bullmq-lock-duration-below-processing-time']);
+    expect(below.findings[0]?.message).toBe('lockDuration 2 min of jobs is below 3 × measured p99 45 s = 2.3 min.');
+    // A p99 of 15 s against the 30 s default: tune recommends 45 s, so the audit fails it too.
+    expect(ids(run([bull()], { measurements: m('jobs', 15_000) }))).toEqual(['jobs:redis.bullmq-lock-duration-below-processing-time']);
+    expect(ids(run([bull()], { measurements: m('jobs', 15_000), ...lock({ safetyFactor: 1 }) }))).toEqual([]);
   });
 
   it('streams: pending entries pointing at trimmed entries; stranded pending entries', () => {
@@ -347,7 +360,7 @@ describe('parseMeasurements', () => {
     // BullMQ lockDuration 30 s, mean 10 s: estimated p99 46 s.
     const bullMean = parseMeasurements({ queues: { jobs: { meanMs: 10_000 } } }).measurements;
     expect(run([bull()], { measurements: bullMean }).findings.map((f) => f.message)).toEqual([
-      'lockDuration 30 s is below the estimated p99 46.1 s (4.6 × the measured mean 10 s, as if times were exponential; measure per-message times for a real p99) of jobs.',
+      'lockDuration 30 s of jobs is below 3 × estimated p99 46.1 s (4.6 × the measured mean 10 s, as if times were exponential; measure per-message times for a real p99) = 2.3 min.',
     ]);
   });
 
