@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main, type CliIo } from '../../core/cli/main';
 import type { InspectReport } from '../../shared/api/inspect';
 import { REDIS_URL, uniqueName } from './env';
+import { runCli, type CliRun } from './fixtures/run-cli';
 
 /**
  * A snapshot cut at a line boundary (a truncated download or copy, a write that stopped between
@@ -16,24 +16,8 @@ import { REDIS_URL, uniqueName } from './env';
  * Real export from a Redis list; plain and gzip.
  */
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 let dir: string;
-async function run(argv: string[]): Promise<Run> {
-  let stdout = '';
-  let stderr = '';
-  const io: CliIo = {
-    stdout: { write: (s: string) => (stdout += s) },
-    stderr: { write: (s: string) => (stderr += s) },
-    env: { QUEUESCOPE_HOME: join(dir, 'home') },
-    cwd: dir,
-  };
-  const code = await main(argv, io);
-  return { code, stdout, stderr };
-}
+const run = (argv: string[]): Promise<CliRun> => runCli(dir, argv);
 
 const list = uniqueName('snap-cut');
 const N = 600; // ~600 B each: more than one 256 KiB write, so a gzip file has a member boundary inside the messages
