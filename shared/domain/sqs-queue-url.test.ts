@@ -24,6 +24,26 @@ describe('parseSqsQueueUrl', () => {
     });
   });
 
+  it("reads fauxqs's own queue URL (http://sqs.<region>.<IPv4>:PORT/…, which new URL() refuses): region from the host, the IPv4 address as the endpoint", () => {
+    expect(parseSqsQueueUrl('http://sqs.us-east-1.127.0.0.1:4566/000000000000/orders-dlq')).toEqual({
+      url: 'http://sqs.us-east-1.127.0.0.1:4566/000000000000/orders-dlq',
+      origin: 'http://127.0.0.1:4566',
+      region: 'us-east-1',
+      aws: false,
+      accountId: '000000000000',
+      name: 'orders-dlq',
+    });
+    expect(parseSqsQueueUrl('http://sqs.eu-west-1.10.0.0.7/000000000000/a.fifo')).toMatchObject({ origin: 'http://10.0.0.7', region: 'eu-west-1', name: 'a.fifo' });
+    for (const s of [
+      'http://sqs.us-east-1.127.0.0.1:4566/000000000000/orders?x=1',
+      'http://sqs.us-east-1.127.0.0.1:4566/000000000000',
+      'http://sqs.us-east-1.999.0.0.1:4566/000000000000/orders', // not an IPv4 address
+      'http://sqs.us-east-1.127.0.0.1:4566/1234/orders',
+    ]) {
+      expect(parseSqsQueueUrl(s), s).toBeNull();
+    }
+  });
+
   it('is null for anything else', () => {
     for (const s of [
       'orders',

@@ -5,13 +5,18 @@
  * 000000000000, local-aws-sqs 123456789012) and the name is an SQS queue name (1–80 of A–Z a–z 0–9 - _,
  * plus `.fifo`): that path shape is what makes such a URL unambiguous — no other broker's connection
  * or queue is written this way.
+ *
+ * fauxqs names its queues `http://sqs.<region>.127.0.0.1:4566/<account>/<name>` (what `ListQueues`,
+ * `GetQueueUrl` and `queuescope queues --json` print). The WHATWG URL parser rejects that host (its last
+ * label is a number, so the whole host must be an IPv4 address), and the name does not resolve: such a
+ * URL is read with its region from the host and the IPv4 address as the endpoint (`http://127.0.0.1:4566`).
  */
 export interface SqsQueueUrl {
   /** The URL as given (trimmed). */
   url: string;
-  /** `scheme://host[:port]`, the endpoint requests go to. */
+  /** `scheme://host[:port]`, the endpoint requests go to (for `sqs.<region>.<IPv4>` hosts: the IPv4 address). */
   origin: string;
-  /** The region an AWS host names; null for any other host (an emulator). */
+  /** The region an AWS host names (or an emulator's `sqs.<region>.<IPv4>` host); null for any other host. */
   region: string | null;
   /** True for an AWS host (`*.amazonaws.com`, `*.amazonaws.com.cn`). */
   aws: boolean;
@@ -20,12 +25,29 @@ export interface SqsQueueUrl {
 }
 
 const PATH = /^\/(\d{12})\/([A-Za-z0-9_-]{1,75}(?:\.fifo)?|[A-Za-z0-9_-]{1,80})\/?$/;
-const AWS_HOST = /^(?:sqs\.([a-z]{2}(?:-gov)?-[a-z]+-\d)|([a-z]{2}(?:-gov)?-[a-z]+-\d)\.queue|queue)\.amazonaws\.com(?:\.cn)?$/;
+
+const REGION = '[a-z]{2}(?:-gov)?-[a-z]+-\\d';
+const AWS_HOST = new RegExp(`^(?:sqs\\.(${REGION})|(${REGION})\\.queue|queue)\\.amazonaws\\.com(?:\\.cn)?$`);
+/** fauxqs: `http://sqs.<region>.<IPv4>[:port]/…` (a host the URL parser refuses, see {@link SqsQueueUrl}). */
+const REGION_IPV4_URL = new RegExp(`^(https?):\\/\\/sqs\\.(${REGION})\\.((?:\\d{1,3}\\.){3}\\d{1,3})(:\\d{1,5})?(\\/[^?#]*)$`, 'i');
 
 /** Parses a plain SQS queue URL (see {@link SqsQueueUrl}); null when `text` is not one. Pure. */
 export function parseSqsQueueUrl(text: string): SqsQueueUrl | null {
   const raw = text.trim();
   if (!/^https?:\/\//i.test(raw)) return null;
+  const regionIp = REGION_IPV4_URL.exec(raw);
+  if (regionIp !== null) {
+    const [, scheme = '', region = '', ip = '', port = '', path = ''] = regionIp;
+    const m = PATH.exec(path);
+    let origin: string;
+    try {
+      origin = new URL(`${scheme.toLowerCase()}://${ip}${port}`).origin;
+    } catch {
+      return null;
+    }
+    if (m === null) return null;
+    return { url: raw, origin, region: region.toLowerCase(), aws: false, accountId: m[1] ?? '', name: m[2] ?? '' };
+  }
   let u: URL;
   try {
     u = new URL(raw);

@@ -13,7 +13,8 @@ import { sqsResources } from './fixtures/sqs-resources';
  * A plain SQS queue URL as the queue argument (fresh-user pass: only `sqs:<URL>` was accepted; the
  * plain URL gave "No queue named or with id …", exit 4, or — alone — "not a connection", exit 2).
  * The emulators' own form: `http://127.0.0.1:PORT/<account>/<name>` (fauxqs's QueueUrl says
- * `http://sqs.us-east-1.127.0.0.1:4566/…`, which is not even a valid URL: users type the former).
+ * `http://sqs.us-east-1.127.0.0.1:4566/…`, which the WHATWG URL parser refuses: it is read with its region
+ * from the host and 127.0.0.1 as the endpoint, since users copy it from `aws sqs list-queues` or `queues --json`).
  */
 
 const { client, createQueue } = sqsResources();
@@ -69,6 +70,30 @@ describe.each([
     const to = await cli(['redrive', conn, plain, '--to', `${endpoint}/${account}/${src.name}`, '--dry-run', '--json']);
     expect(to.code).toBe(0);
     expect((JSON.parse(to.stdout) as RedrivePlan).targets.map((t) => [t.queueName, t.count])).toEqual([[src.name, 1]]);
+  });
+
+  it('the URL the endpoint itself returns (CreateQueue, ListQueues, `queues --json`) works too: fauxqs\'s http://sqs.<region>.127.0.0.1:PORT/… after a connection and alone (region from its host)', async () => {
+    // fresh-clone pass: fauxqs's own QueueUrl failed with "No queue named or with id …" (exit 4),
+    // alone with "does not say its region" (exit 2): the URL parser refuses a host ending in a number.
+    const base = uniqueName('qurl-own');
+    const dlq = await createQueue(c, `${base}-dlq`);
+    const src = await createQueue(c, base, { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 3 }) });
+    await c.send(new SendMessageCommand({ QueueUrl: dlq.url, MessageBody: 'dead letter own' }));
+    const conn = `sqs://${SQS_REGION}?endpoint=${endpoint}`;
+
+    const peek = await cli(['peek', conn, dlq.url, '--json']);
+    expect(peek.code).toBe(0);
+    expect((JSON.parse(peek.stdout) as PeekPage).messages.map((m) => m.body.data)).toEqual(['dead letter own']);
+
+    const to = await cli(['redrive', conn, dlq.url, '--to', src.url, '--dry-run', '--json']);
+    expect(to.code).toBe(0);
+    expect((JSON.parse(to.stdout) as RedrivePlan).targets.map((t) => [t.queueName, t.count])).toEqual([[src.name, 1]]);
+
+    if (/^https?:\/\/sqs\.[a-z0-9-]+\.\d+\.\d+\.\d+\.\d+[:/]/.test(dlq.url)) {
+      const alone = await cli(['redrive', dlq.url, '--dry-run', '--json']);
+      expect(alone.code).toBe(0);
+      expect((JSON.parse(alone.stdout) as RedrivePlan).targets.map((t) => [t.queueName, t.count])).toEqual([[src.name, 1]]);
+    }
   });
 
   it('alone without a region: a usage error that says exactly what to type', async () => {
