@@ -2,16 +2,16 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { act, cleanup, fireEvent, render, screen, within } from '@testing-library/react';
 import { summarizeQueue } from '../../../shared/analysis/summary';
-import type { ApiResult } from '../../../shared/api/contract';
 import type { InspectReport, InspectedMessage } from '../../../shared/api/inspect';
 import type { OperationSnapshot, QueueMessage, QueueSummary } from '../../../shared/domain';
 import { absoluteTime } from '../lib/format';
 import { useStore } from '../store';
+import { installFakeApi, removeFakeApi, type FakeApi } from '../test/fake-api';
 import { message, summary } from '../test/fixtures';
 import { InspectSummary } from './InspectSummary';
 import { QueueView } from './QueueView';
 
-type Call = { method: string; input: Record<string, unknown> };
+type Call = FakeApi['calls'][number];
 let calls: Call[] = [];
 let queue: QueueSummary;
 let report: InspectReport;
@@ -90,26 +90,19 @@ beforeEach(() => {
   // jsdom lays nothing out: give elements a height so the virtualized list renders its rows.
   vi.spyOn(HTMLElement.prototype, 'clientHeight', 'get').mockReturnValue(600);
   vi.spyOn(HTMLElement.prototype, 'clientWidth', 'get').mockReturnValue(800);
-  calls = [];
   useStore.setState(initial, true);
   queue = rabbitQueue();
-  window.queuescope = {
-    invoke: vi.fn((method: string, input: unknown) => {
-      calls.push({ method, input: input as Record<string, unknown> });
-      let result: ApiResult<unknown>;
-      if (method === 'queues.get') result = { ok: true, value: queue };
-      else if (method === 'queues.list') result = { ok: true, value: [queue] };
-      else if (method === 'inspect.rules.get') result = { ok: true, value: { connectionId: 'c1', settings: { queues: [] }, persisted: true, note: null, problem: null, brokerVersion: null } };
-      else if (method === 'inspect.queue') result = { ok: true, value: operation(report) };
-      else result = { ok: false, error: { code: 'INTERNAL', message: `unexpected ${method}` } };
-      return Promise.resolve(result);
-    }) as never,
-  };
+  ({ calls } = installFakeApi({
+    'queues.get': () => queue,
+    'queues.list': () => [queue],
+    'inspect.rules.get': () => ({ connectionId: 'c1', settings: { queues: [] }, persisted: true, note: null, problem: null, brokerVersion: null }),
+    'inspect.queue': () => operation(report),
+  }));
 });
 afterEach(() => {
   cleanup();
   vi.restoreAllMocks();
-  delete window.queuescope;
+  removeFakeApi();
 });
 
 const reads = (): Call[] => calls.filter((c) => c.method === 'messages.peek' || c.method === 'messages.get');

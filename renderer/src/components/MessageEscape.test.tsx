@@ -1,9 +1,9 @@
 // @vitest-environment jsdom
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { cleanup, fireEvent, render, screen } from '@testing-library/react';
-import type { ApiResult } from '../../../shared/api/contract';
 import type { PeekPage, QueueSummary } from '../../../shared/domain';
 import { useStore } from '../store';
+import { installFakeApi, removeFakeApi } from '../test/fake-api';
 import { message, summary } from '../test/fixtures';
 import { QueueView } from './QueueView';
 
@@ -18,21 +18,16 @@ beforeEach(() => {
   vi.spyOn(HTMLElement.prototype, 'clientWidth', 'get').mockReturnValue(800);
   useStore.setState(initial, true);
   queue = summary({ kind: 'redis-stream', broker: 'redis', id: 'stream:orders' });
-  window.queuescope = {
-    invoke: vi.fn((method: string) => {
-      let result: ApiResult<unknown>;
-      if (method === 'queues.get') result = { ok: true, value: queue };
-      else if (method === 'queues.list') result = { ok: true, value: [queue] };
-      else if (method === 'messages.peek') result = { ok: true, value: page };
-      else result = { ok: false, error: { code: 'INTERNAL', message: `unexpected ${method}` } };
-      return Promise.resolve(result);
-    }) as never,
-  };
+  installFakeApi({
+    'queues.get': () => queue,
+    'queues.list': () => [queue],
+    'messages.peek': () => page,
+  });
 });
 afterEach(() => {
   cleanup();
   vi.restoreAllMocks();
-  delete window.queuescope;
+  removeFakeApi();
 });
 
 async function openMessage(id: string): Promise<HTMLElement> {

@@ -1,9 +1,9 @@
 // @vitest-environment jsdom
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cleanup, fireEvent, render, screen } from '@testing-library/react';
-import type { ApiResult } from '../../../shared/api/contract';
 import type { QueueSummary } from '../../../shared/domain';
 import { useStore } from '../store';
+import { FakeApiError, installFakeApi, removeFakeApi } from '../test/fake-api';
 import { queueKey } from '../store/types';
 import { summary } from '../test/fixtures';
 import { QueueView } from './QueueView';
@@ -16,20 +16,18 @@ let queue: QueueSummary;
 beforeEach(() => {
   gone = false;
   useStore.setState(initial, true);
-  window.queuescope = {
-    invoke: vi.fn((method: string) => {
-      let result: ApiResult<unknown>;
-      if (method === 'queues.get') result = gone ? { ok: false, error: { code: 'QUEUE_NOT_FOUND', message: 'Queue list:q15 was not found' } } : { ok: true, value: queue };
-      else if (method === 'queues.list') result = { ok: true, value: gone ? [] : [queue] };
-      else if (method === 'messages.peek') result = { ok: true, value: { messages: [], nextCursor: null, total: 0, sideEffects: [] } };
-      else result = { ok: false, error: { code: 'INTERNAL', message: `unexpected ${method}` } };
-      return Promise.resolve(result);
-    }) as never,
-  };
+  installFakeApi({
+    'queues.get': () => {
+      if (gone) throw new FakeApiError('QUEUE_NOT_FOUND', 'Queue list:q15 was not found');
+      return queue;
+    },
+    'queues.list': () => (gone ? [] : [queue]),
+    'messages.peek': () => ({ messages: [], nextCursor: null, total: 0, sideEffects: [] }),
+  });
 });
 afterEach(() => {
   cleanup();
-  delete window.queuescope;
+  removeFakeApi();
 });
 
 describe('QueueView when the queue disappears', () => {

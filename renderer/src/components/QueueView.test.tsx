@@ -1,13 +1,13 @@
 // @vitest-environment jsdom
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { act, cleanup, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
-import type { ApiResult } from '../../../shared/api/contract';
 import type { PeekPage, QueueSummary } from '../../../shared/domain';
 import { useStore } from '../store';
+import { installFakeApi, removeFakeApi, type FakeApi } from '../test/fake-api';
 import { message, summary } from '../test/fixtures';
 import { QueueView } from './QueueView';
 
-type Call = { method: string; input: Record<string, unknown> };
+type Call = FakeApi['calls'][number];
 let calls: Call[] = [];
 let queue: QueueSummary;
 const initial = useStore.getState();
@@ -15,23 +15,16 @@ const initial = useStore.getState();
 const page: PeekPage = { messages: [message('m-1', '{"a":1}'), message('m-2', '{"a":2}')], nextCursor: null, total: 2, sideEffects: [] };
 
 beforeEach(() => {
-  calls = [];
   useStore.setState(initial, true);
-  window.queuescope = {
-    invoke: vi.fn((method: string, input: unknown) => {
-      calls.push({ method, input: input as Record<string, unknown> });
-      let result: ApiResult<unknown>;
-      if (method === 'queues.get') result = { ok: true, value: queue };
-      else if (method === 'queues.list') result = { ok: true, value: [queue] };
-      else if (method === 'messages.peek') result = { ok: true, value: page };
-      else result = { ok: false, error: { code: 'INTERNAL', message: `unexpected ${method}` } };
-      return Promise.resolve(result);
-    }) as never,
-  };
+  ({ calls } = installFakeApi({
+    'queues.get': () => queue,
+    'queues.list': () => [queue],
+    'messages.peek': () => page,
+  }));
 });
 afterEach(() => {
   cleanup();
-  delete window.queuescope;
+  removeFakeApi();
 });
 
 const peeks = (): Call[] => calls.filter((c) => c.method === 'messages.peek');

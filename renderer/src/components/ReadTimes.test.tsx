@@ -2,17 +2,17 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { act, cleanup, fireEvent, render, screen, within } from '@testing-library/react';
 import { summarizeQueue } from '../../../shared/analysis/summary';
-import type { ApiResult } from '../../../shared/api/contract';
 import type { InspectReport } from '../../../shared/api/inspect';
 import type { OperationSnapshot, PeekPage, QueueSummary } from '../../../shared/domain';
 import { useStore } from '../store';
+import { installFakeApi, removeFakeApi, type FakeApi } from '../test/fake-api';
 import { message, summary } from '../test/fixtures';
 import { QueueView } from './QueueView';
 
 // ui-pass: the depth cards and the redelivery-safety summary did not say when they were read,
 // while the message list did (and warns when the queue changed since: "Read again").
 
-type Call = { method: string; input: Record<string, unknown> };
+type Call = FakeApi['calls'][number];
 let calls: Call[] = [];
 let queue: QueueSummary;
 const initial = useStore.getState();
@@ -62,27 +62,20 @@ beforeEach(() => {
   // Only the clock and intervals are fake: the store's polls (setTimeout) and promises run as usual.
   vi.useFakeTimers({ toFake: ['Date', 'setInterval', 'clearInterval'] });
   vi.setSystemTime(T0);
-  calls = [];
   useStore.setState(initial, true);
   queue = summary({ kind: 'redis-list', broker: 'redis', id: 'list:orders', name: 'orders', depth: 2 });
-  window.queuescope = {
-    invoke: vi.fn((method: string, input: unknown) => {
-      calls.push({ method, input: input as Record<string, unknown> });
-      let result: ApiResult<unknown>;
-      if (method === 'queues.get') result = { ok: true, value: queue };
-      else if (method === 'queues.list') result = { ok: true, value: [queue] };
-      else if (method === 'messages.peek') result = { ok: true, value: page };
-      else if (method === 'inspect.rules.get') result = { ok: true, value: { connectionId: 'c1', settings: { queues: [] }, persisted: true, note: null, problem: null, brokerVersion: null } };
-      else if (method === 'inspect.queue') result = { ok: true, value: operation() };
-      else result = { ok: false, error: { code: 'INTERNAL', message: `unexpected ${method}` } };
-      return Promise.resolve(result);
-    }) as never,
-  };
+  ({ calls } = installFakeApi({
+    'queues.get': () => queue,
+    'queues.list': () => [queue],
+    'messages.peek': () => page,
+    'inspect.rules.get': () => ({ connectionId: 'c1', settings: { queues: [] }, persisted: true, note: null, problem: null, brokerVersion: null }),
+    'inspect.queue': () => operation(),
+  }));
 });
 afterEach(() => {
   cleanup();
   vi.useRealTimers();
-  delete window.queuescope;
+  removeFakeApi();
 });
 
 /** Lets `ms` pass on the (fake) clock, firing the intervals that update "read … ago". */

@@ -1,34 +1,24 @@
 // @vitest-environment jsdom
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { ApiResult } from '../../../shared/api/contract';
 import type { AuditEntryView, AuditLogPageView } from '../../../shared/api/redrive';
 import type { OperationSnapshot } from '../../../shared/domain';
+import { installFakeApi, removeFakeApi, type FakeApi, type FakeHandler } from '../test/fake-api';
 import { useStore } from '.';
 import { queueKey } from './types';
 
 // ui-pass: with Redrive › History open, a cancelled run's result showed "Cancelled" while the
 // history beside it still listed the run as started, with no end recorded (the log read before).
 
-type Handler = (input: Record<string, unknown>) => unknown;
 const initial = useStore.getState();
-let handlers: Record<string, Handler>;
-let calls: { method: string; input: Record<string, unknown> }[];
+let handlers: Record<string, FakeHandler>;
+let calls: FakeApi['calls'];
 
 beforeEach(() => {
   useStore.setState(initial, true);
-  calls = [];
-  handlers = {};
-  window.queuescope = {
-    invoke: vi.fn(async (method: string, input: unknown) => {
-      calls.push({ method, input: input as Record<string, unknown> });
-      const h = handlers[method];
-      if (h === undefined) return { ok: false, error: { code: 'INTERNAL', message: `no fake for ${method}` } } satisfies ApiResult<never>;
-      return { ok: true, value: await h(input as Record<string, unknown>) };
-    }) as never,
-  };
+  ({ handlers, calls } = installFakeApi());
 });
 afterEach(() => {
-  delete window.queuescope;
+  removeFakeApi();
 });
 
 const op = (status: OperationSnapshot['status']): OperationSnapshot => ({

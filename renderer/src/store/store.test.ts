@@ -1,45 +1,20 @@
 // @vitest-environment jsdom
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { ApiResult } from '../../../shared/api/contract';
-import type { ErrorCode, OperationSnapshot, PeekPage } from '../../../shared/domain';
+import type { OperationSnapshot, PeekPage } from '../../../shared/domain';
 import { message, summary } from '../test/fixtures';
+import { installFakeApi, removeFakeApi, type FakeApi, type FakeHandler, FakeApiError } from '../test/fake-api';
 import { useStore } from '.';
 
-/** What a fake handler throws to make the call fail with an ErrorInfo. */
-class FakeError extends Error {
-  constructor(
-    readonly code: ErrorCode,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-type Handler = (input: Record<string, unknown>) => unknown;
 const initial = useStore.getState();
-let handlers: Record<string, Handler>;
-let calls: { method: string; input: Record<string, unknown> }[];
+let handlers: Record<string, FakeHandler>;
+let calls: FakeApi['calls'];
 
 beforeEach(() => {
   useStore.setState(initial, true);
-  calls = [];
-  handlers = {};
-  window.queuescope = {
-    invoke: vi.fn(async (method: string, input: unknown) => {
-      calls.push({ method, input: input as Record<string, unknown> });
-      const h = handlers[method];
-      if (h === undefined) return { ok: false, error: { code: 'INTERNAL', message: `no fake for ${method}` } } satisfies ApiResult<never>;
-      try {
-        return { ok: true, value: await h(input as Record<string, unknown>) };
-      } catch (e) {
-        const err = e as FakeError;
-        return { ok: false, error: { code: err.code, message: err.message } };
-      }
-    }) as never,
-  };
+  ({ handlers, calls } = installFakeApi());
 });
 afterEach(() => {
-  delete window.queuescope;
+  removeFakeApi();
   vi.useRealTimers();
 });
 
@@ -90,7 +65,7 @@ describe('messages slice', () => {
   it('keeps loaded messages when a later page fails, and shows the error in the banner', async () => {
     handlers['messages.peek'] = (input) => {
       if ((input.options as { cursor: string | null }).cursor === null) return page(['a'], 'c2');
-      throw new FakeError('TIMEOUT', 'The broker did not answer in 30 s.');
+      throw new FakeApiError('TIMEOUT', 'The broker did not answer in 30 s.');
     };
     await useStore.getState().startPeek(params);
     await useStore.getState().loadMore();
@@ -113,7 +88,7 @@ describe('queues slice', () => {
     handlers['queues.list'] = () => [q];
     await useStore.getState().loadQueues('c1');
     handlers['queues.list'] = () => {
-      throw new FakeError('HOST_UNREACHABLE', 'RabbitMQ at 127.0.0.1:5672 refused the connection.');
+      throw new FakeApiError('HOST_UNREACHABLE', 'RabbitMQ at 127.0.0.1:5672 refused the connection.');
     };
     await useStore.getState().loadQueues('c1');
     const list = useStore.getState().queueLists.c1;
@@ -170,7 +145,7 @@ describe('connections slice', () => {
   it('stays on the welcome screen with several connections, and reports a failed list in words', async () => {
     handlers['app.info'] = () => ({ version: '1.0.0', runtime: 'web', demoConnectionId: null, warnings: [], pathInput: true, defaultExportDir: '/home/u/Downloads' });
     handlers['connections.list'] = () => {
-      throw new FakeError('INTERNAL', 'profiles.json could not be read.');
+      throw new FakeApiError('INTERNAL', 'profiles.json could not be read.');
     };
     await useStore.getState().init();
     expect(useStore.getState().view).toEqual({ screen: 'welcome' });

@@ -1,35 +1,21 @@
 // @vitest-environment jsdom
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { ApiResult } from '../../../shared/api/contract';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { OperationSnapshot } from '../../../shared/domain';
 import { buildReport, type CurrentSettings, type Measurement } from '../../../shared/tuning';
+import { installFakeApi, removeFakeApi, type FakeApi, type FakeHandler } from '../test/fake-api';
 import { useStore } from '.';
 import { queueKey } from './types';
 
-type Handler = (input: Record<string, unknown>) => unknown;
 const initial = useStore.getState();
-let handlers: Record<string, Handler>;
-let calls: string[];
+let handlers: Record<string, FakeHandler>;
+let calls: FakeApi['calls'];
 
 beforeEach(() => {
   useStore.setState(initial, true);
-  calls = [];
-  handlers = {};
-  window.queuescope = {
-    invoke: vi.fn(async (method: string, input: unknown) => {
-      calls.push(method);
-      const h = handlers[method];
-      if (h === undefined) return { ok: false, error: { code: 'INTERNAL', message: `no fake for ${method}` } } satisfies ApiResult<never>;
-      try {
-        return { ok: true, value: await h(input as Record<string, unknown>) };
-      } catch (e) {
-        return { ok: false, error: { code: 'UNSUPPORTED', message: (e as Error).message } };
-      }
-    }) as never,
-  };
+  ({ handlers, calls } = installFakeApi({}, { errorCode: 'UNSUPPORTED' }));
 });
 afterEach(() => {
-  delete window.queuescope;
+  removeFakeApi();
 });
 
 const settings: CurrentSettings = { target: 'sqs', timeoutMs: 30_000, timeoutSource: 'queue attribute VisibilityTimeout', maxReceiveCount: 3, deadLetterTarget: 'orders-dlq', brokerVersion: null, perQueueTimeoutSupported: null, retryPolicy: null, notes: [] };
@@ -56,7 +42,7 @@ describe('tuning slice', () => {
     handlers['tuning.apply'] = (input) => ({ setting: 'VisibilityTimeout', before: { VisibilityTimeout: '30' }, after: { VisibilityTimeout: String(Number(input.timeoutMs) / 1000) }, auditLog: '/tmp/audit-log.jsonl' });
     const applied = await useStore.getState().applyTuning('c1', 'sqs:orders', 9000);
     expect(applied.after).toEqual({ VisibilityTimeout: '9' });
-    expect(calls.slice(-2)).toEqual(['tuning.apply', 'tuning.sources']);
+    expect(calls.slice(-2).map((c) => c.method)).toEqual(['tuning.apply', 'tuning.sources']);
   });
 
   it('a failed operation keeps its last error; a refused apply throws and changes nothing', async () => {
