@@ -389,7 +389,8 @@ export async function planRedrive(env: RedriveEnv, r: RedriveRequest, signal?: A
 /**
  * Earlier uses of a backup file recorded in the audit log, in words, newest first: the redrive that
  * wrote it (when it moved messages, they are already in its target, so publishing the backup again
- * makes duplicates) and earlier re-injects of it. Reads the newest 1,000 entries; empty when the
+ * makes duplicates; when it has no end recorded — killed or crashed — how many moved is unknown, so
+ * it is named too) and earlier re-injects of it. Reads the newest 1,000 entries; empty when the
  * log cannot be read (a warning is a courtesy, not a gate). Paths are compared resolved.
  */
 export async function priorUsesOfBackup(env: Pick<RedriveEnv, 'auditLog'>, path: string, signal?: AbortSignal): Promise<string[]> {
@@ -408,6 +409,12 @@ export async function priorUsesOfBackup(env: Pick<RedriveEnv, 'auditLog'>, path:
     const moved = e.counts.moved ?? 0;
     const published = e.counts.published ?? 0;
     if (e.action === 'redrive' && moved > 0) out.push(`the redrive that wrote this backup (${when}, ${e.status ?? 'no end recorded'}) moved ${moved} of its messages to ${e.target ?? 'their target'}: they are there already, so publishing them again makes duplicates unless the consumer deduplicates on an idempotency key`);
+    // The log keeps a run's "started" entry only while no end follows it: the process was killed
+    // (SIGKILL, a crash, a second Ctrl+C) or is still running. Its moves are not counted anywhere.
+    else if (e.action === 'redrive' && e.status === 'started')
+      out.push(
+        `the redrive that wrote this backup (${when}) has no end recorded (killed, crashed, or still running): any of its messages may have moved to ${e.target ?? 'their target'} already — the backup holds every message it read, moved or not — so publishing them again can make duplicates unless the consumer deduplicates on an idempotency key; compare the backup with ${e.target ?? 'the target'} and the DLQ first`,
+      );
     else if (e.action === 'reinject' && published > 0) out.push(`this backup was already re-injected (${when}: ${published} published to ${e.target ?? '?'})`);
   }
   return out;

@@ -1,5 +1,5 @@
 import { getEventListeners } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateQueueCommand, DeleteQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
@@ -265,6 +265,32 @@ describe('usage errors a new user hit: guessed targets, --native with a selectio
       expect(again.code, again.stderr).toBe(0);
       expect(again.stderr).toMatch(/warning: this backup was already re-injected \(.*: 2 published to /);
       await redis.del(dl);
+    } finally {
+      await redis.del(src, dl);
+    }
+  });
+
+  it('reinject of the backup of a redrive killed mid-run (no end in the audit log) warns that its messages may be in the target already', async () => {
+    // fresh-clone pass: SIGKILL after 100 of 500 moved, then reinject into the target: 100 duplicates with
+    // no warning — only an ended run's `moved` count was looked at, and a killed run has none.
+    const src = uniqueName('rd-killed');
+    const dl = `${src}-dlq`;
+    try {
+      await redis.rpush(dl, '{"orderId":"K-1"}', '{"orderId":"K-2"}');
+      const r = await cli(['redrive', REDIS_URL, `list:${dl}`, '--to', src, '--yes']);
+      expect(r.code, r.stderr).toBe(0);
+      const backup = /Backup: (\S+\.jsonl)/.exec(r.stdout)?.[1] ?? '';
+      expect(backup, r.stdout).not.toBe('');
+      // What the log holds when the process is killed after the moves: the run's "started" entry, no end.
+      const logPath = join(home, 'audit-log.jsonl');
+      const lines = (await readFile(logPath, 'utf8')).split('\n').filter((l) => l !== '');
+      const ofRun = lines.filter((l) => (JSON.parse(l) as { backupPath: string | null }).backupPath === backup);
+      expect(ofRun.map((l) => (JSON.parse(l) as { status: string }).status)).toEqual(['started', 'completed']);
+      await writeFile(logPath, lines.filter((l) => l !== ofRun[1]).map((l) => `${l}\n`).join(''));
+      const back = await cli(['reinject', REDIS_URL, src, '--from', backup, '--yes']);
+      expect(back.code, back.stderr).toBe(0);
+      expect(back.stderr).toMatch(new RegExp(`warning: the redrive that wrote this backup \\(.*\\) has no end recorded \\(killed, crashed, or still running\\): any of its messages may have moved to list:${src} already`));
+      expect(await redis.lrange(src, 0, -1)).toEqual(['{"orderId":"K-1"}', '{"orderId":"K-2"}', '{"orderId":"K-1"}', '{"orderId":"K-2"}']);
     } finally {
       await redis.del(src, dl);
     }
