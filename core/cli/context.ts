@@ -221,6 +221,8 @@ export async function resolveQueue(adapter: BrokerAdapter, arg: string | undefin
     return await adapter.getQueue(arg, signal);
   } catch (e) {
     if (!(e instanceof QueuescopeError) || (e.code !== 'QUEUE_NOT_FOUND' && e.code !== 'INVALID_INPUT')) throw e;
+    // A plain SQS queue URL is no queue's name: the adapter's reason (e.g. another region) is the answer.
+    if (e.code === 'INVALID_INPUT' && parseSqsQueueUrl(arg) !== null) throw e;
   }
   let matches = arg.includes('*') ? [] : (await adapter.listQueues({ pattern: arg }, signal)).filter((q) => q.name === arg);
   let all: QueueSummary[] | null = null;

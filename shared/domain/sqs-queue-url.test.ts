@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseSqsQueueUrl } from './sqs-queue-url';
+import { parseSqsQueueUrl, sqsQueueUrlMismatch, type SqsQueueUrl } from './sqs-queue-url';
 
 describe('parseSqsQueueUrl', () => {
   it('reads AWS queue URLs (region from the host) and emulator URLs (no region)', () => {
@@ -61,5 +61,29 @@ describe('parseSqsQueueUrl', () => {
     ]) {
       expect(parseSqsQueueUrl(s), s).toBeNull();
     }
+  });
+});
+
+describe('sqsQueueUrlMismatch', () => {
+  const url = (s: string): SqsQueueUrl => {
+    const u = parseSqsQueueUrl(s);
+    if (u === null) throw new Error(s);
+    return u;
+  };
+  it('an AWS URL matches an AWS connection of its region only', () => {
+    const eu = url('https://sqs.eu-west-1.amazonaws.com/123456789012/orders-dlq');
+    expect(sqsQueueUrlMismatch(eu, 'https://sqs.eu-west-1.amazonaws.com', 'eu-west-1')).toBeNull();
+    expect(sqsQueueUrlMismatch(eu, 'https://vpce-1a2b.sqs.eu-west-1.vpce.amazonaws.com', 'eu-west-1')).toBeNull();
+    expect(sqsQueueUrlMismatch(eu, 'https://sqs.us-east-1.amazonaws.com', 'us-east-1')).toBe('it names region eu-west-1, but the connection is to region us-east-1');
+    expect(sqsQueueUrlMismatch(eu, 'http://127.0.0.1:4566', 'eu-west-1')).toBe('it is an AWS queue URL (region eu-west-1), but the connection goes to http://127.0.0.1:4566');
+  });
+  it("an emulator's URL matches its own endpoint (loopback names alike), not another port or AWS", () => {
+    const local = url('http://127.0.0.1:4566/000000000000/orders');
+    expect(sqsQueueUrlMismatch(local, 'http://127.0.0.1:4566', 'us-east-1')).toBeNull();
+    expect(sqsQueueUrlMismatch(local, 'http://localhost:4566/', 'us-east-1')).toBeNull();
+    expect(sqsQueueUrlMismatch(url('http://sqs.us-east-1.127.0.0.1:4566/000000000000/orders'), 'http://localhost:4566', 'us-east-1')).toBeNull();
+    expect(sqsQueueUrlMismatch(local, 'http://127.0.0.1:4577', 'us-east-1')).toBe('it names the server http://127.0.0.1:4566, but the connection goes to http://127.0.0.1:4577');
+    expect(sqsQueueUrlMismatch(local, 'https://sqs.us-east-1.amazonaws.com', 'us-east-1')).toMatch(/connection goes to AWS/);
+    expect(sqsQueueUrlMismatch(local, 'not a url', 'us-east-1')).toBeNull();
   });
 });

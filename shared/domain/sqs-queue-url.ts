@@ -63,3 +63,41 @@ export function parseSqsQueueUrl(text: string): SqsQueueUrl | null {
   const region = host === null ? null : (host[1] ?? host[2] ?? 'us-east-1');
   return { url: raw, origin: u.origin, region, aws, accountId: m[1] ?? '', name: m[2] ?? '' };
 }
+
+const LOOPBACK = /^(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
+
+/**
+ * Whether a plain queue URL names another server than the connection it is used with: the URL is
+ * resolved on the connection by its name and account (GetQueueUrl), so without this check
+ * `redrive sqs://us-east-1 https://sqs.eu-west-1.amazonaws.com/…/orders-dlq` would read — and move —
+ * us-east-1's queue of the same name. An AWS URL must match the connection's region (and an AWS
+ * endpoint: `*.amazonaws.com`, VPC endpoints included); another URL must have the endpoint's scheme,
+ * host and port (localhost, 127.x.x.x and [::1] count as one host). Pure.
+ * @param endpoint the connection's endpoint URL (for AWS `https://sqs.<region>.amazonaws.com`).
+ * @param region the connection's region.
+ * @returns why they differ, in words; null when they match or the endpoint cannot be parsed.
+ */
+export function sqsQueueUrlMismatch(url: SqsQueueUrl, endpoint: string, region: string): string | null {
+  let e: URL;
+  try {
+    e = new URL(endpoint);
+  } catch {
+    return null;
+  }
+  const endpointAws = /\.amazonaws\.com(?:\.cn)?$/i.test(e.hostname);
+  if (url.aws) {
+    if (!endpointAws) return `it is an AWS queue URL (region ${url.region ?? '?'}), but the connection goes to ${e.origin}`;
+    if (url.region !== region) return `it names region ${url.region ?? '?'}, but the connection is to region ${region}`;
+    return null;
+  }
+  if (endpointAws) return `it names the server ${url.origin}, but the connection goes to AWS (${e.origin})`;
+  let u: URL;
+  try {
+    u = new URL(url.origin);
+  } catch {
+    return null;
+  }
+  const host = (h: string): string => (LOOPBACK.test(h) ? 'loopback' : h.toLowerCase());
+  if (u.protocol !== e.protocol || host(u.hostname) !== host(e.hostname) || u.port !== e.port) return `it names the server ${url.origin}, but the connection goes to ${e.origin}`;
+  return null;
+}

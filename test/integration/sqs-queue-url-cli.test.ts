@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../core/cli/main';
 import type { PeekPage } from '../../shared/domain';
@@ -94,6 +94,33 @@ describe.each([
       expect(alone.code).toBe(0);
       expect((JSON.parse(alone.stdout) as RedrivePlan).targets.map((t) => [t.queueName, t.count])).toEqual([[src.name, 1]]);
     }
+  });
+
+  it('a URL of another server or region than the connection is refused (exit 2), not resolved to the namesake on the connection', async () => {
+    // fresh-clone pass: `peek <conn> https://sqs.eu-west-1.amazonaws.com/…/<name>` (or another emulator's URL)
+    // read the connection's queue of that name — a redrive with --yes would have moved it.
+    const dlq = await createQueue(c, uniqueName('qurl-other-dlq'));
+    const dst = await createQueue(c, uniqueName('qurl-other-dst'));
+    await c.send(new SendMessageCommand({ QueueUrl: dlq.url, MessageBody: 'stays put' }));
+    const conn = `sqs://${SQS_REGION}?endpoint=${endpoint}`;
+    const account = dlq.url.split('/').at(-2) ?? '';
+    const elsewhere = `http://127.0.0.1:${String(Number(new URL(endpoint).port) + 1)}/${account}/${dlq.name}`;
+    const aws = `https://sqs.eu-west-1.amazonaws.com/${account}/${dlq.name}`;
+    for (const argv of [
+      ['peek', conn, elsewhere, '--accept-side-effects'],
+      ['peek', conn, aws, '--accept-side-effects'],
+      ['redrive', conn, aws, '--to', dst.name, '--yes'],
+      ['redrive', conn, dlq.name, '--to', `http://127.0.0.1:${String(Number(new URL(endpoint).port) + 1)}/${account}/${dst.name}`, '--yes'],
+    ]) {
+      const r = await cli(argv);
+      expect(r.code, `${argv.join(' ')}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toMatch(/is not on this connection: it (names|is an AWS queue URL)/);
+    }
+    // Nothing was received or moved: the message is still in the DLQ, never received.
+    const left = await c.send(new ReceiveMessageCommand({ QueueUrl: dlq.url, MaxNumberOfMessages: 10, MessageSystemAttributeNames: ['ApproximateReceiveCount'] }));
+    expect((left.Messages ?? []).map((m) => m.Body)).toEqual(['stays put']);
+    // fauxqs reports the count (local-aws-sqs does not return it here): this receive is the first.
+    for (const m of left.Messages ?? []) if (m.Attributes?.ApproximateReceiveCount !== undefined) expect(m.Attributes.ApproximateReceiveCount).toBe('1');
   });
 
   it('alone without a region: a usage error that says exactly what to type', async () => {

@@ -41,7 +41,7 @@ import { DEFAULT_CLIENT_OPTIONS, TEST_CLIENT_OPTIONS, createSqsClient, credentia
 import { mapWithConcurrency } from './concurrency';
 import { withCallSignal } from '../../lib/abort';
 import { mapSqsError } from './errors';
-import { parseSqsQueueUrl } from '../../../shared/domain/sqs-queue-url';
+import { parseSqsQueueUrl, sqsQueueUrlMismatch } from '../../../shared/domain/sqs-queue-url';
 import { DEFAULT_MAX_BODY_BYTES, toQueueMessage } from './message';
 import { createSqsAuditCollector } from './audit';
 import { SqsRedriveMover } from './redrive';
@@ -150,12 +150,22 @@ export class SqsAdapter implements BrokerAdapter {
    * resolved with GetQueueUrl (name and owner account) to the URL this endpoint itself uses, so the
    * queue's id is the one the listing gives it (fauxqs answers `http://sqs.<region>.127.0.0.1:4566/…`
    * for a queue the user addresses as `http://127.0.0.1:4566/…`); when GetQueueUrl is not allowed,
-   * the URL as given.
-   * @throws QueuescopeError INVALID_INPUT (neither form), QUEUE_NOT_FOUND, connection codes.
+   * the URL as given. A plain URL of another region or server than this connection is refused
+   * ({@link sqsQueueUrlMismatch}): resolving it by name here would pick a namesake.
+   * @throws QueuescopeError INVALID_INPUT (neither form, or a URL of another region/server), QUEUE_NOT_FOUND, connection codes.
    */
   private async resolveQueueUrl(queueId: string, signal?: AbortSignal): Promise<string> {
     const plain = parseSqsQueueUrl(queueId);
     if (plain !== null) {
+      // Resolved by name on this connection: a URL of another region or server would pick a namesake here.
+      const mismatch = sqsQueueUrlMismatch(plain, this.endpoint, this.config.region);
+      if (mismatch !== null) {
+        throw new QueuescopeError(
+          'INVALID_INPUT',
+          `The queue URL ${plain.url.slice(0, 300)} is not on this connection: ${mismatch}. Nothing was read. Give the URL alone (it is then the connection too), or the connection it belongs to before it.`,
+          { queueId: plain.url.slice(0, 300) },
+        );
+      }
       try {
         const out = await this.call('GetQueueUrl', plain.name, (c, s) => c.send(new GetQueueUrlCommand({ QueueName: plain.name, QueueOwnerAWSAccountId: plain.accountId }), { abortSignal: s }), signal);
         return out.QueueUrl ?? plain.url;
