@@ -17,6 +17,7 @@ import { DEFAULT_MAX_BODY_BYTES } from './body';
 import { cancelledError, channelError, messageOf, networkCause, replyCode, throwIfAborted } from './errors';
 import { ManagementClient, ManagementNetworkError, readAllPages, type ManagementResponse } from './management';
 import { parseArray, parseBinding, parseExchange, parseOverview, parsePage, parseQueue, STATS_DISABLED_NOTE } from './parse';
+import { readPolicyDeliveryLimit, withPolicyDeliveryLimit } from './policy-limit';
 import { STREAM_CURSOR_PREFIX, holdAndRelease, parseStreamCursor, readStream, toQueueMessage } from './peek';
 import { decodeQueueId, encodeQueueId } from './queue-id';
 import { CONNECT_TIMEOUT_MS, resolveRabbitmqSettings, type RabbitmqSettings } from './settings';
@@ -517,9 +518,10 @@ export class RabbitmqAdapter implements BrokerAdapter {
 
   // ---------------------------------------------------------------- summaries
 
-  private summary(q: RawQueue, topo: Topology, sources: Map<string, string[]>, fresh?: { messageCount: number; consumerCount: number }, statsOff = false): QueueSummary {
-    const settings = effectiveSettings(q);
+  /** `policyLimit`: the delivery limit of the vhost's policy definitions (getQueue), lowering a quorum queue's record limit. */
+  private summary(q: RawQueue, topo: Topology, sources: Map<string, string[]>, fresh?: { messageCount: number; consumerCount: number }, statsOff = false, policyLimit: number | null = null): QueueSummary {
     const kind = queueKind(q.type);
+    const settings = kind === 'rabbitmq-quorum' ? withPolicyDeliveryLimit(effectiveSettings(q), policyLimit) : effectiveSettings(q);
     const id = encodeQueueId({ vhost: this.s.vhost, name: q.name });
     const isStream = kind === 'rabbitmq-stream';
     const depth = isStream ? q.messages : (fresh?.messageCount ?? q.messagesReady);
@@ -704,7 +706,10 @@ export class RabbitmqAdapter implements BrokerAdapter {
    * lag AMQP by up to ~5 s; queues listed without counts (brand new, or all of them on a broker with
    * statistics off) get ready and consumer counts from AMQP passive declares (at most
    * {@link AMQP_COUNTS_CAP}, or the `amqpCountsCap` option; in-flight stays null), and with statistics off `config.managementStatistics`
-   * says so. Sorted by name (locale collation).
+   * says so. Sorted by name (locale collation). Effective settings and capabilities come from each
+   * queue's record alone: a quorum queue's delivery limit from a policy set seconds ago may be
+   * missing (3.10 reports it late); the policies are not read here, because every read path
+   * (getQueue, peek) reads them itself before its side-effect gate.
    * @throws QueuescopeError HOST_UNREACHABLE, MANAGEMENT_UNAVAILABLE, AUTH_FAILED, PERMISSION_DENIED,
    *   UNKNOWN_VHOST, TLS_ERROR, TIMEOUT, INVALID_INPUT (bad options), CANCELLED.
    */
@@ -752,7 +757,10 @@ export class RabbitmqAdapter implements BrokerAdapter {
   /**
    * A fresh summary of one queue: existence and ready/consumer counts from AMQP `queue.declare`
    * (passive, immediate), the rest from the management API (stats may lag ~5 s), dead-letter links
-   * and sources resolved against the whole vhost.
+   * and sources resolved against the whole vhost. For a quorum queue the delivery limit (and so
+   * `capabilities.peekMayDeadLetter`, the peek gate) is the lower of the queue's record and the
+   * vhost's policy definitions, read alongside ({@link readPolicyDeliveryLimit}): RabbitMQ 3.10's
+   * record shows a quorum queue's policy seconds late. `listQueues` does not read the policies (see there).
    * @throws QueuescopeError QUEUE_NOT_FOUND (also when deleted since listed), INVALID_INPUT (bad id),
    *   HOST_UNREACHABLE, MANAGEMENT_UNAVAILABLE, AUTH_FAILED, CANCELLED.
    */
@@ -767,10 +775,12 @@ export class RabbitmqAdapter implements BrokerAdapter {
       if (!(e instanceof QueuescopeError) || e.details?.replyCode !== 405) throw e;
     }
     const notFound = (): Promise<QueuescopeError> => Promise.resolve(new QueuescopeError('QUEUE_NOT_FOUND', `Queue '${name}' does not exist in vhost '${this.s.vhost}' (it may have been deleted).`, { queue: name, vhost: this.s.vhost }));
-    const [one, { exchanges, bindings }, everything] = await Promise.all([
+    const [one, { exchanges, bindings }, everything, policyLimit] = await Promise.all([
       this.mgmtJson(`/api/queues/${this.vhostPath()}/${encodeURIComponent(name)}?columns=${LIST_COLUMNS}`, signal, notFound),
       this.fetchExchangesAndBindings(signal),
       this.fetchQueues(TOPOLOGY_COLUMNS, TOPOLOGY_QUEUE_CAP, null, () => true, signal),
+      // Read for every queue (the type is not known yet), used for quorum queues only: two small requests.
+      readPolicyDeliveryLimit(this.mgmt, this.s.vhost, name, signal),
     ]);
     const q = parseQueue(one);
     if (!q) throw new QueuescopeError('MANAGEMENT_UNAVAILABLE', `The management API returned an unexpected answer for queue '${name}'.`);
@@ -778,7 +788,7 @@ export class RabbitmqAdapter implements BrokerAdapter {
     byName.set(q.name, q);
     const topo = buildTopology(this.s.vhost, byName.values(), exchanges, bindings);
     const statsOff = q.messagesReady === null && q.messages === null ? await this.statsDisabled(signal) : false;
-    return this.summary(q, topo, this.sourcesIndex(topo), fresh, statsOff);
+    return this.summary(q, topo, this.sourcesIndex(topo), fresh, statsOff, policyLimit);
   }
 
   /** Type and settings of one queue for peeking; null when the management API cannot tell. */
@@ -801,7 +811,9 @@ export class RabbitmqAdapter implements BrokerAdapter {
    *   messages are held unacknowledged on a dedicated channel and requeued (see `holdAndRelease`),
    *   with the side effects declared in the capabilities. When `capabilities.peekMayDeadLetter !== false`
    *   (quorum with a delivery limit, or type unknown) the call throws `PEEK_REFUSED` before touching a
-   *   message unless `options.acceptSideEffects`. No cursor paging (`nextCursor` is null).
+   *   message unless `options.acceptSideEffects`. A quorum queue's delivery limit is the lower of its
+   *   management record and the vhost's policy definitions ({@link readPolicyDeliveryLimit}; the
+   *   record shows a new policy seconds late on 3.10). No cursor paging (`nextCursor` is null).
    * - Streams: non-destructive, from the oldest retained message or a cursor `offset:<n>`.
    *
    * `total` is the ready count (classic/quorum, immediate) or the stream's message count (lagging).
@@ -813,8 +825,10 @@ export class RabbitmqAdapter implements BrokerAdapter {
     const name = this.queueRef(queueId);
     throwIfAborted(signal);
     const before = await this.checkQueue(name, signal);
-    const info = await this.peekInfo(name, signal);
+    let info = await this.peekInfo(name, signal);
     const kind = info?.kind ?? null;
+    // The record shows a quorum queue's policy seconds late (3.10): the gate also reads the policies.
+    if (info !== null && kind === 'rabbitmq-quorum') info = { ...info, settings: withPolicyDeliveryLimit(info.settings, await readPolicyDeliveryLimit(this.mgmt, this.s.vhost, name, signal)) };
     const conn = await this.connection(signal);
 
     if (kind === 'rabbitmq-stream') {

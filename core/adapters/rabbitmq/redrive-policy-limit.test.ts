@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { appliedPolicyDeliveryLimit } from './redrive';
+import { appliedPolicyDeliveryLimit } from './policy-limit';
 
 const pol = (pattern: string, definition: Record<string, unknown>, priority = 0, applyTo = 'queues'): Record<string, unknown> => ({ name: pattern, pattern, definition, priority, 'apply-to': applyTo });
 

@@ -17,6 +17,7 @@ import { deliveryCount, normaliseXDeath } from './headers';
 import { toQueueMessage } from './peek';
 import { decodeQueueId, encodeQueueId } from './queue-id';
 import { ConfirmPublisher, bodyBytes, copyFingerprint, copyKey, publishOptionsFromJson, publishOutcomeUnknown, republishOptions } from './redrive-publish';
+import { lowerLimit, readPolicyDeliveryLimit } from './policy-limit';
 import { DlqReader } from './redrive-reader';
 import { ShovelMover, type ShovelDeps } from './redrive-shovel';
 import type { EffectiveSettings } from './topology';
@@ -127,7 +128,7 @@ function validateMoveOptions(o: ClientMoveOptions): { batch: number; maxBodyByte
  * On a quorum DLQ with a delivery limit, a message whose next requeue would exceed the limit is
  * copied to the tail instead (a requeue would dead-letter it onward, or drop it without a DLX); the
  * limit is the lower of the queue's management record and its policy definitions (see
- * `policyDeliveryLimit`). Reading therefore moves nothing on, so the mover has no
+ * `readPolicyDeliveryLimit` in policy-limit.ts). Reading therefore moves nothing on, so the mover has no
  * `readMovesMessagesOn` (measured on 3.10: argument and policy limits, DLX to a further queue).
  */
 export class RabbitmqRedriveMover implements RedriveMover {
@@ -200,38 +201,10 @@ export class RabbitmqRedriveMover implements RedriveMover {
       throw new QueuescopeError('UNSUPPORTED', `Queue '${dlq}' is a stream: reading a stream does not remove messages, so it cannot be redriven message by message. Use a dynamic shovel or choose a classic or quorum DLQ.`, { queue: dlq });
     }
     const kind: QueueKind | null = info?.kind ?? null;
-    const deliveryLimit = kind === 'rabbitmq-quorum' ? lowerLimit(info?.settings.deliveryLimit?.value ?? null, await this.policyDeliveryLimit(dlq, signal)) : null;
+    const deliveryLimit = kind === 'rabbitmq-quorum' ? lowerLimit(info?.settings.deliveryLimit?.value ?? null, await readPolicyDeliveryLimit(this.d.mgmt, this.d.vhost, dlq, signal)) : null;
     const singleActiveConsumer = info?.settings.singleActiveConsumer === true;
     const run = new ClientRun(this.d, dlq, options, hooks, signal, { batch, maxBodyBytes, kind, deliveryLimit, singleActiveConsumer });
     return run.execute();
-  }
-
-  /**
-   * The `delivery-limit` the vhost's policies give queue `name` now, read from the policy
-   * definitions themselves (`GET /api/policies/<vhost>` and `/api/operator-policies/<vhost>`), not
-   * from the queue's management record: RabbitMQ 3.10 reports a quorum queue's policy with its
-   * statistics, so for seconds after the queue is declared or a policy changes the record lacks it
-   * (measured here: 8–9 s after a declare, ~6 s after a policy change), and a dry run that trusted
-   * only the record requeued messages at that limit, which dead-lettered them onward. Follows
-   * RabbitMQ's choice (rabbit_policy): among the policies whose `pattern` matches the name and whose
-   * `apply-to` covers queues, the highest `priority` applies (on a tie the lowest limit is taken),
-   * one user policy and one operator policy; the lower of their limits wins. Null when none sets a
-   * limit or the policies cannot be read (e.g. a monitoring user): the record's value then stands.
-   * @throws QueuescopeError CANCELLED.
-   */
-  private async policyDeliveryLimit(name: string, signal?: AbortSignal): Promise<number | null> {
-    const vhost = encodeURIComponent(this.d.vhost);
-    const limits: number[] = [];
-    for (const path of [`/api/policies/${vhost}`, `/api/operator-policies/${vhost}`]) {
-      const res = await this.d.mgmt.get(path, signal).catch(() => {
-        throwIfAborted(signal);
-        return null;
-      });
-      if (res?.status !== 200 || !Array.isArray(res.body)) continue;
-      const limit = appliedPolicyDeliveryLimit(name, res.body as unknown[]);
-      if (limit !== null) limits.push(limit);
-    }
-    return limits.length === 0 ? null : Math.min(...limits);
   }
 
   // ------------------------------------------------------------------ native move (dynamic shovel)
@@ -311,41 +284,6 @@ export class RabbitmqRedriveMover implements RedriveMover {
     }
     return { published, failed };
   }
-}
-
-/** The lower of two delivery limits (null = none). */
-function lowerLimit(a: number | null, b: number | null): number | null {
-  return a === null ? b : b === null ? a : Math.min(a, b);
-}
-
-/**
- * The `delivery-limit` of the policy (of one list from `GET /api/policies/<vhost>` or
- * `/api/operator-policies/<vhost>`) that RabbitMQ applies to queue `name`: the highest-priority
- * policy whose `pattern` (a regular expression) matches the name and whose `apply-to` is `queues`,
- * `all` or `quorum_queues`; on a priority tie, the lowest limit. Null when that policy sets none.
- * A pattern JavaScript cannot compile is skipped.
- */
-export function appliedPolicyDeliveryLimit(name: string, policies: readonly unknown[]): number | null {
-  let best: { priority: number; limit: number | null } | null = null;
-  for (const raw of policies) {
-    if (raw === null || typeof raw !== 'object') continue;
-    const p = raw as { pattern?: unknown; 'apply-to'?: unknown; priority?: unknown; definition?: unknown };
-    const applyTo = p['apply-to'] ?? 'all';
-    if (typeof p.pattern !== 'string' || (applyTo !== 'queues' && applyTo !== 'all' && applyTo !== 'quorum_queues')) continue;
-    let re: RegExp;
-    try {
-      re = new RegExp(p.pattern);
-    } catch {
-      continue;
-    }
-    if (!re.test(name)) continue;
-    const priority = typeof p.priority === 'number' ? p.priority : 0;
-    const v = (p.definition as Record<string, unknown> | null | undefined)?.['delivery-limit'];
-    const limit = typeof v === 'number' && Number.isFinite(v) ? v : null;
-    if (best === null || priority > best.priority) best = { priority, limit };
-    else if (priority === best.priority) best = { priority, limit: lowerLimit(best.limit, limit) };
-  }
-  return best?.limit ?? null;
 }
 
 function deliveryLimitOf(dlq: QueueSummary): number | null {
