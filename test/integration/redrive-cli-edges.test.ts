@@ -270,6 +270,35 @@ describe('usage errors a new user hit: guessed targets, --native with a selectio
     }
   });
 
+  it('reinject from an export cut at a line boundary says it is cut and how many messages are not in it', async () => {
+    // fresh-clone pass: a 6-message export cut after 2 lines re-injected "2 of 2" with exit 0 and no word
+    // that 4 were missing, though inspect on the same file says Partial.
+    const src = uniqueName('rd-cut');
+    const dst = `${src}-back`;
+    try {
+      await redis.rpush(src, ...[1, 2, 3, 4, 5, 6].map((i) => `{"orderId":"C-${i}"}`));
+      const file = join(dir, `${src}.jsonl`);
+      const ex = await cli(['export', REDIS_URL, `list:${src}`, '--out', file]);
+      expect(ex.code, ex.stderr).toBe(0);
+      const lines = (await readFile(file, 'utf8')).split('\n').filter((l) => l !== '');
+      expect(lines).toHaveLength(7);
+      await writeFile(file, lines.slice(0, 3).map((l) => `${l}\n`).join(''));
+      const r = await cli(['reinject', REDIS_URL, `list:${dst}`, '--from', file, '--yes']);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).toContain(`warning: ${file} was cut: it holds 2 of the 6 messages its export wrote for ${src}; only those 2 are published, the other 4 are not in this file.`);
+      expect(await redis.lrange(dst, 0, -1)).toEqual(['{"orderId":"C-1"}', '{"orderId":"C-2"}']);
+      // The whole file: no such warning.
+      await writeFile(file, lines.map((l) => `${l}\n`).join(''));
+      await redis.del(dst);
+      const whole = await cli(['reinject', REDIS_URL, `list:${dst}`, '--from', file, '--yes']);
+      expect(whole.code, whole.stderr).toBe(0);
+      expect(whole.stderr).not.toContain('was cut');
+      expect(await redis.llen(dst)).toBe(6);
+    } finally {
+      await redis.del(src, dst);
+    }
+  });
+
   it('reinject of the backup of a redrive killed mid-run (no end in the audit log) warns that its messages may be in the target already', async () => {
     // fresh-clone pass: SIGKILL after 100 of 500 moved, then reinject into the target: 100 duplicates with
     // no warning — only an ended run's `moved` count was looked at, and a killed run has none.

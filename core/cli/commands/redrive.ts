@@ -5,6 +5,7 @@ import { QueuescopeError, type OperationSnapshot, type QueueSummary } from '../.
 import { parseFilter } from '../../../shared/redrive/filter';
 import { checkRate, planRedrive, priorUsesOfBackup, resolveReinjectTarget, startRedrive, startReinject, type RedriveEnv, type RedrivePlan, type RedriveRequest, type RedriveResult, type ReinjectResult } from '../../redrive/engine';
 import { readSnapshot } from '../../snapshot/reader';
+import type { SnapshotHeaderLine } from '../../snapshot/format';
 import { AuditLog, type AuditEntry } from '../../services/audit-log';
 import { OperationManager } from '../../services/operations';
 import { defaultConfigDir } from '../../services/profile-store';
@@ -389,9 +390,24 @@ export function register(program: Command, ctx: CliContext): void {
           : await resolveReinjectTarget(env, path, queue, ctx.signal, (name) => resolveQueue(adapter, name, resolved, ctx.signal));
       if ('absentNote' in q && q.absentNote !== null) ctx.err(`warning: ${q.absentNote}.\n`);
       let count = 0;
-      for await (const item of readSnapshot(path, ctx.signal)) if (item.type === 'message') count++;
+      // Per queue section: what its header says the export wrote, and what the file holds (a cut file).
+      const sections: { name: string; written: SnapshotHeaderLine['written']; held: number }[] = [];
+      for await (const item of readSnapshot(path, ctx.signal)) {
+        if (item.type === 'header') sections[item.section] = { name: item.header.source.queue.name, written: item.header.written, held: 0 };
+        else {
+          count++;
+          const sec = sections[item.section];
+          if (sec !== undefined) sec.held++;
+        }
+      }
       // A backup whose redrive moved its messages: they are in the target already (duplicates ahead).
       const prior = await priorUsesOfBackup(env, path, ctx.signal);
+      // A file cut at a line boundary reads as a smaller, valid one: say that part of it is missing.
+      for (const sec of sections) {
+        if (sec.written === undefined) continue;
+        if (sec.written === null) prior.push(`${path} was cut: the export of ${sec.name} never finished writing it (its header has no message count), so the ${sec.held} message${sec.held === 1 ? '' : 's'} it holds may be only the first ones; the rest are not published`);
+        else if (sec.held < sec.written.messages) prior.push(`${path} was cut: it holds ${sec.held} of the ${sec.written.messages} messages its export wrote for ${sec.name}; only those ${sec.held} are published, the other ${sec.written.messages - sec.held} are not in this file`);
+      }
       for (const w of prior) ctx.err(`warning: ${escapeForTerminal(w)}.\n`);
       if (opts.yes !== true) {
         const ok = await confirm(ctx, `Publish ${count} message${count === 1 ? '' : 's'} from ${cell(path, 200)} to ${cell(q.name, 80)}${prior.length > 0 ? ' despite the warning above' : ''}?`);
