@@ -593,11 +593,14 @@ export async function bullmqSnapshotPartners(adapter: BrokerAdapter, queue: Queu
  */
 export function snapshotPartialReason(adapter: BrokerAdapter, queue: QueueSummary): string | null {
   if (adapter.broker !== 'snapshot') return null;
-  const info = (queue.config as Record<string, unknown> | undefined)?.snapshot as { partial?: unknown; partialReason?: unknown; selection?: unknown; messages?: unknown } | undefined;
+  const info = (queue.config as Record<string, unknown> | undefined)?.snapshot as { partial?: unknown; partialReason?: unknown; selection?: unknown; messages?: unknown; cutReason?: unknown; redriveBackup?: unknown } | undefined;
   if (info?.selection === 'ids') {
-    // Exported with --ids: the picked messages, whatever else the queue held.
+    // Exported with --ids (or a redrive backup): the picked messages, whatever else the queue held; and a cut file says so.
     const n = typeof info.messages === 'number' ? info.messages : null;
-    return `The snapshot holds only ${n === null ? 'the' : `the ${String(n)}`} message${n === 1 ? '' : 's'} picked by id from ${queue.name} (export --ids), not the whole queue.`;
+    const cut = typeof info.cutReason === 'string' && info.cutReason !== '' ? ` ${info.cutReason}` : '';
+    const these = `${n === null ? 'the' : `the ${String(n)}`} message${n === 1 ? '' : 's'}`;
+    if (info.redriveBackup === true) return `The snapshot is a redrive backup of ${queue.name}: it holds ${these} that redrive moved (or tried to), not the whole queue.${cut}`;
+    return `The snapshot holds only ${these} picked by id from ${queue.name} (export --ids), not the whole queue.${cut}`;
   }
   if (info?.partial !== true) return null;
   return `The snapshot holds only part of ${queue.name}: ${typeof info.partialReason === 'string' && info.partialReason !== '' ? info.partialReason : 'the export did not read every message.'}`;

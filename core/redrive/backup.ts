@@ -1,7 +1,7 @@
 import { mkdir, open, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { QueuescopeError, type QueueMessage } from '../../shared/domain';
-import { formatHeaderLine, formatMessageLine, type SnapshotHeaderInput } from '../snapshot/format';
+import { formatMessageLine, formatPendingHeaderLine, formatWrittenHeaderLine, type SnapshotHeaderInput } from '../snapshot/format';
 
 /**
  * The backup a redrive writes before it moves anything: a snapshot file in the export format
@@ -14,15 +14,24 @@ import { formatHeaderLine, formatMessageLine, type SnapshotHeaderInput } from '.
  * batch ({@link append}): the engine calls it in `MoveHooks.beforeMove`, so when the process dies
  * at any point, every message that may have left the DLQ is already on disk. The file is created
  * exclusively (`wx`): an existing file is never overwritten.
+ *
+ * Its header carries the same completeness record as an export's (`written`, see
+ * `core/snapshot/format.ts`): written first as `"written":null` with room, and overwritten in place by
+ * {@link close} with `{ messages, section: 0, sections: 1 }`. A backup whose run was killed (no
+ * `close`) keeps `null`, which readers report as not finished; a finished backup cut at a line
+ * boundary later (a truncated copy) reads as cut.
  */
 export class RedriveBackup {
   private messageCount = 0;
   private closed = false;
+  /** Bytes (UTF-8) of the header line as first written, which `close` overwrites at offset 0. */
+  private headerBytes = 0;
 
   private constructor(
     private fh: FileHandle | null,
     /** Path of the backup file. */
     readonly path: string,
+    private readonly header: SnapshotHeaderInput,
   ) {}
 
   /**
@@ -38,8 +47,10 @@ export class RedriveBackup {
     } catch (e) {
       throw backupError(e, path);
     }
-    const b = new RedriveBackup(fh, path);
-    await b.write(formatHeaderLine(header));
+    const b = new RedriveBackup(fh, path, header);
+    const line = formatPendingHeaderLine(header);
+    await b.write(line);
+    b.headerBytes = Buffer.byteLength(line);
     return b;
   }
 
@@ -75,14 +86,25 @@ export class RedriveBackup {
   }
 
   /**
-   * Closes the file. With `removeIfEmpty`, a backup holding no message is deleted and null is
-   * returned (nothing was moved, so there is nothing to restore). Never throws.
+   * Records the message count in the header (in place, fsynced) and closes the file. With
+   * `removeIfEmpty`, a backup holding no message is deleted and null is returned (nothing was moved,
+   * so there is nothing to restore). Never throws: when the count cannot be written the header keeps
+   * `"written":null` (read as not finished, which errs on the side of caution).
    */
   async close(options: { removeIfEmpty?: boolean } = {}): Promise<string | null> {
     if (this.closed) return this.messageCount === 0 && options.removeIfEmpty === true ? null : this.path;
     this.closed = true;
     const fh = this.fh;
     this.fh = null;
+    if (fh !== null && !(this.messageCount === 0 && options.removeIfEmpty === true)) {
+      try {
+        const data = Buffer.from(formatWrittenHeaderLine(this.header, { messages: this.messageCount, section: 0, sections: 1 }, this.headerBytes), 'utf8');
+        for (let off = 0; off < data.length; ) off += (await fh.write(data, off, data.length - off, off)).bytesWritten;
+        await fh.sync();
+      } catch {
+        /* the header keeps "written":null: the backup reads as not finished */
+      }
+    }
     await fh?.close().catch(() => undefined);
     if (this.messageCount === 0 && options.removeIfEmpty === true) {
       await unlink(this.path).catch(() => undefined);

@@ -6,6 +6,7 @@ import { formatFilter, type RedriveFilter } from '../../shared/redrive/filter';
 import type { MoveBatchResult, MoveSummary, NativeMoveHandle, NativeMoveStatus, NativeMoveSupport, RedriveMover } from '../adapters/redrive-types';
 import type { BrokerAdapter } from '../adapters/types';
 import { readSnapshot } from '../snapshot/reader';
+import { REDRIVE_BACKUP_PARTIAL_REASON } from '../snapshot/format';
 import type { AuditLog } from '../services/audit-log';
 import type { OperationContext, OperationManager } from '../services/operations';
 import { RedriveBackup, defaultBackupPath } from './backup';
@@ -538,7 +539,7 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
     ...(r.state !== undefined ? { state: r.state } : {}),
     selection: 'ids' as const,
     partial: true,
-    partialReason: 'redrive backup: the messages this redrive moved (or tried to), written before each was published',
+    partialReason: REDRIVE_BACKUP_PARTIAL_REASON,
   };
   let backup: RedriveBackup | null = null;
   let mode: RedriveResult['mode'] = 'client-side';

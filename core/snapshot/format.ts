@@ -359,6 +359,28 @@ export function formatWrittenHeaderLine(header: SnapshotHeaderInput, record: Sna
   return `${json.slice(0, -1)}${' '.repeat(pad)}}\n`;
 }
 
+/**
+ * Serialises a header as the line a writer writes before it knows its counts: `"written":null` and
+ * {@link WRITTEN_RESERVE_BYTES} of room, so that {@link formatWrittenHeaderLine}`(header, record,
+ * <this line's byte length>)` can overwrite it in place when the writer finishes. Used by the
+ * export writer (`./writer.ts`) and the redrive backup (`core/redrive/backup.ts`).
+ */
+export function formatPendingHeaderLine(header: SnapshotHeaderInput): string {
+  const unpadded = Buffer.byteLength(formatWrittenHeaderLine(header, null));
+  return formatWrittenHeaderLine(header, null, unpadded + WRITTEN_RESERVE_BYTES);
+}
+
+/**
+ * `partialReason` of the header of a redrive backup (`core/redrive/backup.ts`), which readers use to
+ * word completeness for a backup (its writer is a redrive, not an export).
+ */
+export const REDRIVE_BACKUP_PARTIAL_REASON = 'redrive backup: the messages this redrive moved (or tried to), written before each was published';
+
+/** True when `header` is a redrive backup's (see {@link REDRIVE_BACKUP_PARTIAL_REASON}). */
+export function isRedriveBackupHeader(header: Pick<SnapshotHeaderLine, 'partialReason'>): boolean {
+  return header.partialReason === REDRIVE_BACKUP_PARTIAL_REASON;
+}
+
 /** Serialises a message as one line (with trailing `\n`). `type` comes first so readers can sniff it. */
 export function formatMessageLine(message: QueueMessage): string {
   return `${JSON.stringify({ type: 'message', ...message })}\n`;

@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 import { gunzip as gunzipCb, gzip as gzipCb } from 'node:zlib';
 import { QueuescopeError, type QueueMessage } from '../../shared/domain';
-import { formatMessageLine, formatWrittenHeaderLine, WRITTEN_RESERVE_BYTES, type SnapshotHeaderInput } from './format';
+import { formatMessageLine, formatPendingHeaderLine, formatWrittenHeaderLine, type SnapshotHeaderInput } from './format';
 import { throwIfAborted } from './lines';
 
 const gzip = promisify(gzipCb) as (data: Buffer, options?: { level?: number }) => Promise<Buffer>;
@@ -116,8 +116,7 @@ export class SnapshotWriter {
   async writeHeader(header: SnapshotHeaderInput, signal?: AbortSignal): Promise<void> {
     // The header goes out as a write (gzip member) of its own, so finish() can overwrite it in place.
     await this.flush();
-    const unpadded = Buffer.byteLength(formatWrittenHeaderLine(header, null));
-    const line = formatWrittenHeaderLine(header, null, unpadded + WRITTEN_RESERVE_BYTES);
+    const line = formatPendingHeaderLine(header);
     if (this.closed) throw new QueuescopeError('INTERNAL', 'SnapshotWriter: the writer is already finished or aborted.');
     throwIfAborted(signal);
     const diskOffset = this.diskBytes;

@@ -299,6 +299,52 @@ describe('usage errors a new user hit: guessed targets, --native with a selectio
     }
   });
 
+  it('a redrive backup records its message count: inspect sees no "older Queuescope" note; cut at a line boundary, inspect and reinject say so; unfinished (killed run) reads as not finished', async () => {
+    // fresh-user pass: backups had no `written` record, so a cut backup read as a smaller whole one and
+    // inspect on a current backup said it was "written by an older Queuescope, or by hand".
+    const src = uniqueName('rd-bkcut');
+    const dl = `${src}-dlq`;
+    const dst = `${src}-back`;
+    try {
+      await redis.rpush(dl, ...[1, 2, 3, 4, 5, 6].map((i) => `{"orderId":"B-${i}"}`));
+      const r = await cli(['redrive', REDIS_URL, `list:${dl}`, '--to', src, '--yes']);
+      expect(r.code, r.stderr).toBe(0);
+      const backup = /Backup: (\S+\.jsonl)/.exec(r.stdout)?.[1] ?? '';
+      expect(backup, r.stdout).not.toBe('');
+      const lines = (await readFile(backup, 'utf8')).split('\n').filter((l) => l !== '');
+      expect(lines).toHaveLength(7);
+      const header = JSON.parse(lines[0] ?? '') as Record<string, unknown>;
+      expect(header).toMatchObject({ type: 'queue', selection: 'ids', written: { messages: 6, section: 0, sections: 1 } });
+      const whole = await cli(['inspect', backup, '--json']);
+      expect(whole.code, whole.stderr).toBe(0);
+      expect(whole.stdout + whole.stderr).not.toContain('older Queuescope');
+      expect(whole.stdout + whole.stderr).not.toContain('was cut');
+      expect(JSON.parse(whole.stdout)).toMatchObject({ analysed: 6, partialReason: `The snapshot is a redrive backup of ${dl}: it holds the 6 messages that redrive moved (or tried to), not the whole queue.` });
+
+      // Cut after 2 messages: inspect and reinject say it is cut, and how many are not in it.
+      await writeFile(backup, lines.slice(0, 3).map((l) => `${l}\n`).join(''));
+      const ins = await cli(['inspect', backup]);
+      expect(ins.stderr + ins.stdout).toContain('The file was cut: it holds 2 of the 6 messages the redrive wrote for this queue');
+      const back = await cli(['reinject', REDIS_URL, `list:${dst}`, '--from', backup, '--yes']);
+      expect(back.code, back.stderr).toBe(0);
+      expect(back.stderr).toContain(`warning: ${backup} was cut: it holds 2 of the 6 messages its redrive wrote for ${dl}; only those 2 are published, the other 4 are not in this file.`);
+      expect(await redis.lrange(dst, 0, -1)).toEqual(['{"orderId":"B-1"}', '{"orderId":"B-2"}']);
+
+      // The header as a killed run leaves it (never closed: written null): not finished, said as such.
+      await writeFile(backup, [JSON.stringify({ ...header, written: null }), ...lines.slice(1)].map((l) => `${l}\n`).join(''));
+      const insK = await cli(['inspect', backup]);
+      expect(insK.stderr + insK.stdout).toContain('The backup was not finished: the redrive that wrote it did not end (killed, crashed, or still running)');
+      await redis.del(dst);
+      const backK = await cli(['reinject', REDIS_URL, `list:${dst}`, '--from', backup, '--yes']);
+      expect(backK.code, backK.stderr).toBe(0);
+      expect(backK.stderr).toContain(`warning: ${backup} was not finished: the redrive of ${dl} that wrote it did not end (killed, crashed, or still running; its header has no message count), so the 6 messages it holds are those the run read before it stopped`);
+      expect(backK.stderr).not.toContain('the rest are not published');
+      expect(await redis.llen(dst)).toBe(6);
+    } finally {
+      await redis.del(src, dl, dst);
+    }
+  });
+
   it('reinject of the backup of a redrive killed mid-run (no end in the audit log) warns that its messages may be in the target already', async () => {
     // fresh-clone pass: SIGKILL after 100 of 500 moved, then reinject into the target: 100 duplicates with
     // no warning — only an ended run's `moved` count was looked at, and a killed run has none.

@@ -12,6 +12,7 @@ import {
   type SnapshotConnectionConfig,
 } from '../../../shared/domain';
 import {
+  isRedriveBackupHeader,
   missingHeaderError,
   parseJsonLine,
   snapshotLineError,
@@ -69,6 +70,10 @@ export interface SnapshotQueueInfo {
   completenessNote: string | null;
   /** Messages the writer recorded for this section (header `written.messages`); `null` when not recorded. */
   writtenMessages: number | null;
+  /** Why the file does not hold what the writer wrote (the part of `partialReason` about the cut); `null` when it does or it cannot be checked. */
+  cutReason: string | null;
+  /** True when the section is a redrive backup (header `partialReason`, see `core/snapshot/format.ts`). */
+  redriveBackup: boolean;
   /** Peek state exported (header `state`); `null` = the default state / all states. */
   state: string | null;
   /** `ids` when only chosen messages were exported. */
@@ -402,6 +407,8 @@ class SnapshotAdapter implements BrokerAdapter {
       completeness: check.cut !== null ? 'cut' : s.header.written === undefined ? 'unchecked' : 'complete',
       completenessNote: check.note,
       writtenMessages: s.header.written?.messages ?? null,
+      cutReason: check.cut,
+      redriveBackup: isRedriveBackupHeader(s.header),
       state: s.header.state ?? null,
       selection: s.header.selection ?? 'all',
       file: this.path,
@@ -517,11 +524,21 @@ function completeness(s: SectionIndex, file: string): { cut: string | null; note
       note: `${file} does not record how many messages were written for ${s.header.source.queue.name} (written by an older Queuescope, or by hand): whether the file was cut short (a truncated download or copy) cannot be checked.`,
     };
   }
-  if (w === null) return { cut: `The file was cut: the export never finished writing it (its header has no message count; the ${String(s.all.count)} messages in the file may be only the first ones).`, note: null };
+  // A redrive backup is written by a redrive, under its final name, while the redrive runs.
+  const backup = isRedriveBackupHeader(s.header);
+  if (w === null) {
+    return {
+      cut: backup
+        ? `The backup was not finished: the redrive that wrote it did not end (killed, crashed, or still running), so its header has no message count; it holds the ${String(s.all.count)} messages that run wrote before moving them, unless the file was also cut later (which cannot be checked).`
+        : `The file was cut: the export never finished writing it (its header has no message count; the ${String(s.all.count)} messages in the file may be only the first ones).`,
+      note: null,
+    };
+  }
+  const writer = backup ? 'the redrive' : 'the export';
   const held = s.all.count;
   let cut: string | null = null;
-  if (held < w.messages) cut = `The file was cut: it holds ${String(held)} of the ${String(w.messages)} messages the export wrote for this queue (a truncated download or copy, or a write that stopped).`;
-  else if (held > w.messages) cut = `The file does not match its header: it holds ${String(held)} messages where the export wrote ${String(w.messages)} (edited or joined wrongly).`;
+  if (held < w.messages) cut = `The file was cut: it holds ${String(held)} of the ${String(w.messages)} messages ${writer} wrote for this queue (a truncated download or copy, or a write that stopped).`;
+  else if (held > w.messages) cut = `The file does not match its header: it holds ${String(held)} messages where ${writer} wrote ${String(w.messages)} (edited or joined wrongly).`;
   const note =
     s.missingAfter > 0
       ? `${file} lacks ${String(s.missingAfter)} queue section${s.missingAfter === 1 ? '' : 's'} written after ${s.header.source.queue.name} by the same export: the file was cut there (or joined wrongly), and ${s.missingAfter === 1 ? 'that queue is' : 'those queues are'} missing from it.`

@@ -5,7 +5,7 @@ import { QueuescopeError, type OperationSnapshot, type QueueSummary } from '../.
 import { parseFilter } from '../../../shared/redrive/filter';
 import { checkRate, planRedrive, priorUsesOfBackup, resolveReinjectTarget, startRedrive, startReinject, type RedriveEnv, type RedrivePlan, type RedriveRequest, type RedriveResult, type ReinjectResult } from '../../redrive/engine';
 import { readSnapshot } from '../../snapshot/reader';
-import type { SnapshotHeaderLine } from '../../snapshot/format';
+import { isRedriveBackupHeader, type SnapshotHeaderLine } from '../../snapshot/format';
 import { AuditLog, type AuditEntry } from '../../services/audit-log';
 import { OperationManager } from '../../services/operations';
 import { defaultConfigDir } from '../../services/profile-store';
@@ -391,9 +391,9 @@ export function register(program: Command, ctx: CliContext): void {
       if ('absentNote' in q && q.absentNote !== null) ctx.err(`warning: ${q.absentNote}.\n`);
       let count = 0;
       // Per queue section: what its header says the export wrote, and what the file holds (a cut file).
-      const sections: { name: string; written: SnapshotHeaderLine['written']; held: number }[] = [];
+      const sections: { name: string; written: SnapshotHeaderLine['written']; held: number; backup: boolean }[] = [];
       for await (const item of readSnapshot(path, ctx.signal)) {
-        if (item.type === 'header') sections[item.section] = { name: item.header.source.queue.name, written: item.header.written, held: 0 };
+        if (item.type === 'header') sections[item.section] = { name: item.header.source.queue.name, written: item.header.written, held: 0, backup: isRedriveBackupHeader(item.header) };
         else {
           count++;
           const sec = sections[item.section];
@@ -405,8 +405,11 @@ export function register(program: Command, ctx: CliContext): void {
       // A file cut at a line boundary reads as a smaller, valid one: say that part of it is missing.
       for (const sec of sections) {
         if (sec.written === undefined) continue;
-        if (sec.written === null) prior.push(`${path} was cut: the export of ${sec.name} never finished writing it (its header has no message count), so the ${sec.held} message${sec.held === 1 ? '' : 's'} it holds may be only the first ones; the rest are not published`);
-        else if (sec.held < sec.written.messages) prior.push(`${path} was cut: it holds ${sec.held} of the ${sec.written.messages} messages its export wrote for ${sec.name}; only those ${sec.held} are published, the other ${sec.written.messages - sec.held} are not in this file`);
+        if (sec.written === null && sec.backup) {
+          // Written while the redrive ran, each batch before it moved: a killed run's backup holds what it read.
+          prior.push(`${path} was not finished: the redrive of ${sec.name} that wrote it did not end (killed, crashed, or still running; its header has no message count), so the ${sec.held} message${sec.held === 1 ? '' : 's'} it holds are those the run read before it stopped, unless the file was also cut later, which cannot be checked`);
+        } else if (sec.written === null) prior.push(`${path} was cut: the export of ${sec.name} never finished writing it (its header has no message count), so the ${sec.held} message${sec.held === 1 ? '' : 's'} it holds may be only the first ones; the rest are not published`);
+        else if (sec.held < sec.written.messages) prior.push(`${path} was cut: it holds ${sec.held} of the ${sec.written.messages} messages its ${sec.backup ? 'redrive' : 'export'} wrote for ${sec.name}; only those ${sec.held} are published, the other ${sec.written.messages - sec.held} are not in this file`);
       }
       for (const w of prior) ctx.err(`warning: ${escapeForTerminal(w)}.\n`);
       if (opts.yes !== true) {
