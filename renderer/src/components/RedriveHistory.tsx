@@ -102,11 +102,18 @@ function PutBack({ entry, connectionId, queues }: { entry: AuditEntryView; conne
   const [target, setTarget] = useState(initial);
   const mine = state !== null && state.entryId === entry.id ? state : null;
   const op = mine?.operation ?? null;
-  const moved = entry.counts.moved ?? 0;
+  // A run with no end recorded (killed, crashed, or still running) has only its "started" entry: no counts.
+  const moved = entry.counts.moved;
   return (
     <div className="redrive-putback" data-testid="redrive-putback">
+      {moved === undefined && (
+        <p className="muted" data-testid="redrive-putback-unknown">
+          How many messages this backup holds is not known: the run did not record its end (killed, crashed, or still running). The backup may hold messages that did reach the target
+          already; putting them back makes duplicates unless the consumer deduplicates. Compare the backup with the target and the DLQ first.
+        </p>
+      )}
       <label>
-        Put the backup of {count(moved)} message{moved === 1 ? '' : 's'} back into{' '}
+        {moved === undefined ? 'Put the backup' : `Put the backup of ${count(moved)} message${moved === 1 ? '' : 's'}`} back into{' '}
         <select value={target} onChange={(ev) => setTarget(ev.target.value)} aria-label="Re-inject into queue">
           {queues.map((q) => (
             <option key={q.id} value={q.id}>
