@@ -7,7 +7,7 @@ import type { OperationSnapshot, QueueMessage, QueueSummary } from '../../../sha
 import { absoluteTime } from '../lib/format';
 import { useStore } from '../store';
 import { installFakeApi, removeFakeApi, type FakeApi } from '../test/fake-api';
-import { message, summary } from '../test/fixtures';
+import { message, operationSnapshot, summary } from '../test/fixtures';
 import { InspectSummary } from './InspectSummary';
 import { QueueView } from './QueueView';
 
@@ -68,23 +68,7 @@ function reportOf(messages: QueueMessage[], rows: InspectedMessage[]): InspectRe
   };
 }
 
-const operation = (r: InspectReport): OperationSnapshot => ({
-  id: 'op-1',
-  type: 'inspect',
-  label: 'Inspect orders',
-  status: 'completed',
-  total: r.analysed,
-  processed: r.analysed,
-  moved: 0,
-  skipped: 0,
-  failed: 0,
-  errors: [],
-  rate: null,
-  etaMs: null,
-  startedAt: READ_AT - 300,
-  finishedAt: READ_AT,
-  result: { report: r },
-});
+const operation = (r: InspectReport): OperationSnapshot => operationSnapshot({ total: r.analysed, processed: r.analysed, startedAt: READ_AT - 300, finishedAt: READ_AT, result: { report: r } });
 
 beforeEach(() => {
   // jsdom lays nothing out: give elements a height so the virtualized list renders its rows.

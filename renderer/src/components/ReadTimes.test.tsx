@@ -6,7 +6,7 @@ import type { InspectReport } from '../../../shared/api/inspect';
 import type { OperationSnapshot, PeekPage, QueueSummary } from '../../../shared/domain';
 import { useStore } from '../store';
 import { installFakeApi, removeFakeApi, type FakeApi } from '../test/fake-api';
-import { message, summary } from '../test/fixtures';
+import { message, operationSnapshot, summary } from '../test/fixtures';
 import { QueueView } from './QueueView';
 
 // ui-pass: the depth cards and the redelivery-safety summary did not say when they were read,
@@ -40,23 +40,7 @@ function reportOf(): InspectReport {
 }
 
 /** The inspection as the app's operation reports it: read between T0 − 3 s and T0. */
-const operation = (): OperationSnapshot => ({
-  id: 'op-1',
-  type: 'inspect',
-  label: 'Inspect orders',
-  status: 'completed',
-  total: 2,
-  processed: 2,
-  moved: 0,
-  skipped: 0,
-  failed: 0,
-  errors: [],
-  rate: null,
-  etaMs: null,
-  startedAt: T0 - 3000,
-  finishedAt: T0,
-  result: { report: reportOf() },
-});
+const operation = (): OperationSnapshot => operationSnapshot({ total: 2, processed: 2, startedAt: T0 - 3000, finishedAt: T0, result: { report: reportOf() } });
 
 beforeEach(() => {
   // Only the clock and intervals are fake: the store's polls (setTimeout) and promises run as usual.

@@ -5,7 +5,7 @@ import type { ApiResult } from '../../../shared/api/contract';
 import type { RedrivePlan } from '../../../shared/redrive/types';
 import { useStore } from '../store';
 import { queueKey } from '../store/types';
-import { summary } from '../test/fixtures';
+import { operationSnapshot, summary } from '../test/fixtures';
 import { RedrivePanel } from './RedrivePanel';
 
 type Call = { method: string; input: Record<string, unknown> };
@@ -122,24 +122,7 @@ describe('RedrivePanel: the result after a cancel', () => {
       notFoundCount: 0,
     };
     // What the engine leaves on a cancelled operation: no `result`, the counts in the last error's details.
-    const op = {
-      id: 'op-1',
-      type: 'redrive',
-      label: 'Redrive orders-dlq',
-      status: 'cancelled' as const,
-      total: 10,
-      processed: 5,
-      moved: 3,
-      skipped: 2,
-      failed: 0,
-      possibleDuplicates: 0,
-      errors: [{ code: 'CANCELLED' as const, message: 'Cancelled after 3 moved, 0 failed, 0 possible duplicates.', details: { result } }],
-      rate: null,
-      etaMs: null,
-      startedAt: 1,
-      finishedAt: 2,
-      result: null,
-    };
+    const op = operationSnapshot({ type: 'redrive', label: 'Redrive orders-dlq', status: 'cancelled', total: 10, processed: 5, moved: 3, skipped: 2, possibleDuplicates: 0, errors: [{ code: 'CANCELLED', message: 'Cancelled after 3 moved, 0 failed, 0 possible duplicates.', details: { result } }], startedAt: 1, finishedAt: 2 });
     useStore.setState({ redrive: { [queueKey('c1', dlq.id)]: { analysis: plan(), analysing: false, analysisOp: null, preview: null, previewing: false, operation: op, error: null } } });
     render(<RedrivePanel connectionId="c1" summary={dlq} queues={[dlq]} checkedIds={[]} />);
     const run = screen.getByTestId('redrive-run');
@@ -149,23 +132,7 @@ describe('RedrivePanel: the result after a cancel', () => {
   });
 
   it('still shows an error that is not the cancel summary (a failed run)', () => {
-    const op = {
-      id: 'op-2',
-      type: 'redrive',
-      label: 'Redrive orders-dlq',
-      status: 'failed' as const,
-      total: 10,
-      processed: 5,
-      moved: 3,
-      skipped: 2,
-      failed: 0,
-      errors: [{ code: 'BROKER_ERROR' as const, message: 'The broker closed the connection.' }],
-      rate: null,
-      etaMs: null,
-      startedAt: 1,
-      finishedAt: 2,
-      result: null,
-    };
+    const op = operationSnapshot({ id: 'op-2', type: 'redrive', label: 'Redrive orders-dlq', status: 'failed', total: 10, processed: 5, moved: 3, skipped: 2, errors: [{ code: 'BROKER_ERROR', message: 'The broker closed the connection.' }], startedAt: 1, finishedAt: 2 });
     useStore.setState({ redrive: { [queueKey('c1', dlq.id)]: { analysis: plan(), analysing: false, analysisOp: null, preview: null, previewing: false, operation: op, error: null } } });
     render(<RedrivePanel connectionId="c1" summary={dlq} queues={[dlq]} checkedIds={[]} />);
     expect(screen.getByTestId('redrive-run').textContent).toContain('The broker closed the connection.');

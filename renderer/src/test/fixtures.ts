@@ -1,4 +1,4 @@
-import type { QueueCapabilities, QueueMessage, QueueSummary } from '../../../shared/domain';
+import type { OperationSnapshot, QueueCapabilities, QueueMessage, QueueSummary } from '../../../shared/domain';
 
 /** A queue summary for component tests; override what the test is about. */
 export function summary(over: Omit<Partial<QueueSummary>, 'capabilities'> & { capabilities?: Partial<QueueCapabilities> } = {}): QueueSummary {
@@ -43,4 +43,9 @@ export function message(id: string, body: string, over: Partial<QueueMessage> = 
     meta: {},
     ...over,
   };
+}
+
+/** An operation snapshot for component tests (a completed inspection of 0 messages by default); override what the test is about. */
+export function operationSnapshot(over: Partial<OperationSnapshot> = {}): OperationSnapshot {
+  return { id: 'op-1', type: 'inspect', label: 'Inspect orders', status: 'completed', total: 0, processed: 0, moved: 0, skipped: 0, failed: 0, errors: [], rate: null, etaMs: null, startedAt: 0, finishedAt: 0, result: null, ...over };
 }
