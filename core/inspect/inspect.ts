@@ -618,6 +618,20 @@ export function snapshotCompletenessNote(adapter: BrokerAdapter, queue: QueueSum
   return typeof info?.completenessNote === 'string' && info.completenessNote !== '' ? info.completenessNote : null;
 }
 
+/**
+ * Why a snapshot section does not hold what its writer (an export, or a redrive writing its backup)
+ * recorded in the header's `written` (`config.snapshot.cutReason` of the snapshot adapter, which
+ * makes that check): cut at a line boundary, more messages than recorded, or never finished; null
+ * when it holds what was written, when the file records no count (see
+ * {@link snapshotCompletenessNote}), and for a broker. Unlike {@link snapshotPartialReason} it says
+ * nothing of a section that was written whole but holds only part of its queue (one peek window, `--ids`).
+ */
+export function snapshotCutReason(adapter: BrokerAdapter, queue: QueueSummary): string | null {
+  if (adapter.broker !== 'snapshot') return null;
+  const info = (queue.config as Record<string, unknown> | undefined)?.snapshot as { cutReason?: unknown } | undefined;
+  return typeof info?.cutReason === 'string' && info.cutReason !== '' ? info.cutReason : null;
+}
+
 /** `{ notes }` with the non-null ones, or nothing when there are none. */
 function withNotes(notes: (string | null)[]): { notes?: string[] } {
   const kept = notes.filter((n): n is string => n !== null);

@@ -77,6 +77,27 @@ describe('a snapshot cut at a line boundary', () => {
     expect((await run(['inspect', headerOnly, '--fail-on', 'flag'])).code).toBe(9);
   });
 
+  it('peek of a cut file warns on stderr how many messages are missing (exit 0, also with --json); of the whole file it does not', async () => {
+    const out = join(dir, 'for-peek.jsonl');
+    expect((await run(['export', REDIS_URL, list, '--out', out])).code).toBe(0);
+    const whole = await run(['peek', out, '--limit', '5']);
+    expect(whole.code, whole.stderr).toBe(0);
+    expect(whole.stdout).toContain(`5 messages of ${String(N)}`);
+    expect(whole.stderr).not.toContain('cut');
+
+    const all = await lines(out);
+    const cut = join(dir, 'cut-for-peek.jsonl');
+    await writeFile(cut, `${all.slice(0, 251).join('\n')}\n`);
+    const r = await run(['peek', cut, '--limit', '5']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('5 messages of 250');
+    expect(r.stderr).toContain(`warning: ${list}: The file was cut: it holds 250 of the ${String(N)} messages the export wrote for this queue`);
+    const j = await run(['peek', cut, '--limit', '5', '--json']);
+    expect(j.code, j.stderr).toBe(0);
+    expect((JSON.parse(j.stdout) as { total: number }).total).toBe(250);
+    expect(j.stderr).toContain(`it holds 250 of the ${String(N)} messages`);
+  });
+
   it('gzip: a file cut at a gzip member boundary (a valid, shorter gzip stream) is incomplete too', async () => {
     const out = join(dir, 'whole.jsonl.gz');
     const e = await run(['export', REDIS_URL, list, '--out', out]);
@@ -124,5 +145,9 @@ describe('a snapshot cut at a line boundary', () => {
     const j = JSON.parse((await run(['inspect', old, '--json'])).stdout) as InspectReport;
     expect(j).toMatchObject({ analysed: 100, partial: false });
     expect(j.notes?.[0]).toContain('cannot be checked');
+    const p = await run(['peek', old, '--limit', '5']);
+    expect(p.code, p.stderr).toBe(0);
+    expect(p.stderr).toContain('note: old.jsonl does not record how many messages were written');
+    expect(p.stderr).not.toContain('warning');
   });
 });
