@@ -238,6 +238,9 @@ describe('queuescope inspect (snapshot): rows, --why, --max-body-bytes, project 
     expect(help.stdout).toMatch(/--why/);
     expect(help.stdout).toMatch(/--max-body-bytes <n>/);
     expect(help.stdout).toMatch(/9 {4}incomplete/);
+    // The cut check reads the header's `written` record, which redrive backups carry too (not exports only).
+    expect(help.stdout).toMatch(/an export, and a\s+redrive writing its backup, record there how many messages they wrote/);
+    expect(help.stdout).toMatch(/the backup of a redrive that was killed or is still running/);
   });
 
   it('--fail-on with --limit on a queue that can be paged: exit 9 and "drop --limit" when the first ones are clean', async () => {

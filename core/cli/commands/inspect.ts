@@ -46,11 +46,14 @@ Partial reads: RabbitMQ classic/quorum and SQS queues cannot be paged: one peek 
 500 (RabbitMQ) or 100 (SQS) messages, and --limit cannot go beyond that. A Redis list that
 workers pop or push during the read is followed page by page (a note on stderr); when a page
 cannot find the entries read before it, entries may be skipped or read twice and the read is
-partial too. So is a snapshot file that holds only part of its queue, or was cut short (it
-holds fewer messages than its export recorded in the header; a file from an older Queuescope
-has no such record: a note says a cut cannot be checked). The report then says "Partial", and
-with --fail-on a partial read that found nothing to fail on exits 9, not 0 (findings in the part
-read still exit 6).
+partial too. So is a snapshot file that holds only part of its queue (one peek window, export
+--ids, a redrive backup), or not what its writer recorded in its header: an export, and a
+redrive writing its backup, record there how many messages they wrote, so a file cut short
+(fewer messages than recorded), holding more than recorded, or never finished (no count: an
+export that stopped, the backup of a redrive that was killed or is still running) is partial.
+A file from an older Queuescope has no such record: a note says a cut cannot be checked. The
+report then says "Partial", and with --fail-on a partial read that found nothing to fail on
+exits 9, not 0 (findings in the part read still exit 6).
 
 Examples:
   queuescope inspect amqp://guest:guest@127.0.0.1:5672 orders.work --accept-side-effects
