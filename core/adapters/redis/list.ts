@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { QueuescopeError, type PeekOptions, type PeekPage, type QueueMessage, type QueueSummary } from '../../../shared/domain';
 import { toMessageBody } from './body';
 import { decodeCursor, encodeCursor } from './cursor';
@@ -54,9 +54,13 @@ export async function listSummary(ctx: RedisContext, key: string, signal?: Abort
   };
 }
 
-/** Content hash of a list entry: the first 8 hex digits of the SHA-1 of its bytes (as in {@link listEntryId}). */
+/**
+ * Content hash of a list entry: the first 8 hex digits of the SHA-1 of its bytes (as in
+ * {@link listEntryId}). One-shot `crypto.hash` (Node ≥ 20.12): every entry read is hashed, and it
+ * costs about half of a `createHash` object per ~1 KiB entry (same digest).
+ */
 function entryHash(raw: Buffer): string {
-  return createHash('sha1').update(raw).digest('hex').slice(0, 8);
+  return hash('sha1', raw, 'hex').slice(0, 8);
 }
 
 /**
