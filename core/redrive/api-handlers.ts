@@ -4,7 +4,7 @@ import type { ConnectionManager } from '../services/connection-manager';
 import { QueuescopeError } from '../../shared/domain';
 import { AuditLog, findAuditEntry } from '../services/audit-log';
 import { pathExists } from './backup';
-import type { OperationManager } from '../services/operations';
+import { isTerminal, type OperationManager } from '../services/operations';
 import { resolveInspectSettings } from '../inspect/settings';
 import { planRedrive, resolveReinjectTarget, startRedrive, startReinject, type RedriveEnv, type RedriveRequest } from './engine';
 
@@ -42,7 +42,8 @@ function requestOf(input: PlanInput & { ratePerSecond?: number | null | undefine
 /**
  * Handlers of `redrive.plan`, `redrive.analyse` (the same dry run as an operation with progress and
  * cancel; `result.plan`), `redrive.start`, `redrive.history`, `redrive.reinject` (a backup
- * named by its audit-log entry), `operations.pause` and `operations.resume`, spread into
+ * named by its audit-log entry; refused with `INVALID_INPUT` while the redrive that writes that
+ * backup is still pending, running or paused in this process), `operations.pause` and `operations.resume`, spread into
  * `createApiHandlers`. Runs are logged with actor `app` in
  * `<config dir>/audit-log.jsonl`; backups go to `<config dir>/backups/`.
  */
@@ -104,6 +105,15 @@ export function createRedriveHandlers(deps: RedriveHandlerDeps): Pick<ApiHandler
       if (entry === null) throw new QueuescopeError('INVALID_INPUT', `No audit-log entry with id "${input.auditEntryId.slice(0, 80)}".`);
       if (entry.backupPath === null) throw new QueuescopeError('INVALID_INPUT', `The ${entry.action} of ${entry.source ?? 'that queue'} has no backup to re-inject.`);
       if (!(await pathExists(entry.backupPath))) throw new QueuescopeError('INVALID_INPUT', `The backup ${entry.backupPath} no longer exists.`, { path: entry.backupPath });
+      // A backup is written under its final name while its redrive runs: its name does not mean it is finished.
+      const writer = entry.action === 'redrive' && entry.operationId !== null ? operations.list().find((o) => o.id === entry.operationId && !isTerminal(o.status)) : undefined;
+      if (writer !== undefined) {
+        throw new QueuescopeError(
+          'INVALID_INPUT',
+          `The redrive that writes the backup ${entry.backupPath} is still ${writer.status}: the backup is not finished, and the messages it holds are being moved now, so putting them back would publish them twice. Wait for the redrive to end (or cancel it), then put the backup back.`,
+          { path: entry.backupPath, operationId: writer.id },
+        );
+      }
       const env = envFor(input.connectionId);
       await resolveReinjectTarget(env, entry.backupPath, input.queueId); // QUEUE_NOT_FOUND before starting
       return startReinject(operations, env, { path: entry.backupPath, targetQueueId: input.queueId, ratePerSecond: input.ratePerSecond ?? null });

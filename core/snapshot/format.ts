@@ -35,7 +35,8 @@
  *   holds, so a file cut at a line boundary (a truncated download or copy, a full disk) is
  *   reported as incomplete instead of reading as a smaller complete snapshot (a cut inside a line
  *   already fails as invalid JSON, a cut gzip stream as invalid gzip). `null` = the writer never
- *   finished (a `.partial` file renamed or copied): incomplete too. Absent = written by a Queuescope
+ *   finished: an export's `.partial` file renamed or copied, or a redrive backup whose run was
+ *   killed, crashed or is still running (see the rules below): incomplete too. Absent = written by a Queuescope
  *   before this field (or by hand): readable, but whether it was cut cannot be checked. Files joined
  *   with `cat` keep each part's `written`, so a cut is still found per part — except a cut exactly
  *   between two joined files, which no field inside the first can reveal.
@@ -52,8 +53,13 @@
  * - Unknown fields are ignored (later minor additions stay readable); missing or mistyped known
  *   fields make the line invalid. Readers report `SNAPSHOT_INVALID` naming the 1-based line number
  *   and the field path (e.g. `line 12: body.encoding …`).
- * - Writers write to `<path>.partial`, fsync, then rename to `<path>`: a file under its final
- *   name is always complete.
+ * - The export writer (`./writer.ts`) writes to `<path>.partial`, fsyncs, then renames to
+ *   `<path>`, so an export under its final name was finished. A redrive backup
+ *   (`core/redrive/backup.ts`) is not: it is written under its final name from the start (each
+ *   batch fsynced before it moves) and finished only when the run ends, so a backup of a run that
+ *   is still going, or was killed, is under its final name unfinished (`written` null). Neither
+ *   kind is complete because of its name: a file may also be cut after it was written (a truncated
+ *   copy). Readers decide completeness from `written`, never from the name.
  * - Message bodies are untrusted data: consumers must render them as text, never as HTML or
  *   terminal control sequences.
  *

@@ -38,8 +38,8 @@ export interface SnapshotWriterOptions {
  * Lines are buffered up to 256 KiB and written with an awaited `FileHandle.write`, so a caller
  * that awaits each `write*` call is held back while the disk is slower than the broker
  * (backpressure) and memory stays bounded. Everything goes to `<path>.partial`; `finish()`
- * fsyncs it, renames it to `<path>` and fsyncs the directory, so a file under the final name is
- * always complete. `abort()` (or any failed write) removes the partial file.
+ * fsyncs it, renames it to `<path>` and fsyncs the directory, so an export under the final name
+ * was finished (a redrive backup is written otherwise: `core/redrive/backup.ts`). `abort()` (or any failed write) removes the partial file.
  *
  * Each header is written with `"written":null` and room after it, as a write of its own (for gzip,
  * a gzip member of its own, stored uncompressed so its length does not depend on the digits);

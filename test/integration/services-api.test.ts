@@ -130,4 +130,46 @@ describe('API handlers against Redis', () => {
     expect(await ok(call('connections.remove', { id: p.id }))).toEqual({ removed: true });
     expect(await call('queues.list', { connectionId: p.id })).toMatchObject({ ok: false, error: { code: 'INVALID_INPUT' } });
   });
+
+  it('Put back of a backup whose redrive is still running is refused (the backup is written under its final name, unfinished); after the run ends it is allowed', async () => {
+    // A redrive backup is not complete because of its name: it is written there while the run goes.
+    const dlq = uniqueName('api-putback-dlq');
+    const target = uniqueName('api-putback-target');
+    const back = uniqueName('api-putback-back');
+    const p = await ok<ConnectionProfile>(call('connections.save', { name: 'redis putback', config: { kind: 'redis', url: REDIS_URL } }));
+    try {
+      await redis.rpush(dlq, ...Array.from({ length: 40 }, (_, i) => `{"orderId":"P-${String(i)}"}`));
+      // 2 messages a second: the run takes ~20 s, so it is still running when Put back is asked for.
+      const run = await ok<OperationSnapshot>(call('redrive.start', { connectionId: p.id, dlqId: `list:${dlq}`, selection: { kind: 'all' }, targetQueueId: `list:${target}`, ratePerSecond: 2, native: 'never' }));
+      let started: { id: string; status: string; backupPath: string | null } | undefined;
+      for (let i = 0; i < 100 && started === undefined; i++) {
+        const h = await ok<{ entries: { id: string; status: string; operationId: string | null; backupPath: string | null }[] }>(call('redrive.history', { action: 'redrive' }));
+        started = h.entries.find((e) => e.operationId === run.id);
+        if (started === undefined) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(started?.status).toBe('started');
+      expect(operations.get(run.id).status).toBe('running');
+      const refused = await call('redrive.reinject', { connectionId: p.id, queueId: `list:${back}`, auditEntryId: started?.id ?? '' });
+      expect(refused).toMatchObject({ ok: false, error: { code: 'INVALID_INPUT' } });
+      expect(!refused.ok && refused.error.message).toContain('is still running: the backup is not finished');
+      expect(await redis.llen(back)).toBe(0);
+
+      // Cancelled once it has moved a batch (so its backup holds messages and is kept).
+      for (let i = 0; i < 200 && operations.get(run.id).moved < 2; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(operations.get(run.id).status).toBe('running');
+      operations.cancel(run.id);
+      for (let i = 0; i < 200 && operations.get(run.id).status !== 'cancelled'; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(operations.get(run.id).status).toBe('cancelled');
+      const ended = (await ok<{ entries: { id: string; operationId: string | null; status: string }[] }>(call('redrive.history', { action: 'redrive' }))).entries.find((e) => e.operationId === run.id);
+      expect(ended?.status).toBe('cancelled');
+      const putBack = await ok<OperationSnapshot>(call('redrive.reinject', { connectionId: p.id, queueId: `list:${back}`, auditEntryId: ended?.id ?? '' }));
+      for (let i = 0; i < 200 && !['completed', 'failed'].includes(operations.get(putBack.id).status); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(operations.get(putBack.id).status).toBe('completed');
+      // The backup holds what the run read before it was cancelled: at least one message, put back.
+      expect(await redis.llen(back)).toBeGreaterThan(0);
+    } finally {
+      await redis.del(dlq, target, back);
+      await ok(call('connections.remove', { id: p.id }));
+    }
+  }, 30_000);
 });
