@@ -14,8 +14,19 @@
  * on — these queues have no dead-letter partners —, the default page size).
  * Each row: an untimed warm-up run on 5,000 messages, then {@link REPS} timed runs; the row is the
  * median run by CPU time (every run's CPU seconds are in `cpuRuns`, the load average in `load`).
+ *
+ * The same code's CPU time varies by up to 2× between runs on a shared 2-core VM (2026-12-02: 1.5 s
+ * in one CI run, 3.5 s in the next), with the load average low in both. So each row also records what
+ * the machine was doing while it ran: the hypervisor's steal time (`/proc/stat`, share of both CPUs'
+ * time during the timed runs; Linux only) and a same-moment machine reference, `JSON.parse` of 10,000
+ * of the bench bodies timed just before each run (msg/s by CPU time; the median is reported). A slow
+ * row beside a slow reference is the machine, not the code.
+ *
+ * `npm run bench` (bench/run.ts) runs this file with `--json` in a process of its own, before the
+ * broker rows (which leave Redis and RabbitMQ busy for a while), as it does the analysis rows.
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -46,11 +57,17 @@ export interface InspectSummaryResult {
   cpuRuns: number[];
   /** 1-minute load average before and after the timed runs (CPU time is noisy on a busy machine). */
   load: [number, number];
+  /** Hypervisor steal time during the timed runs, % of both CPUs' time (`/proc/stat`); null where unreadable (not Linux). */
+  stealPercent: number | null;
+  /** Median of the same-moment references: `JSON.parse` of 10,000 bench bodies, msg/s by CPU time, timed before each run. */
+  referencePerCpuSecond: number;
 }
 
 const COUNT = 100_000;
 /** Timed runs per row (median by CPU time reported); `INSPECT_BENCH_REPS` overrides. */
-const REPS = Math.max(1, Math.floor(Number(process.env.INSPECT_BENCH_REPS ?? '3')) || 3);
+const REPS = Math.max(1, Math.floor(Number(process.env.INSPECT_BENCH_REPS ?? '5')) || 5);
+/** Bodies the same-moment `JSON.parse` reference parses before each run (few enough not to weigh on the runs' heap). */
+const REFERENCE_COUNT = 10_000;
 
 /** A ~1 KiB body in one of five styles; every 50th message re-sends an earlier order (same key). */
 export function benchBody(i: number): { body: string; key: string | null } {
@@ -109,11 +126,45 @@ function peakRss(): { stop: () => number } {
   };
 }
 
+/** Steal and total CPU ticks of all CPUs so far (`/proc/stat` line `cpu`), null where unreadable. */
+function cpuTicks(): { steal: number; total: number } | null {
+  try {
+    const fields = (readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '').trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal guest guest_nice; guest time is already in user/nice.
+    const total = fields.slice(0, 8).reduce((a, b) => a + b, 0);
+    const steal = fields[7];
+    return steal === undefined || !Number.isFinite(total) ? null : { steal, total };
+  } catch {
+    return null;
+  }
+}
+
+let referenceBodies: string[] | null = null;
+
+/** `JSON.parse` of {@link REFERENCE_COUNT} bench bodies, msg/s by this process's CPU time. */
+function referencePerCpuSecond(): number {
+  referenceBodies ??= Array.from({ length: REFERENCE_COUNT }, (_, i) => benchBody(i).body);
+  const cpu0 = process.cpuUsage();
+  let keys = 0;
+  for (const b of referenceBodies) keys += Object.keys(JSON.parse(b) as object).length;
+  const cpu = process.cpuUsage(cpu0);
+  if (keys === 0) throw new Error('the reference parsed nothing');
+  return referenceBodies.length / Math.max(1e-6, (cpu.user + cpu.system) / 1e6);
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+
 async function timed(name: string, run: (limit?: number) => Promise<{ analysed: number; flagged: number; duplicateGroups: number }>): Promise<InspectSummaryResult> {
   await run(5000); // warm-up
+  referencePerCpuSecond(); // warm-up
   const load0 = loadavg()[0] ?? 0;
   const rows: InspectSummaryResult[] = [];
+  const references: number[] = [];
+  let steal = 0;
+  let ticks = 0;
   for (let i = 0; i < REPS; i++) {
+    references.push(referencePerCpuSecond());
+    const ticks0 = cpuTicks();
     const rss = peakRss();
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
@@ -121,10 +172,15 @@ async function timed(name: string, run: (limit?: number) => Promise<{ analysed: 
     const seconds = (performance.now() - t0) / 1000;
     const cpu = process.cpuUsage(cpu0);
     const cpuSeconds = (cpu.user + cpu.system) / 1e6;
-    rows.push({ name, messages: r.analysed, seconds, perSecond: r.analysed / seconds, cpuSeconds, cpuPerSecond: r.analysed / cpuSeconds, peakRssMb: rss.stop(), flagged: r.flagged, duplicateGroups: r.duplicateGroups, cpuRuns: [], load: [0, 0] });
+    const ticks1 = cpuTicks();
+    if (ticks0 !== null && ticks1 !== null) {
+      steal += ticks1.steal - ticks0.steal;
+      ticks += ticks1.total - ticks0.total;
+    }
+    rows.push({ name, messages: r.analysed, seconds, perSecond: r.analysed / seconds, cpuSeconds, cpuPerSecond: r.analysed / cpuSeconds, peakRssMb: rss.stop(), flagged: r.flagged, duplicateGroups: r.duplicateGroups, cpuRuns: [], load: [0, 0], stealPercent: null, referencePerCpuSecond: 0 });
   }
-  const median = [...rows].sort((a, b) => a.cpuSeconds - b.cpuSeconds)[Math.floor(rows.length / 2)] as InspectSummaryResult;
-  return { ...median, cpuRuns: rows.map((r) => r.cpuSeconds), load: [load0, loadavg()[0] ?? 0] };
+  const mid = [...rows].sort((a, b) => a.cpuSeconds - b.cpuSeconds)[Math.floor(rows.length / 2)] as InspectSummaryResult;
+  return { ...mid, cpuRuns: rows.map((r) => r.cpuSeconds), load: [load0, loadavg()[0] ?? 0], stealPercent: ticks > 0 ? (100 * steal) / ticks : null, referencePerCpuSecond: median(references) };
 }
 
 async function snapshotRow(dir: string, gzip = false): Promise<InspectSummaryResult> {
@@ -209,14 +265,22 @@ export async function benchInspectSummary(): Promise<InspectSummaryResult[]> {
   }
 }
 
-// Run alone: `npx tsx bench/inspect-summary.ts`.
+/** One row's machine readings, for the table and the standalone print. */
+export function machineNote(r: InspectSummaryResult): string {
+  return `JSON.parse reference ${String(Math.round(r.referencePerCpuSecond / 1000))}k msg/s CPU, steal ${r.stealPercent === null ? 'unknown' : `${r.stealPercent.toFixed(1)} %`}, load ${r.load[0].toFixed(1)} → ${r.load[1].toFixed(1)}`;
+}
+
+// Run alone: `npx tsx bench/inspect-summary.ts` (a line per row), or `--json` (the rows, for bench/run.ts).
 if (process.argv[1]?.endsWith('inspect-summary.ts') === true) {
   benchInspectSummary().then(
     (rows) => {
-      for (const r of rows) {
-        process.stdout.write(
-          `${r.name}: ${String(r.messages)} in ${r.seconds.toFixed(2)} s wall (${String(Math.round(r.perSecond))}/s), ${r.cpuSeconds.toFixed(2)} s CPU (${String(Math.round(r.cpuPerSecond))}/s; median of ${r.cpuRuns.map((c) => c.toFixed(2)).join(', ')}), peak RSS ${r.peakRssMb.toFixed(0)} MB, ${String(r.flagged)} flagged, ${String(r.duplicateGroups)} duplicate groups, load ${r.load[0].toFixed(1)} → ${r.load[1].toFixed(1)}\n`,
-        );
+      if (process.argv.includes('--json')) process.stdout.write(`${JSON.stringify(rows)}\n`);
+      else {
+        for (const r of rows) {
+          process.stdout.write(
+            `${r.name}: ${String(r.messages)} in ${r.seconds.toFixed(2)} s wall (${String(Math.round(r.perSecond))}/s), ${r.cpuSeconds.toFixed(2)} s CPU (${String(Math.round(r.cpuPerSecond))}/s; median of ${r.cpuRuns.map((c) => c.toFixed(2)).join(', ')}), peak RSS ${r.peakRssMb.toFixed(0)} MB, ${String(r.flagged)} flagged, ${String(r.duplicateGroups)} duplicate groups; ${machineNote(r)}\n`,
+          );
+        }
       }
       process.exit(0);
     },
