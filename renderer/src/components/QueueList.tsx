@@ -2,7 +2,7 @@ import { useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { describeConnection } from '../../../shared/domain/connection';
 import type { QueueSummary } from '../../../shared/domain/queue';
-import { useAutoRefresh } from '../lib/hooks';
+import { useAutoRefresh, useNow } from '../lib/hooks';
 import { count, matchesFilter, relativeTime } from '../lib/format';
 import { useStore } from '../store';
 import { REFRESH_INTERVALS_MS } from '../store/ui';
@@ -111,7 +111,7 @@ export function QueueList({ connectionId }: { connectionId: string }) {
         <>
           <div className="list-meta">
             {shown.length === queues.length ? `${count(queues.length)} queues` : `${count(shown.length)} of ${count(queues.length)} queues`}
-            {list?.loadedAt != null && <span className="muted"> · updated {relativeTime(list.loadedAt)}</span>}
+            {list?.loadedAt != null && <UpdatedAgo ms={list.loadedAt} />}
           </div>
           {shown.length === 0 ? (
             <Empty title="No queue matches the filter" />
@@ -121,6 +121,21 @@ export function QueueList({ connectionId }: { connectionId: string }) {
         </>
       )}
     </section>
+  );
+}
+
+/**
+ * " · updated 12 sec. ago" after the queue count: when the list was read (ms since epoch), aging on
+ * the shared 1 s clock ({@link useNow}); only this label re-renders as it ticks, not the list.
+ */
+function UpdatedAgo({ ms }: { ms: number }) {
+  // A list read between two ticks of the clock is not "in 1 sec.".
+  const now = Math.max(useNow(1000), ms);
+  return (
+    <span className="muted">
+      {' '}
+      · updated {relativeTime(ms, now)}
+    </span>
   );
 }
 

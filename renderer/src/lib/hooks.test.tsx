@@ -1,7 +1,7 @@
 // @vitest-environment jsdom
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { act, cleanup, render } from '@testing-library/react';
-import { useAutoRefresh } from './hooks';
+import { useAutoRefresh, useNow } from './hooks';
 
 let hidden = false;
 beforeEach(() => {
@@ -59,5 +59,42 @@ describe('useAutoRefresh', () => {
       await Promise.resolve();
     });
     expect(fn).not.toHaveBeenCalled();
+  });
+});
+
+function Clock({ id }: { id: string }) {
+  const now = useNow(1000);
+  return <span data-testid={id}>{String(now)}</span>;
+}
+
+describe('useNow', () => {
+  it('is one shared timer for every reader, ticking while visible, stopped while hidden or unread', async () => {
+    const T0 = Date.UTC(2026, 11, 2, 12, 0, 0);
+    vi.setSystemTime(T0);
+    const { getByTestId, unmount } = render(
+      <>
+        <Clock id="a" />
+        <Clock id="b" />
+        <Clock id="c" />
+      </>,
+    );
+    const shown = (): string[] => ['a', 'b', 'c'].map((id) => getByTestId(id).textContent);
+    expect(shown()).toEqual([String(T0), String(T0), String(T0)]);
+    // Three readers, one timer (not a timer per row or label).
+    expect(vi.getTimerCount()).toBe(1);
+    await act(async () => {
+      vi.advanceTimersByTime(5000);
+      await Promise.resolve();
+    });
+    expect(shown()).toEqual(Array(3).fill(String(T0 + 5000)));
+    await setHidden(true);
+    expect(vi.getTimerCount()).toBe(0);
+    vi.setSystemTime(T0 + 60_000);
+    // Shown again: the current time at once, not the time it was hidden at.
+    await setHidden(false);
+    expect(shown()).toEqual(Array(3).fill(String(T0 + 60_000)));
+    expect(vi.getTimerCount()).toBe(1);
+    unmount();
+    expect(vi.getTimerCount()).toBe(0);
   });
 });

@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from 'react';
+import { useCallback, useEffect, useRef, useState, useSyncExternalStore } from 'react';
 
 /** True while the page is visible (Page Visibility API). */
 export function usePageVisible(): boolean {
@@ -37,25 +37,65 @@ export function useAutoRefresh(enabled: boolean, intervalMs: number, fn: () => v
   }, [enabled, visible, intervalMs]);
 }
 
+/** One clock per interval: its time, the components reading it, and its single timer (null while nobody reads it). */
+interface SharedClock {
+  now: number;
+  listeners: Set<() => void>;
+  timer: ReturnType<typeof setInterval> | null;
+}
+const clocks = new Map<number, SharedClock>();
+
+function clockOf(intervalMs: number): SharedClock {
+  let c = clocks.get(intervalMs);
+  if (c === undefined) {
+    c = { now: Date.now(), listeners: new Set(), timer: null };
+    clocks.set(intervalMs, c);
+  }
+  return c;
+}
+
+/**
+ * Adds a reader to the clock of `intervalMs`; the first one starts its one timer (and moves the
+ * time to now, so a reader that mounts or shows again is not shown a stale time), the last one to
+ * leave stops it. Returns the unsubscribe function.
+ */
+function subscribeClock(intervalMs: number, listener: () => void): () => void {
+  const c = clockOf(intervalMs);
+  c.listeners.add(listener);
+  if (c.timer === null) {
+    const tick = (): void => {
+      c.now = Date.now();
+      for (const l of [...c.listeners]) l();
+    };
+    c.timer = setInterval(tick, intervalMs);
+    tick();
+  }
+  return () => {
+    c.listeners.delete(listener);
+    if (c.listeners.size === 0 && c.timer !== null) {
+      clearInterval(c.timer);
+      c.timer = null;
+    }
+  };
+}
+
 /**
  * The current time (ms since epoch), updated every `intervalMs` while the page is visible (and at
- * once when it shows again), for texts such as "read 12 s ago" that must age as time passes.
+ * once when it shows again), for texts such as "read 12 s ago" or "updated 5 sec. ago" that must
+ * age as time passes. Every component reading the same interval shares one timer (a shared clock,
+ * not a timer per row or label); the timer runs only while some visible component reads it.
  */
 export function useNow(intervalMs = 1000): number {
   const visible = usePageVisible();
-  const [now, setNow] = useState(() => Date.now());
-  useEffect(() => {
-    if (!visible) return;
-    const tick = (): void => setNow(Date.now());
-    // At once (next tick) when the page shows again, then every interval.
-    const first = setTimeout(tick, 0);
-    const t = setInterval(tick, intervalMs);
-    return () => {
-      clearTimeout(first);
-      clearInterval(t);
-    };
-  }, [visible, intervalMs]);
-  return now;
+  const subscribe = useCallback((onChange: () => void) => (visible ? subscribeClock(intervalMs, onChange) : () => undefined), [visible, intervalMs]);
+  const read = useCallback(() => {
+    const c = clockOf(intervalMs);
+    // Nobody reads it (the first render of its first reader, or a hidden page): its timer is stopped,
+    // so bring a stale time forward rather than show a time in the past.
+    if (c.timer === null && Date.now() - c.now >= intervalMs) c.now = Date.now();
+    return c.now;
+  }, [intervalMs]);
+  return useSyncExternalStore(subscribe, read);
 }
 
 /**
