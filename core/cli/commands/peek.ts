@@ -8,8 +8,9 @@ import { cell, escapeForTerminal, peekTable, toJson } from '../format';
 const HELP = `
 A snapshot file that does not hold what its writer recorded in its header (cut short at a line
 boundary, or never finished: an export that stopped, the backup of a redrive that was killed or
-is still running) is read as it is, with a warning on stderr saying how many messages are
-missing; the exit code stays 0 (use inspect --fail-on for a CI gate: it exits 9).`;
+is still running) is read as it is, with a warning on stderr: how many of the messages
+written it holds, or that it was never finished. The exit code stays 0 (for a CI gate use
+inspect --fail-on: it exits 9).`;
 
 /** `queuescope peek [connection] [queue]`: messages of a queue, stating what a peek changes where it changes something. */
 export function register(program: Command, ctx: CliContext): void {
