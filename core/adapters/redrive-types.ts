@@ -279,4 +279,21 @@ export interface RedriveMover {
    * backup. Returns which ids were confirmed and which failed (with why).
    */
   publish(targetQueueId: string, messages: readonly QueueMessage[], signal?: AbortSignal): Promise<{ published: string[]; failed: { id: string; error: ErrorInfo }[] }>;
+  /**
+   * Optional: what {@link publish} to `targetQueueId` cannot restore of messages from a snapshot
+   * section written before the snapshot format's `written` record (an older Queuescope, or by
+   * hand; see `core/snapshot/format.ts`), which lacks what later writers record (Redis: the field
+   * order of plain stream entries). The caller gives the tally each message of such sections, then
+   * asks for its note. Null (or the method absent) when such files lose nothing for this target.
+   * Pure: no I/O.
+   */
+  olderSnapshotTally?(targetQueueId: string): OlderSnapshotTally | null;
+}
+
+/** See {@link RedriveMover.olderSnapshotTally}. */
+export interface OlderSnapshotTally {
+  /** Counts one message of a section without the `written` record. */
+  add(message: QueueMessage): void;
+  /** One sentence naming `file` and what of the messages added re-publishing cannot restore, or null when nothing is lost. */
+  note(file: string): string | null;
 }

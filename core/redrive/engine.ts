@@ -5,7 +5,7 @@ import { QueuescopeError, toErrorInfo, type OperationSnapshot, type QueueMessage
 import { formatFilter, type RedriveFilter } from '../../shared/redrive/filter';
 import type { MoveBatchResult, MoveSummary, NativeMoveHandle, NativeMoveStatus, NativeMoveSupport, RedriveMover } from '../adapters/redrive-types';
 import type { BrokerAdapter } from '../adapters/types';
-import { readSnapshot } from '../snapshot/reader';
+import { readSnapshot, type SnapshotItem } from '../snapshot/reader';
 import { REDRIVE_BACKUP_PARTIAL_REASON } from '../snapshot/format';
 import type { AuditLog } from '../services/audit-log';
 import type { OperationContext, OperationManager } from '../services/operations';
@@ -113,6 +113,8 @@ export interface ReinjectResult extends Record<string, unknown> {
   published: number;
   failed: number;
   auditId: string | null;
+  /** What the re-inject could not restore (see {@link olderSnapshotCheck}); empty when nothing. */
+  notes: string[];
 }
 
 function moverOf(env: RedriveEnv): RedriveMover {
@@ -894,6 +896,23 @@ export async function resolveReinjectTarget(
   }
 }
 
+/**
+ * Watches the items of a snapshot re-injected into `targetQueueId` (give it each item read) and
+ * gives the note of the target's {@link RedriveMover.olderSnapshotTally} for the messages of the
+ * sections whose header has no `written` record (written by a Queuescope before it, or by hand):
+ * what re-injecting them cannot restore, naming the file (`path`). `note` is null when nothing is
+ * lost or the target's mover has no such tally. Pure: no I/O.
+ */
+export function olderSnapshotCheck(env: RedriveEnv, targetQueueId: string): { see(item: SnapshotItem): void; note(path: string): string | null } {
+  const tally = env.adapter.redrive?.olderSnapshotTally?.(targetQueueId) ?? null;
+  return {
+    see(item: SnapshotItem): void {
+      if (tally !== null && item.type === 'message' && item.header.written === undefined) tally.add(item.message);
+    },
+    note: (path: string): string | null => tally?.note(path) ?? null,
+  };
+}
+
 export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: OperationContext, operationId: string | null = null): Promise<ReinjectResult> {
   const mover = moverOf(env);
   const batch = r.batchSize ?? DEFAULT_BATCH_SIZE;
@@ -902,11 +921,16 @@ export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: Oper
   checkRate(rate);
   const target = await resolveReinjectTarget(env, r.path, r.targetQueueId, ctx.signal);
   let total = 0;
-  for await (const item of readSnapshot(r.path, ctx.signal)) if (item.type === 'message') total++;
+  const older = olderSnapshotCheck(env, target.id);
+  for await (const item of readSnapshot(r.path, ctx.signal)) {
+    older.see(item);
+    if (item.type === 'message') total++;
+  }
+  const olderNote = older.note(r.path);
   ctx.setTotal(total);
   const size = Math.max(1, Math.min(batch, rate === null ? 1000 : Math.ceil(rate)));
   const limiter = new MoveRateLimiter(rate, size);
-  const res: ReinjectResult = { path: r.path, targetQueueId: target.id, targetName: target.name, read: 0, published: 0, failed: 0, auditId: null };
+  const res: ReinjectResult = { path: r.path, targetQueueId: target.id, targetName: target.name, read: 0, published: 0, failed: 0, auditId: null, notes: olderNote !== null ? [olderNote] : [] };
   let status = 'completed';
   let error: unknown = null;
   const send = async (messages: QueueMessage[]): Promise<void> => {
@@ -948,7 +972,7 @@ export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: Oper
       counts: { read: res.read, published: res.published, failed: res.failed },
       operationId,
       backupPath: r.path,
-      details: { targetQueueId: target.id, rate, batchSize: size, ...(error !== null ? { error: toErrorInfo(error) } : {}) },
+      details: { targetQueueId: target.id, rate, batchSize: size, ...(res.notes.length > 0 ? { notes: res.notes } : {}), ...(error !== null ? { error: toErrorInfo(error) } : {}) },
     });
     res.auditId = entry.id;
   } catch (e) {

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -160,6 +160,54 @@ describe('stream entries with binary and repeated field names', () => {
     expect(ri.code, ri.stderr).toBe(0);
     // The re-inject of the backup gives the same entry (it used to write body first, then type, 7, error, counter).
     expect((await entries(restored)).map((e) => e.map(String))).toEqual([fields(2).map(String)]);
+  });
+
+  it('a backup written before the field-order record (no header "written", no streamFields for plain names) is re-injected with a warning naming the file and what it did not record; the counter keeps its place', async () => {
+    const dlq = key('old-dlq');
+    const target = key('old-target');
+    const restored = key('old-restored');
+    const restoredNew = key('old-restored-new');
+    const s = (...xs: string[]): Buffer[] => xs.map((x) => Buffer.from(x));
+    // The body field third, the counter between type and error.
+    const late = (counter: number): Buffer[] => s('type', 'order.failed', 'body', '{"orderId":"A-1"}', REDRIVE_COUNT_HEADER, String(counter), 'error', 'HTTP 503');
+    await native.xadd(dlq, '*', ...late(1));
+    await native.xadd(dlq, '*', ...s('body', '{"orderId":"A-2"}'));
+    await native.xadd(dlq, '*', ...s('body', '{"orderId":"A-3"}', 'error', 'timeout'));
+    const backup = join(dir, 'old-backup.jsonl');
+    const r = await cli(['redrive', REDIS_URL, `stream:${dlq}`, '--to', `stream:${target}`, '--backup', backup, '--yes']);
+    expect(r.code, r.stderr).toBe(0);
+    // The same backup as a Queuescope before the field-order record wrote it: its header had no
+    // "written" record, and entries with plain names carried no properties.streamFields.
+    const lines = (await readFile(backup, 'utf8')).split('\n').filter((l) => l !== '');
+    const old = lines.map((l) => {
+      const o = JSON.parse(l) as { type: string; written?: unknown; properties?: Record<string, unknown> };
+      if (o.type === 'queue') delete o.written;
+      else if (o.properties !== undefined) delete o.properties.streamFields;
+      return JSON.stringify(o);
+    });
+    const oldBackup = join(dir, 'old-format-backup.jsonl');
+    await writeFile(oldBackup, `${old.join('\n')}\n`);
+    expect(old[0]).not.toContain('"written"');
+    expect(lines[1]).toContain('streamFields');
+
+    const ri = await cli(['reinject', REDIS_URL, `stream:${restored}`, '--from', oldBackup, '--yes']);
+    expect(ri.code, ri.stderr).toBe(0);
+    // The body field's place is not in the file: it is written first, and the warning says so for
+    // the 2 entries with other fields (the lone body field loses nothing).
+    expect(ri.stderr).toContain(`warning: ${oldBackup} was written by an older Queuescope`);
+    expect(ri.stderr).toMatch(/the original order of 2 of its 3 entries \(e\.g\. \d+-\d+, \d+-\d+\) cannot be restored: they are written to the stream "[^"]+" all with the body field first/);
+    // What the file does record is kept: type before the counter before error, the counter +1 in its place.
+    expect((await entries(restored)).map((e) => e.map(String))).toEqual([
+      ['body', '{"orderId":"A-1"}', 'type', 'order.failed', REDRIVE_COUNT_HEADER, '2', 'error', 'HTTP 503'],
+      ['body', '{"orderId":"A-2"}', REDRIVE_COUNT_HEADER, '1'],
+      ['body', '{"orderId":"A-3"}', 'error', 'timeout', REDRIVE_COUNT_HEADER, '1'],
+    ]);
+
+    // The current backup records the order: no such warning, the entry as it was.
+    const rn = await cli(['reinject', REDIS_URL, `stream:${restoredNew}`, '--from', backup, '--yes']);
+    expect(rn.code, rn.stderr).toBe(0);
+    expect(rn.stderr).not.toContain('older Queuescope');
+    expect((await entries(restoredNew))[0]!.map(String)).toEqual(late(2).map(String));
   });
 
   it('a backup line whose properties.streamFields names a missing key is reported failed, not published with other fields', async () => {

@@ -11,6 +11,7 @@ import {
   type NativeMoveHandle,
   type NativeMoveStatus,
   type NativeMoveSupport,
+  type OlderSnapshotTally,
   type RedriveMover,
 } from '../redrive-types';
 import { DEFAULT_MAX_BODY_BYTES } from './body';
@@ -18,6 +19,7 @@ import { checkPendingMinIdle } from '../../../shared/redrive/types';
 import { ensureDatabase, mapRedisError } from './connection';
 import { num, throwIfAborted, type RedisContext } from './context';
 import { formatQueueId, parseQueueId } from './ids';
+import { unrecordedFieldOrder } from './stream';
 import { BullmqSource, jobData, jobOptionsFrom, ListSource, redriveJobId, REDRIVEN_FROM_FIELD, StreamSource, type BatchSource, type PlannedMove } from './redrive-sources';
 
 /**
@@ -117,6 +119,54 @@ class RedisRedriveMover implements RedriveMover {
     return {
       queueId: formatQueueId({ kind: ref.kind, key }),
       note: `the ${what} "${key}" does not exist now (Redis deletes empty ${what}s, e.g. a source its workers drained): the first message written to it creates it — check the name`,
+    };
+  }
+
+  /**
+   * See {@link RedriveMover.olderSnapshotTally}: for a stream target, the entries of an older file
+   * whose field order it did not record ({@link unrecordedFieldOrder}): {@link publish} writes their
+   * body field first and fields named as numbers first, ascending; the other fields keep the
+   * file's order (the redrive counter where it was). Null for lists (only the body is written) and
+   * BullMQ queues.
+   */
+  olderSnapshotTally(targetQueueId: string): OlderSnapshotTally | null {
+    let ref;
+    try {
+      ref = parseQueueId(targetQueueId);
+    } catch {
+      return null;
+    }
+    if (ref.kind !== 'stream') return null;
+    const key = ref.key;
+    let entries = 0;
+    let lostEntries = 0;
+    let body = 0;
+    let numbered = 0;
+    const ids: string[] = [];
+    const names = new Set<string>();
+    let moreNames = false;
+    return {
+      add(m: QueueMessage): void {
+        if (m.properties.bodyField === undefined) return;
+        entries++;
+        const lost = unrecordedFieldOrder(m);
+        if (lost === null) return;
+        lostEntries++;
+        if (lost.bodyField) body++;
+        if (lost.indexNames.length > 0) numbered++;
+        for (const n of lost.indexNames) {
+          if (names.size < 3) names.add(n);
+          else if (!names.has(n)) moreNames = true;
+        }
+        if (ids.length < 3) ids.push(m.id);
+      },
+      note(file: string): string | null {
+        if (lostEntries === 0) return null;
+        const what: string[] = [];
+        if (body > 0) what.push(`${body === lostEntries ? 'all' : String(body)} with the body field first, though it may have stood elsewhere among their fields`);
+        if (numbered > 0) what.push(`${numbered === lostEntries ? 'all' : String(numbered)} with the fields named as numbers (${[...names].map((x) => `"${x.slice(0, 20)}"`).join(', ')}${moreNames ? '…' : ''}) first, in ascending order`);
+        return `${file} was written by an older Queuescope (or by hand: its header has no "written" record) that did not record the field order of stream entries, so the original order of ${String(lostEntries)} of its ${String(entries)} entr${entries === 1 ? 'y' : 'ies'} (e.g. ${ids.map((i) => i.slice(0, 40)).join(', ')}) cannot be restored: they are written to the stream "${key}" ${what.join('; ')}; names, values and the order of their other fields are kept`;
+      },
     };
   }
 
@@ -248,8 +298,11 @@ class RedisRedriveMover implements RedriveMover {
    *   of the JSON map the body then is) plus the headers as fields (`{ base64 }` values as bytes)
    *   and the counter field; a message with `properties.streamFields` (an entry with field names
    *   that are not valid UTF-8 or repeated, or whose field order the body field and headers
-   *   cannot tell, see `streamEntryMessage`) gets exactly those names, in that order, the counter
-   *   updated in place as the move script does; each reply (the new id) confirms one message;
+   *   cannot tell, see `streamEntryMessage`) gets exactly those names, in that order; without it
+   *   the body field comes first, then the other fields in the message's key order. The counter
+   *   is updated in place as the move script does (appended when absent); each reply (the new id)
+   *   confirms one message. A file written before the field-order record may not hold an entry's
+   *   order: see {@link olderSnapshotTally};
    * - BullMQ: `Queue.addBulk` with the job name, data (the JSON body) and options; custom job ids
    *   are kept, then the counter hash field is set. A message whose custom job id already exists in
    *   the queue is reported failed, not published: BullMQ would ignore the add (see `publishJobs`).
@@ -599,9 +652,17 @@ function streamFields(m: QueueMessage): (string | Buffer)[] | string {
   if (m.properties.streamFields !== undefined) return exactStreamFields(m, map);
   const out: (string | Buffer)[] = [];
   if (map === null) out.push(bodyField as string, bodyBytes(m));
-  else for (const [k, v] of Object.entries(map)) if (k !== REDRIVE_COUNT_HEADER) out.push(k, fieldValue(v));
-  for (const [k, v] of Object.entries(m.headers)) if (k !== REDRIVE_COUNT_HEADER) out.push(k, fieldValue(v));
-  out.push(REDRIVE_COUNT_HEADER, String(counterOf(m) + 1));
+  // The counter where the entry had it (last, unless the file predates the field-order record),
+  // else appended; as the stream move script does.
+  let counted = false;
+  for (const [k, v] of [...Object.entries(map ?? {}), ...Object.entries(m.headers)]) {
+    if (k !== REDRIVE_COUNT_HEADER) out.push(k, fieldValue(v));
+    else if (!counted) {
+      out.push(k, String((num(v) ?? 0) + 1));
+      counted = true;
+    }
+  }
+  if (!counted) out.push(REDRIVE_COUNT_HEADER, String(counterOf(m) + 1));
   return out;
 }
 

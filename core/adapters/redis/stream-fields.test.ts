@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { escapeFieldName, streamEntryMessage, streamFieldKeys } from './stream';
+import { escapeFieldName, streamEntryMessage, streamFieldKeys, unrecordedFieldOrder } from './stream';
 
 const at = { queueId: 'stream:s', queueName: 's', position: 0, maxBodyBytes: 1 << 20 };
 
@@ -87,5 +87,27 @@ describe('stream field names', () => {
       { name: 'a', key: 'a' },
       { name: '3', key: '3' },
     ]);
+  });
+
+  it('unrecordedFieldOrder: what a file without the field-order record cannot tell about an entry', () => {
+    const f = (...xs: string[]): Buffer[] => xs.map((x) => Buffer.from(x));
+    /** The entry as a Queuescope before the record wrote it: no streamFields for plain names. */
+    const old = (...xs: string[]) => {
+      const m = streamEntryMessage('1-0', f(...xs), at);
+      delete m.properties.streamFields;
+      return m;
+    };
+    expect(unrecordedFieldOrder(old('body', 'hi'))).toBeNull();
+    expect(unrecordedFieldOrder(old('type', 'x', 'body', 'hi'))).toEqual({ bodyField: true, indexNames: [] });
+    // Body first reads the same: the file cannot tell it from the above.
+    expect(unrecordedFieldOrder(old('body', 'hi', 'type', 'x'))).toEqual({ bodyField: true, indexNames: [] });
+    expect(unrecordedFieldOrder(old('body', 'hi', 'a', '1', '7', '2'))).toEqual({ bodyField: true, indexNames: ['7'] });
+    // No body field: the map keeps the order of its text names, not of index names among others.
+    expect(unrecordedFieldOrder(old('a', '1', 'b', '2'))).toBeNull();
+    expect(unrecordedFieldOrder(old('7', 'x'))).toBeNull();
+    expect(unrecordedFieldOrder(old('a', '1', '3', '2', '07', 'z'))).toEqual({ bodyField: false, indexNames: ['3'] });
+    // A current file's entry with its order recorded, or a message not from a stream, loses nothing.
+    expect(unrecordedFieldOrder(streamEntryMessage('1-0', f('type', 'x', 'body', 'hi'), at))).toBeNull();
+    expect(unrecordedFieldOrder({ ...old('body', 'hi', 'type', 'x'), properties: {} })).toBeNull();
   });
 });

@@ -272,6 +272,45 @@ export function plainOrderKept(keys: readonly string[], bodyIndex: number, value
   return written.length === keys.length && written.every((k, i) => k === keys[i]);
 }
 
+/** An array index as JavaScript objects list them first, ascending (`0`, `7`; not `07` or `-1`). */
+function isIndexKey(k: string): boolean {
+  return /^(0|[1-9][0-9]*)$/.test(k) && Number(k) < 4294967295;
+}
+
+/**
+ * What a snapshot written before Queuescope recorded stream field order cannot tell about the
+ * field order of stream message `m`. Such a file (an export or redrive backup whose queue header
+ * has no `written` record, see `core/snapshot/format.ts`: both came after the field-order record)
+ * gives `properties.streamFields` only to entries with binary or repeated names; for the others
+ * the order was not recorded when it differed from what {@link plainOrderKept} re-injects:
+ * - `bodyField`: the message has a body field and other fields — its place among them is not in
+ *   the file (re-inject writes it first); the other fields' order is (the header map keeps it);
+ * - `indexNames`: field names that are array indexes (`7`) among two or more fields (headers, or
+ *   the body's JSON map without a body field) — JavaScript listed them first, ascending, before
+ *   the file was written, so their places are not in it.
+ * Null when the order is fully in the file (`properties.streamFields`, a lone body field, no
+ * index names) or `m` is not a Redis stream message (`properties.bodyField` absent).
+ */
+export function unrecordedFieldOrder(m: QueueMessage): { bodyField: boolean; indexNames: string[] } | null {
+  const bodyField = m.properties.bodyField;
+  if (bodyField === undefined || m.properties.streamFields !== undefined) return null;
+  let names: string[];
+  if (typeof bodyField === 'string' && bodyField !== '') names = Object.keys(m.headers);
+  else {
+    let map: unknown;
+    try {
+      map = JSON.parse(m.body.encoding === 'utf8' ? m.body.data : Buffer.from(m.body.data, 'base64').toString('utf8'));
+    } catch {
+      return null;
+    }
+    if (map === null || typeof map !== 'object' || Array.isArray(map)) return null;
+    names = Object.keys(map);
+  }
+  const lostBody = typeof bodyField === 'string' && bodyField !== '' && names.length > 0;
+  const indexNames = names.length >= 2 ? names.filter(isIndexKey) : [];
+  return lostBody || indexNames.length > 0 ? { bodyField: lostBody, indexNames } : null;
+}
+
 /**
  * Distinct map keys for the field names of one stream entry, in entry order, and whether every
  * key is exactly its name (valid UTF-8, not repeated, not `__proto__`, which JSON readers drop).

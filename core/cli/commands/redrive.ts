@@ -3,7 +3,7 @@ import { resolve as resolvePath } from 'node:path';
 import type { Command } from 'commander';
 import { QueuescopeError, type OperationSnapshot, type QueueSummary } from '../../../shared/domain';
 import { parseFilter } from '../../../shared/redrive/filter';
-import { checkRate, planRedrive, priorUsesOfBackup, resolveReinjectTarget, startRedrive, startReinject, type RedriveEnv, type RedrivePlan, type RedriveRequest, type RedriveResult, type ReinjectResult } from '../../redrive/engine';
+import { checkRate, olderSnapshotCheck, planRedrive, priorUsesOfBackup, resolveReinjectTarget, startRedrive, startReinject, type RedriveEnv, type RedrivePlan, type RedriveRequest, type RedriveResult, type ReinjectResult } from '../../redrive/engine';
 import { readSnapshot } from '../../snapshot/reader';
 import { isRedriveBackupHeader, type SnapshotHeaderLine } from '../../snapshot/format';
 import { AuditLog, type AuditEntry } from '../../services/audit-log';
@@ -392,7 +392,10 @@ export function register(program: Command, ctx: CliContext): void {
       let count = 0;
       // Per queue section: what its header says the export wrote, and what the file holds (a cut file).
       const sections: { name: string; written: SnapshotHeaderLine['written']; held: number; backup: boolean }[] = [];
+      // What an older file (no `written` record) did not record, e.g. the field order of Redis stream entries.
+      const older = olderSnapshotCheck(env, q.id);
       for await (const item of readSnapshot(path, ctx.signal)) {
+        older.see(item);
         if (item.type === 'header') sections[item.section] = { name: item.header.source.queue.name, written: item.header.written, held: 0, backup: isRedriveBackupHeader(item.header) };
         else {
           count++;
@@ -411,6 +414,8 @@ export function register(program: Command, ctx: CliContext): void {
         } else if (sec.written === null) prior.push(`${path} was cut: the export of ${sec.name} never finished writing it (its header has no message count), so the ${sec.held} message${sec.held === 1 ? '' : 's'} it holds may be only the first ones; the rest are not published`);
         else if (sec.held < sec.written.messages) prior.push(`${path} was cut: it holds ${sec.held} of the ${sec.written.messages} messages its ${sec.backup ? 'redrive' : 'export'} wrote for ${sec.name}; only those ${sec.held} are published, the other ${sec.written.messages - sec.held} are not in this file`);
       }
+      const olderNote = older.note(path);
+      if (olderNote !== null) prior.push(olderNote);
       for (const w of prior) ctx.err(`warning: ${escapeForTerminal(w)}.\n`);
       if (opts.yes !== true) {
         const ok = await confirm(ctx, `Publish ${count} message${count === 1 ? '' : 's'} from ${cell(path, 200)} to ${cell(q.name, 80)}${prior.length > 0 ? ' despite the warning above' : ''}?`);
