@@ -117,7 +117,7 @@ describe('RabbitMQ peek gate: a quorum delivery-limit policy the management reco
     // Control: accepted, the peek reports and causes the dead-lettering.
     const page = await adapter.peek(id, { limit: 10, acceptSideEffects: true });
     expect(page.messages).toHaveLength(4);
-    expect(page.sideEffects.join(' ')).toContain('4 messages were at the delivery limit and dead-lettered by this peek.');
+    expect(page.sideEffects.join(' ')).toContain(`4 messages were at the delivery limit and dead-lettered to the default exchange, routing key '${final}' by this peek.`);
     await waitCount(final, 4);
   }, 60_000);
 });

@@ -17,7 +17,7 @@ import { DEFAULT_MAX_BODY_BYTES } from './body';
 import { cancelledError, channelError, messageOf, networkCause, replyCode, throwIfAborted } from './errors';
 import { ManagementClient, ManagementNetworkError, readAllPages, type ManagementResponse } from './management';
 import { parseArray, parseBinding, parseExchange, parseOverview, parsePage, parseQueue, STATS_DISABLED_NOTE } from './parse';
-import { readPolicyDeliveryLimit, withPolicyDeliveryLimit } from './policy-limit';
+import { policyDeliveryLimit, readPolicyLists, withPolicyDeadLetter, withPolicyDeliveryLimit } from './policy-limit';
 import { STREAM_CURSOR_PREFIX, holdAndRelease, parseStreamCursor, readStream, toQueueMessage } from './peek';
 import { decodeQueueId, encodeQueueId } from './queue-id';
 import { CONNECT_TIMEOUT_MS, resolveRabbitmqSettings, type RabbitmqSettings } from './settings';
@@ -25,6 +25,7 @@ import {
   MAX_PEEK_WINDOW,
   buildTopology,
   capabilitiesFor,
+  deadLetterFate,
   effectiveSettings,
   looksLikeDeadLetterQueue,
   queueConfig,
@@ -707,9 +708,10 @@ export class RabbitmqAdapter implements BrokerAdapter {
    * statistics off) get ready and consumer counts from AMQP passive declares (at most
    * {@link AMQP_COUNTS_CAP}, or the `amqpCountsCap` option; in-flight stays null), and with statistics off `config.managementStatistics`
    * says so. Sorted by name (locale collation). Effective settings and capabilities come from each
-   * queue's record alone: a quorum queue's delivery limit from a policy set seconds ago may be
-   * missing (3.10 reports it late); the policies are not read here, because every read path
-   * (getQueue, peek) reads them itself before its side-effect gate.
+   * queue's record alone: a quorum queue's delivery limit, or a dead-letter exchange and routing key
+   * (and so the links), from a policy set seconds ago may be missing (3.10 reports it late); the
+   * policies are not read here, because every read path (getQueue, peek) reads them itself before
+   * its side-effect gate.
    * @throws QueuescopeError HOST_UNREACHABLE, MANAGEMENT_UNAVAILABLE, AUTH_FAILED, PERMISSION_DENIED,
    *   UNKNOWN_VHOST, TLS_ERROR, TIMEOUT, INVALID_INPUT (bad options), CANCELLED.
    */
@@ -759,8 +761,11 @@ export class RabbitmqAdapter implements BrokerAdapter {
    * (passive, immediate), the rest from the management API (stats may lag ~5 s), dead-letter links
    * and sources resolved against the whole vhost. For a quorum queue the delivery limit (and so
    * `capabilities.peekMayDeadLetter`, the peek gate) is the lower of the queue's record and the
-   * vhost's policy definitions, read alongside ({@link readPolicyDeliveryLimit}): RabbitMQ 3.10's
-   * record shows a quorum queue's policy seconds late. `listQueues` does not read the policies (see there).
+   * vhost's policy definitions, read alongside (`policyDeliveryLimit` in policy-limit.ts): RabbitMQ
+   * 3.10's record shows a quorum queue's policy seconds late. The policies' dead-letter exchange and
+   * routing key are laid over every queue's record the same way (`withPolicyDeadLetter`; queue
+   * arguments still win), so the links, `config` and the sources show a DLX set seconds ago.
+   * `listQueues` does not read the policies (see there).
    * @throws QueuescopeError QUEUE_NOT_FOUND (also when deleted since listed), INVALID_INPUT (bad id),
    *   HOST_UNREACHABLE, MANAGEMENT_UNAVAILABLE, AUTH_FAILED, CANCELLED.
    */
@@ -775,28 +780,35 @@ export class RabbitmqAdapter implements BrokerAdapter {
       if (!(e instanceof QueuescopeError) || e.details?.replyCode !== 405) throw e;
     }
     const notFound = (): Promise<QueuescopeError> => Promise.resolve(new QueuescopeError('QUEUE_NOT_FOUND', `Queue '${name}' does not exist in vhost '${this.s.vhost}' (it may have been deleted).`, { queue: name, vhost: this.s.vhost }));
-    const [one, { exchanges, bindings }, everything, policyLimit] = await Promise.all([
+    const [one, { exchanges, bindings }, everything, policies] = await Promise.all([
       this.mgmtJson(`/api/queues/${this.vhostPath()}/${encodeURIComponent(name)}?columns=${LIST_COLUMNS}`, signal, notFound),
       this.fetchExchangesAndBindings(signal),
       this.fetchQueues(TOPOLOGY_COLUMNS, TOPOLOGY_QUEUE_CAP, null, () => true, signal),
-      // Read for every queue (the type is not known yet), used for quorum queues only: two small requests.
-      readPolicyDeliveryLimit(this.mgmt, this.s.vhost, name, signal),
+      // Two small requests: the delivery limit (quorum queues) and dead-letter keys the policies set now.
+      readPolicyLists(this.mgmt, this.s.vhost, signal),
     ]);
-    const q = parseQueue(one);
-    if (!q) throw new QueuescopeError('MANAGEMENT_UNAVAILABLE', `The management API returned an unexpected answer for queue '${name}'.`);
-    const byName = new Map(everything.map((x) => [x.name, x]));
+    const parsed = parseQueue(one);
+    if (!parsed) throw new QueuescopeError('MANAGEMENT_UNAVAILABLE', `The management API returned an unexpected answer for queue '${name}'.`);
+    // Every queue of the topology gets the policies' dead-letter keys, so this queue's sources are current too.
+    const q = withPolicyDeadLetter(parsed, policies);
+    const byName = new Map(everything.map((x) => [x.name, withPolicyDeadLetter(x, policies)]));
     byName.set(q.name, q);
     const topo = buildTopology(this.s.vhost, byName.values(), exchanges, bindings);
     const statsOff = q.messagesReady === null && q.messages === null ? await this.statsDisabled(signal) : false;
-    return this.summary(q, topo, this.sourcesIndex(topo), fresh, statsOff, policyLimit);
+    return this.summary(q, topo, this.sourcesIndex(topo), fresh, statsOff, policyDeliveryLimit(name, policies));
   }
 
-  /** Type and settings of one queue for peeking; null when the management API cannot tell. */
+  /** Type and settings of one queue for peeking, from its management record alone; null when the management API cannot tell. */
   private async peekInfo(name: string, signal?: AbortSignal): Promise<{ kind: QueueKind; settings: EffectiveSettings; messages: number | null } | null> {
+    const q = await this.peekRecord(name, signal);
+    return q ? { kind: queueKind(q.type), settings: effectiveSettings(q), messages: q.messages } : null;
+  }
+
+  /** One queue's management record for peeking; null when the management API cannot tell. */
+  private async peekRecord(name: string, signal?: AbortSignal): Promise<RawQueue | null> {
     try {
       const body = await this.mgmtJson(`/api/queues/${this.vhostPath()}/${encodeURIComponent(name)}?columns=${LIST_COLUMNS}`, signal, undefined, CONNECT_TIMEOUT_MS);
-      const q = parseQueue(body);
-      return q ? { kind: queueKind(q.type), settings: effectiveSettings(q), messages: q.messages } : null;
+      return parseQueue(body);
     } catch (e) {
       if (e instanceof QueuescopeError && e.code === 'CANCELLED') throw e;
       // 404 right after a successful passive declare = deleted meanwhile: the AMQP read reports it.
@@ -812,8 +824,10 @@ export class RabbitmqAdapter implements BrokerAdapter {
    *   with the side effects declared in the capabilities. When `capabilities.peekMayDeadLetter !== false`
    *   (quorum with a delivery limit, or type unknown) the call throws `PEEK_REFUSED` before touching a
    *   message unless `options.acceptSideEffects`. A quorum queue's delivery limit is the lower of its
-   *   management record and the vhost's policy definitions ({@link readPolicyDeliveryLimit}; the
-   *   record shows a new policy seconds late on 3.10). No cursor paging (`nextCursor` is null).
+   *   management record and the vhost's policy definitions (`policyDeliveryLimit`; the record shows
+   *   a new policy seconds late on 3.10), and its dead-letter exchange comes from both too
+   *   (`withPolicyDeadLetter`), so the refusal says the message would be dead-lettered to that
+   *   exchange, or dropped only when none applies. No cursor paging (`nextCursor` is null).
    * - Streams: non-destructive, from the oldest retained message or a cursor `offset:<n>`.
    *
    * `total` is the ready count (classic/quorum, immediate) or the stream's message count (lagging).
@@ -825,10 +839,15 @@ export class RabbitmqAdapter implements BrokerAdapter {
     const name = this.queueRef(queueId);
     throwIfAborted(signal);
     const before = await this.checkQueue(name, signal);
-    let info = await this.peekInfo(name, signal);
-    const kind = info?.kind ?? null;
-    // The record shows a quorum queue's policy seconds late (3.10): the gate also reads the policies.
-    if (info !== null && kind === 'rabbitmq-quorum') info = { ...info, settings: withPolicyDeliveryLimit(info.settings, await readPolicyDeliveryLimit(this.mgmt, this.s.vhost, name, signal)) };
+    const record = await this.peekRecord(name, signal);
+    const kind = record === null ? null : queueKind(record.type);
+    let info = record === null ? null : { settings: effectiveSettings(record), messages: record.messages };
+    // The record shows a quorum queue's policy seconds late (3.10): the gate (delivery limit) and its
+    // refusal (dead-lettered where, or dropped) also read the policies.
+    if (record !== null && kind === 'rabbitmq-quorum') {
+      const policies = await readPolicyLists(this.mgmt, this.s.vhost, signal);
+      info = { messages: record.messages, settings: withPolicyDeliveryLimit(effectiveSettings(withPolicyDeadLetter(record, policies)), policyDeliveryLimit(name, policies)) };
+    }
     const conn = await this.connection(signal);
 
     if (kind === 'rabbitmq-stream') {
@@ -878,7 +897,7 @@ export class RabbitmqAdapter implements BrokerAdapter {
             `Held ${messages.length} message${messages.length === 1 ? '' : 's'} unacknowledged while reading, then requeued ${messages.length === 1 ? 'it' : 'them'}.`,
             ...caps.peekSideEffects.filter((x) => x.kind !== 'may-dead-letter' && x.kind !== 'temporarily-invisible').map((x) => x.description),
           ];
-    if (deadLettered > 0) sideEffects.push(`${deadLettered} message${deadLettered === 1 ? ' was' : 's were'} at the delivery limit and dead-lettered by this peek.`);
+    if (deadLettered > 0) sideEffects.push(`${deadLettered} message${deadLettered === 1 ? ' was' : 's were'} at the delivery limit and ${deadLetterFate(info?.settings ?? null)} by this peek.`);
     return {
       messages: messages.map((m, i) => toQueueMessage(m, i, queueId, name, kind, maxBodyBytes)),
       nextCursor: null,

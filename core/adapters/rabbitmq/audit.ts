@@ -2,7 +2,9 @@
  * Audit fact collector for RabbitMQ (management HTTP API, https://www.rabbitmq.com/docs/management#http-api):
  * `/api/overview` (version), `/api/queues/<vhost>` (arguments, effective policy definition,
  * durability, consumers, message counts and rates), `/api/exchanges`, `/api/bindings` (dead-letter
- * routing resolved with the adapter's topology logic) and `/api/policies` (for the one-click fix).
+ * routing resolved with the adapter's topology logic), `/api/policies` and `/api/operator-policies`
+ * (the dead-letter keys a policy set seconds ago, which RabbitMQ 3.10's queue records show late —
+ * `withPolicyDeadLetter` in policy-limit.ts — and the one-click fix).
  * With management statistics off (`/api/overview` `disable_stats`) the queues come without counts:
  * dead-letter queues then get ready and consumer counts over AMQP (passive `queue.declare`, at most
  * the adapter's AMQP count cap per audit; unacknowledged messages and rates stay unknown).
@@ -21,6 +23,7 @@ import type { AuditCollectOptions, AuditCollector } from '../audit-types';
 import { throwIfAborted } from '../../lib/abort';
 import { ManagementClient, ManagementNetworkError, readAllPages, type ManagementGuard } from './management';
 import { parseArray, parseBinding, parseExchange, parseOverview, parsePage, parseQueue, STATS_DISABLED_NOTE } from './parse';
+import { readPolicyLists, withPolicyDeadLetter } from './policy-limit';
 import type { RabbitmqSettings } from './settings';
 import { buildTopology, effectiveSettings, looksLikeDeadLetterQueue, resolveDeadLetterTargets, arrivalKeys, type RawBinding, type RawExchange, type RawQueue, type Setting, type Topology } from './topology';
 import { encodeQueueId } from './queue-id';
@@ -134,9 +137,10 @@ class RabbitmqAuditCollector implements AuditCollector {
       signal,
     );
     if (queues.length >= QUEUE_CAP) notes.push(`Only the first ${String(QUEUE_CAP)} queues of vhost '${this.s.vhost}' were read.`);
-    const [ex, bi] = await Promise.all([this.getJson(c, `/api/exchanges/${v}?columns=name,type,arguments`, signal), this.getJson(c, `/api/bindings/${v}`, signal)]);
+    const [ex, bi, policies] = await Promise.all([this.getJson(c, `/api/exchanges/${v}?columns=name,type,arguments`, signal), this.getJson(c, `/api/bindings/${v}`, signal), readPolicyLists(c, this.s.vhost, signal)]);
     return {
-      queues,
+      // A queue's record shows a policy's dead-letter keys seconds late (3.10): the policies themselves fill them in.
+      queues: queues.map(({ raw, growth }) => ({ raw: withPolicyDeadLetter(raw, policies), growth })),
       exchanges: (parseArray(ex) ?? []).map(parseExchange).filter((x): x is RawExchange => x !== null),
       bindings: (parseArray(bi) ?? []).map(parseBinding).filter((x): x is RawBinding => x !== null),
       version: overview?.version ?? null,
@@ -298,12 +302,13 @@ class RabbitmqAuditCollector implements AuditCollector {
   private async plan(c: ManagementClient, fix: AuditFix, signal?: AbortSignal): Promise<{ preview: FixPreview; body: Record<string, unknown> }> {
     if (fix.kind !== 'rabbitmq.add-dlx-policy') throw new QueuescopeError('INVALID_INPUT', `A ${fix.kind} fix cannot be applied to RabbitMQ.`);
     if (fix.vhost !== this.s.vhost) throw new QueuescopeError('INVALID_INPUT', `The fix is for vhost '${fix.vhost}', but this connection is to '${this.s.vhost}'.`);
-    const q = await this.currentQueue(c, fix.queueName, signal);
+    const [record, lists] = await Promise.all([this.currentQueue(c, fix.queueName, signal), readPolicyLists(c, this.s.vhost, signal)]);
+    // A dead-letter exchange from a policy set seconds ago counts (the record shows it late on 3.10).
+    const q = withPolicyDeadLetter(record, lists);
     const s = effectiveSettings(q);
     if (s.deadLetterExchange) throw new QueuescopeError('INVALID_INPUT', `Queue '${fix.queueName}' already has a dead-letter exchange ('${s.deadLetterExchange.value}', ${s.deadLetterExchange.source}); nothing to fix.`);
     await this.currentQueue(c, fix.deadLetterQueue, signal); // the DLQ must exist
-    const policies = await this.getJson(c, `/api/policies/${encodeURIComponent(this.s.vhost)}`, signal).catch(() => null);
-    const current = (parseArray(policies) ?? []).map(rec).find((p) => p.name === q.policy);
+    const current = (lists.policies ?? []).map(rec).find((p) => p.name === q.policy);
     const notes: string[] = [];
     const definition: Record<string, unknown> = { ...(current ? rec(current.definition) : {}), 'dead-letter-exchange': fix.deadLetterExchange };
     if (fix.deadLetterRoutingKey !== null) definition['dead-letter-routing-key'] = fix.deadLetterRoutingKey;

@@ -340,6 +340,21 @@ const CLASSIC_EFFECTS: PeekSideEffect[] = [
 ];
 
 /**
+ * What RabbitMQ does with a message a queue dead-letters, for sentences ("a message … is <fate>"):
+ * `dead-lettered to exchange 'x'` (with `, routing key 'k'` when a dead-letter routing key is set;
+ * `the default exchange` for `''`) when `settings` have a dead-letter exchange, from an argument
+ * or a policy; `dropped (no dead-letter exchange is configured)` only when they have none
+ * (https://www.rabbitmq.com/docs/dlx). Whether the exchange then routes the message to a queue is
+ * not checked here (see {@link resolveDeadLetterTargets}).
+ */
+export function deadLetterFate(settings: Pick<EffectiveSettings, 'deadLetterExchange' | 'deadLetterRoutingKey'> | null): string {
+  const dlx = settings?.deadLetterExchange?.value;
+  if (dlx === undefined) return 'dropped (no dead-letter exchange is configured)';
+  const rk = settings?.deadLetterRoutingKey?.value;
+  return `dead-lettered to ${dlx === '' ? 'the default exchange' : `exchange '${dlx}'`}${rk === undefined ? '' : `, routing key '${rk}'`}`;
+}
+
+/**
  * Peek capabilities of a queue. Classic and quorum queues have no non-destructive read, so a peek
  * gets messages unacknowledged and requeues them (side effects declared); quorum queues also count
  * each peek as a delivery, and with a delivery limit a peek can dead-letter a message (so
@@ -360,11 +375,9 @@ export function capabilitiesFor(kind: QueueKind | null, settings: EffectiveSetti
   if (kind === 'rabbitmq-quorum') {
     const limit = settings?.deliveryLimit?.value ?? null;
     if (limit !== null) {
-      const dlx = settings?.deadLetterExchange?.value;
-      const where = dlx === undefined ? 'drops it (no dead-letter exchange is configured)' : `dead-letters it to ${dlx === '' ? 'the default exchange' : `exchange '${dlx}'`}`;
       effects.push({
         kind: 'may-dead-letter',
-        description: `A peek of a message at the delivery limit ${where} (x-delivery-limit=${limit} allows ${limit + 1} deliveries).`,
+        description: `A message at the delivery limit is ${deadLetterFate(settings)} when a peek requeues it (x-delivery-limit=${limit} allows ${limit + 1} deliver${limit === 0 ? 'y' : 'ies'}).`,
       });
       mayDeadLetter = true;
     }

@@ -3,8 +3,10 @@ import { rabbitPerQueueTimeout, TIMEOUT_SETTINGS, type CurrentSettings, type Mea
 import { sleepBetweenPolls, type BrokerTuning } from '../tuning-types';
 import { throwIfAborted } from './errors';
 import type { ManagementClient } from './management';
-import { parseOverview, STATS_DISABLED_NOTE } from './parse';
+import { parseOverview, parseQueue, STATS_DISABLED_NOTE } from './parse';
+import { policyDeliveryLimit, readPolicyLists, withPolicyDeadLetter, withPolicyDeliveryLimit } from './policy-limit';
 import { decodeQueueId, type QueueRef } from './queue-id';
+import { deadLetterFate, effectiveSettings } from './topology';
 
 /** Default time between two management API polls, ms (the broker refreshes its stats every 5 s by default). */
 const DEFAULT_INTERVAL_MS = 5_000;
@@ -37,6 +39,9 @@ interface QueueStats {
  * samples (https://www.rabbitmq.com/docs/management#http-api). consumer_timeout itself is node
  * configuration that the management API does not expose; per-queue values (policy `consumer-timeout`,
  * argument `x-consumer-timeout`) are read where the version supports them (3.11.15+, 3.12+).
+ * The delivery limit and dead-letter exchange also come from `GET /api/policies/{vhost}` and
+ * `/api/operator-policies/{vhost}` (RabbitMQ 3.10's queue record shows a new policy seconds late;
+ * see policy-limit.ts), with RabbitMQ's precedence (`effectiveSettings` in topology.ts).
  * @param mgmt returns the adapter's management client (shared keep-alive agent).
  */
 export function createRabbitmqTuning(mgmt: () => ManagementClient): BrokerTuning {
@@ -83,7 +88,7 @@ export function createRabbitmqTuning(mgmt: () => ManagementClient): BrokerTuning
 
     async readSettings(queueId, signal) {
       const ref = decodeQueueId(queueId);
-      const [q, overview] = await Promise.all([readQueue(ref, signal), getJson('/api/overview', signal, null).catch(() => null)]);
+      const [q, overview, policies] = await Promise.all([readQueue(ref, signal), getJson('/api/overview', signal, null).catch(() => null), readPolicyLists(mgmt(), ref.vhost, signal)]);
       const version = overview ? strOrNull(overview.rabbitmq_version) : null;
       const perQueue = rabbitPerQueueTimeout(version);
       const args = obj(q.body.arguments);
@@ -99,15 +104,19 @@ export function createRabbitmqTuning(mgmt: () => ManagementClient): BrokerTuning
           timeoutSource = args['x-consumer-timeout'] !== undefined ? 'queue argument x-consumer-timeout' : 'policy key consumer-timeout';
         }
       }
-      const limit = numOrNull(args['x-delivery-limit']) ?? numOrNull(policy['delivery-limit']);
-      const dlx = strOrNull(args['x-dead-letter-exchange']) ?? strOrNull(policy['dead-letter-exchange']);
-      if (q.body.type === 'quorum' && limit !== null) notes.push(`Quorum queue delivery limit ${limit}: a message is dead-lettered (or dropped without a dead-letter exchange) after ${limit + 1} deliveries; a consumer_timeout requeue counts as one.`);
+      // Argument vs policy as RabbitMQ combines them (lower limit; argument DLX wins), policies read
+      // directly too because the record shows a new one seconds late (3.10).
+      const record = parseQueue(q.body);
+      const settings = record === null ? null : withPolicyDeliveryLimit(effectiveSettings(withPolicyDeadLetter(record, policies)), policyDeliveryLimit(ref.name, policies));
+      const limit = settings?.deliveryLimit?.value ?? null;
+      const dlx = settings?.deadLetterExchange?.value ?? null;
+      if (q.body.type === 'quorum' && limit !== null) notes.push(`Quorum queue delivery limit ${limit}: a message is ${deadLetterFate(settings)} after ${limit + 1} deliver${limit === 0 ? 'y' : 'ies'}; a consumer_timeout requeue counts as one.`);
       return {
         target: 'rabbitmq',
         timeoutMs,
         timeoutSource,
         maxReceiveCount: q.body.type === 'quorum' && limit !== null ? limit + 1 : null,
-        deadLetterTarget: dlx,
+        deadLetterTarget: dlx === '' ? null : dlx,
         brokerVersion: version,
         perQueueTimeoutSupported: perQueue,
         retryPolicy: null,
