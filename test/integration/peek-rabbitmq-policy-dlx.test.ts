@@ -18,7 +18,8 @@ import { closeNative, nativeChannel, nativeCount, nativeDeleteQueue } from './ra
  * change), while the broker applies it at once. Before the fix the delivery limit was read from
  * the policies but the dead-letter exchange from the record only: in that window the peek refusal
  * said the message would be dropped ("drops it (no dead-letter exchange is configured)"), getQueue
- * showed no dead-letter exchange, no link to the DLQ and no source on the DLQ, the audit reported
+ * and listQueues showed no dead-letter exchange, no link to the DLQ and no source on the DLQ (and
+ * the listing no delivery limit), the audit reported
  * no dead-letter exchange, and tuning said "dead-lettered (or dropped …)" with no target. Each case
  * asserts that the record still lacked the policy's dead-letter keys after the reads (else it proves
  * nothing) and ends with a control: with consent the peek really dead-letters (or drops) the
@@ -92,7 +93,7 @@ async function refusal(id: string): Promise<QueuescopeError> {
 }
 
 describe('RabbitMQ (CLI peek, adapter): a dead-letter exchange from a policy the management record does not show yet (real broker)', () => {
-  it('peek refusal, getQueue (config, links, DLQ sources), audit and tuning say dead-lettered to the policy DLX (old code: dropped / no DLX)', async () => {
+  it('peek refusal (adapter and CLI), getQueue (config, links, DLQ sources), listQueues, audit and tuning say dead-lettered to the policy DLX (old code: dropped / no DLX)', async () => {
     const name = await quorumWithFreshPolicy('pol', () => ({}), (n) => ({ 'delivery-limit': 0, 'dead-letter-exchange': '', 'dead-letter-routing-key': `${n}-dlq` }), ['dlq']);
     const dlq = `${name}-dlq`;
     const id = encodeQueueId({ vhost: '/', name });
@@ -100,6 +101,7 @@ describe('RabbitMQ (CLI peek, adapter): a dead-letter exchange from a policy the
     const cli = await runCli(dir, ['peek', AMQP_URL, name]);
     const q = await adapter.getQueue(id);
     const target = await adapter.getQueue(encodeQueueId({ vhost: '/', name: dlq }));
+    const listed = await adapter.listQueues({ pattern: `${name}*` });
     const facts = await adapter.audit!.collect({ pattern: name });
     const tuning = await adapter.tuning!.readSettings(id);
     // The reads happened while the record still lacked the policy (else this proves nothing).
@@ -113,6 +115,11 @@ describe('RabbitMQ (CLI peek, adapter): a dead-letter exchange from a policy the
     expect(q.deadLetterTargets.map((t) => [t.queueName, t.problem])).toEqual([[dlq, undefined]]);
     expect(q.deadLetterTargets[0]?.via).toContain(`policy '${name}' dead-letter-exchange the default exchange`);
     expect(target.deadLetterSources).toEqual([id]);
+    // The listing (whose links the redrive's loop check reads) says the same.
+    expect(listed.map((x) => [x.name, x.deadLetterTargets.map((t) => t.queueName), x.deadLetterSources, x.capabilities.peekMayDeadLetter])).toEqual([
+      [name, [dlq], [], true],
+      [dlq, [], [id], false],
+    ]);
     const f = facts.queues.find((x) => x.name === name) as RabbitQueueFacts | undefined;
     expect(f?.deadLetterExchange).toEqual({ value: '', source: 'policy' });
     expect(f?.deadLetterRouting?.reachedQueues).toEqual([dlq]);

@@ -519,7 +519,7 @@ export class RabbitmqAdapter implements BrokerAdapter {
 
   // ---------------------------------------------------------------- summaries
 
-  /** `policyLimit`: the delivery limit of the vhost's policy definitions (getQueue), lowering a quorum queue's record limit. */
+  /** `policyLimit`: the delivery limit of the vhost's policy definitions (getQueue, listQueues), lowering a quorum queue's record limit. */
   private summary(q: RawQueue, topo: Topology, sources: Map<string, string[]>, fresh?: { messageCount: number; consumerCount: number }, statsOff = false, policyLimit: number | null = null): QueueSummary {
     const kind = queueKind(q.type);
     const settings = kind === 'rabbitmq-quorum' ? withPolicyDeliveryLimit(effectiveSettings(q), policyLimit) : effectiveSettings(q);
@@ -707,11 +707,11 @@ export class RabbitmqAdapter implements BrokerAdapter {
    * lag AMQP by up to ~5 s; queues listed without counts (brand new, or all of them on a broker with
    * statistics off) get ready and consumer counts from AMQP passive declares (at most
    * {@link AMQP_COUNTS_CAP}, or the `amqpCountsCap` option; in-flight stays null), and with statistics off `config.managementStatistics`
-   * says so. Sorted by name (locale collation). Effective settings and capabilities come from each
-   * queue's record alone: a quorum queue's delivery limit, or a dead-letter exchange and routing key
-   * (and so the links), from a policy set seconds ago may be missing (3.10 reports it late); the
-   * policies are not read here, because every read path (getQueue, peek) reads them itself before
-   * its side-effect gate.
+   * says so. Sorted by name (locale collation). Effective settings, links and capabilities come from
+   * each queue's record and the vhost's policies (`GET /api/policies` and `/api/operator-policies`,
+   * read alongside; see policy-limit.ts), as in getQueue: RabbitMQ 3.10's record shows a policy set
+   * seconds ago late, and the redrive's loop check reads this listing's links. When the policies
+   * cannot be read the records stand.
    * @throws QueuescopeError HOST_UNREACHABLE, MANAGEMENT_UNAVAILABLE, AUTH_FAILED, PERMISSION_DENIED,
    *   UNKNOWN_VHOST, TLS_ERROR, TIMEOUT, INVALID_INPUT (bad options), CANCELLED.
    */
@@ -724,17 +724,19 @@ export class RabbitmqAdapter implements BrokerAdapter {
     // failure wins, because AMQP is what peeking and moving need.
     const [amqp, listing] = await Promise.allSettled([
       this.connection(signal),
-      Promise.all([this.fetchQueues(LIST_COLUMNS, limit, serverRegex, keep, signal), this.fetchExchangesAndBindings(signal)]),
+      Promise.all([this.fetchQueues(LIST_COLUMNS, limit, serverRegex, keep, signal), this.fetchExchangesAndBindings(signal), readPolicyLists(this.mgmt, this.s.vhost, signal)]),
     ]);
     if (amqp.status === 'rejected') throw amqp.reason;
     if (listing.status === 'rejected') throw listing.reason;
-    const [queues, { exchanges, bindings }] = listing.value;
+    const [records, { exchanges, bindings }, policies] = listing.value;
     throwIfAborted(signal);
+    // The records show a policy's dead-letter keys seconds late (3.10): the policies fill them in.
+    const queues = records.map((q) => withPolicyDeadLetter(q, policies));
     let all: RawQueue[] = queues;
     if (pattern !== null || queues.length >= limit) {
       // The listing is a subset: read every queue's dead-letter settings to find sources and targets.
       const everything = await this.fetchQueues(TOPOLOGY_COLUMNS, TOPOLOGY_QUEUE_CAP, null, () => true, signal);
-      const byName = new Map(everything.map((q) => [q.name, q]));
+      const byName = new Map(everything.map((q) => [q.name, withPolicyDeadLetter(q, policies)]));
       for (const q of queues) byName.set(q.name, q);
       all = [...byName.values()];
     }
@@ -748,7 +750,7 @@ export class RabbitmqAdapter implements BrokerAdapter {
     const beyondCap = new Set(uncounted.slice(this.countsCap));
     return queues
       .map((q) => {
-        const summary = this.summary(q, topo, sources, fresh.get(q.name), statsOff);
+        const summary = this.summary(q, topo, sources, fresh.get(q.name), statsOff, queueKind(q.type) === 'rabbitmq-quorum' ? policyDeliveryLimit(q.name, policies) : null);
         // Past the cap: say why this queue has no counts (the listing is too long to declare every queue).
         if (beyondCap.has(q.name)) summary.config = { ...summary.config, counts: `not read: counts over AMQP are read for the first ${this.countsCap} queues of a listing without them; list fewer (a name pattern) or open the queue` };
         return summary;
@@ -765,7 +767,6 @@ export class RabbitmqAdapter implements BrokerAdapter {
    * 3.10's record shows a quorum queue's policy seconds late. The policies' dead-letter exchange and
    * routing key are laid over every queue's record the same way (`withPolicyDeadLetter`; queue
    * arguments still win), so the links, `config` and the sources show a DLX set seconds ago.
-   * `listQueues` does not read the policies (see there).
    * @throws QueuescopeError QUEUE_NOT_FOUND (also when deleted since listed), INVALID_INPUT (bad id),
    *   HOST_UNREACHABLE, MANAGEMENT_UNAVAILABLE, AUTH_FAILED, CANCELLED.
    */
