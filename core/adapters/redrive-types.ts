@@ -1,5 +1,5 @@
 import type { ErrorInfo, QueueMessage, QueueSummary } from '../../shared/domain';
-import { DEFAULT_PENDING_MIN_IDLE_MS } from '../../shared/redrive/types';
+import { DEFAULT_PENDING_MIN_IDLE_MS, type MovedOnByReading } from '../../shared/redrive/types';
 
 /**
  * The broker side of a DLQ redrive (issue 4). The engine in `core/redrive/` owns selection,
@@ -141,6 +141,12 @@ export interface MoveSummary {
   warnings?: string[];
   /** Optional: broker API calls the run made (SQS requests), for the API-calls-per-message bench. */
   apiCalls?: number;
+  /**
+   * Optional: set by a mover whose reads can make the broker move DLQ messages on to another queue
+   * ({@link RedriveMover.readMovesMessagesOn}; SQS: the DLQ has its own RedrivePolicy) — how many
+   * this run's reads moved on, and how that was measured. Absent = reading moves nothing elsewhere.
+   */
+  movedOn?: MovedOnByReading;
 }
 
 /**
@@ -279,6 +285,7 @@ export interface RedriveMover {
    * backup. Returns which ids were confirmed and which failed (with why).
    */
   publish(targetQueueId: string, messages: readonly QueueMessage[], signal?: AbortSignal): Promise<{ published: string[]; failed: { id: string; error: ErrorInfo }[] }>;
+
   /**
    * Optional: what {@link publish} to `targetQueueId` cannot restore of messages from a snapshot
    * section written before the snapshot format's `written` record (an older Queuescope, or by

@@ -17,7 +17,12 @@ export const EXIT = {
   PEEK_REFUSED: 5,
   /** The command ran and found what `--fail-on` asks to fail on (e.g. `inspect --fail-on flag`: flagged payloads). For CI. */
   FINDINGS: 6,
-  /** A move (redrive / reinject) finished but some messages failed, may be duplicated, or were left in the DLQ (held by a reader); they are listed or counted. */
+  /**
+   * A move (redrive / reinject) finished but some messages failed, may be duplicated, or were left in
+   * the DLQ (held by a reader), or its reads — a dry run's too — made the broker move DLQ messages on
+   * to another queue without redriving them (an SQS DLQ with its own RedrivePolicy read with
+   * `--accept-side-effects`); they are listed or counted.
+   */
   PARTIAL: 7,
   /** A change to a broker needs confirmation: no `--yes` and no terminal to ask on, or the answer was no. */
   NOT_CONFIRMED: 8,
@@ -75,7 +80,9 @@ Exit codes:
        --fail-on flag: messages with flagged payloads)
   7    partial: a redrive/reinject finished but some messages failed (they stayed
        where they were) or may now be in both queues (possible duplicates), or
-       nothing moved because the selected messages cannot move or have no target
+       nothing moved because the selected messages cannot move or have no target,
+       or reading the DLQ (a dry run too) made SQS move messages on to the DLQ's
+       own dead-letter queue instead of redriving them (--accept-side-effects)
   8    not confirmed: a redrive/reinject needs --yes without a terminal to ask on,
        or the answer was no; nothing was moved
   9    incomplete: --fail-on found nothing to fail on, but only part of the queue

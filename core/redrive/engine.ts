@@ -10,7 +10,7 @@ import { REDRIVE_BACKUP_PARTIAL_REASON } from '../snapshot/format';
 import type { AuditLog } from '../services/audit-log';
 import type { OperationContext, OperationManager } from '../services/operations';
 import { RedriveBackup, defaultBackupPath } from './backup';
-import { checkPendingMinIdle, DEFAULT_PENDING_MIN_IDLE_MS, DEFAULT_REDRIVE_MAX_BODY_BYTES, formatIdleThreshold, MAX_CANNOT_MOVE_LISTED, MAX_REDRIVE_MAX_BODY_BYTES, type RedrivePlan, type RedriveResult } from '../../shared/redrive/types';
+import { checkPendingMinIdle, DEFAULT_PENDING_MIN_IDLE_MS, DEFAULT_REDRIVE_MAX_BODY_BYTES, formatIdleThreshold, MAX_CANNOT_MOVE_LISTED, MAX_REDRIVE_MAX_BODY_BYTES, type MovedOnByReading, type RedrivePlan, type RedriveResult } from '../../shared/redrive/types';
 import { Decider, describeTarget, type RedriveSelection } from './decider';
 
 export type { RedrivePlan, RedriveResult };
@@ -386,7 +386,22 @@ export async function planRedrive(env: RedriveEnv, r: RedriveRequest, signal?: A
     filter: describeSelection(r),
     stoppedBecause: summary.stoppedBecause,
     notes: [...(summary.notes ?? []), ...sideEffects(p.mover, p.dlq)],
+    ...(summary.movedOn !== undefined ? { movedOn: summary.movedOn } : {}),
   };
+}
+
+/**
+ * What the reads of several passes over one DLQ (the native path's backup pass, then the
+ * client-side run) moved on, as one: counts added (unknown if any is unknown), the measurements
+ * joined. Undefined when no pass reported any.
+ */
+export function sumMovedOn(parts: readonly (MovedOnByReading | undefined)[]): MovedOnByReading | undefined {
+  const all = parts.filter((m): m is MovedOnByReading => m !== undefined);
+  const first = all[0];
+  if (first === undefined) return undefined;
+  if (all.length === 1) return first;
+  const count = all.every((m) => m.count !== null) ? all.reduce((n, m) => n + (m.count ?? 0), 0) : null;
+  return { queue: first.queue, maxReceiveCount: first.maxReceiveCount, count, measuredBy: all.map((m, i) => `pass ${i + 1}: ${m.count === null ? 'unknown' : String(m.count)}, ${m.measuredBy}`).join('; ') };
 }
 
 /**
@@ -549,6 +564,7 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
   let stoppedBecause: RedriveResult['stoppedBecause'] = null;
   let status = 'completed';
   let error: unknown = null;
+  const movedOn: (MovedOnByReading | undefined)[] = [];
   try {
     backup = await RedriveBackup.create(backupPath, header);
     // A "started" entry first: a process killed mid-run (a second Ctrl+C, SIGKILL, a crash) writes
@@ -564,7 +580,7 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
         // From here on the result describes the native move, also when it fails or is cancelled.
         mode = 'native';
         mechanism = support.mechanism;
-      });
+      }, movedOn);
       if (outcome !== null) {
         mode = 'native';
         mechanism = native.support.mechanism;
@@ -581,6 +597,7 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
     }
     if (mode === 'client-side') {
       const s = await clientSide(r, p, backup, ctx, totals);
+      movedOn.push(s.movedOn);
       stoppedBecause = s.stoppedBecause;
       notes.push(...(s.notes ?? []));
       warnings.push(...(s.warnings ?? []));
@@ -612,6 +629,8 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
     notFoundIds: p.decider.notFoundIds().slice(0, MAX_CANNOT_MOVE_LISTED),
     notFoundCount: p.decider.notFoundIds().length,
   };
+  const movedOnTotal = sumMovedOn(movedOn);
+  if (movedOnTotal !== undefined) result.movedOn = movedOnTotal;
   try {
     const entry = await env.auditLog.append({
       actor: env.actor,
@@ -621,7 +640,7 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
       target: chosenTargetName(r, p) ?? (result.targets.length > 0 ? result.targets.map((t) => t.queueName).join(', ') : 'original source'),
       filter: result.filter,
       status,
-      counts: { examined: result.examined, moved: result.moved, skipped: result.skipped, failed: result.failed, possibleDuplicates: result.possibleDuplicates },
+      counts: { examined: result.examined, moved: result.moved, skipped: result.skipped, failed: result.failed, possibleDuplicates: result.possibleDuplicates, ...(movedOnTotal?.count != null ? { movedOnByReading: movedOnTotal.count } : {}) },
       operationId,
       backupPath: keptBackup,
       details: {
@@ -636,6 +655,7 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
         ...(error !== null ? { error: toErrorInfo(error) } : {}),
         notes,
         ...(warnings.length > 0 ? { warnings } : {}),
+        ...(movedOnTotal !== undefined ? { movedOn: movedOnTotal } : {}),
       },
     });
     result.auditId = entry.id;
@@ -701,7 +721,18 @@ async function clientSide(r: RedriveRequest, p: Prepared, backup: RedriveBackup,
  * and starting again on resume). Returns null when some message would stay (the caller then moves
  * client-side).
  */
-async function nativePath(env: RedriveEnv, r: RedriveRequest, p: Prepared, backup: RedriveBackup, support: NativeMoveSupport, ctx: OperationContext, totals: Totals, notes: string[], onStart: () => void): Promise<true | null> {
+async function nativePath(
+  env: RedriveEnv,
+  r: RedriveRequest,
+  p: Prepared,
+  backup: RedriveBackup,
+  support: NativeMoveSupport,
+  ctx: OperationContext,
+  totals: Totals,
+  notes: string[],
+  onStart: () => void,
+  movedOn: (MovedOnByReading | undefined)[],
+): Promise<true | null> {
   let pending: QueueMessage[] = [];
   let failed = 0;
   const flush = async (): Promise<void> => {
@@ -709,7 +740,7 @@ async function nativePath(env: RedriveEnv, r: RedriveRequest, p: Prepared, backu
     pending = [];
     await backup.append(batch);
   };
-  await p.mover.moveClientSide(
+  const pre = await p.mover.moveClientSide(
     { sourceQueueId: p.dlq.id, ...(r.state !== undefined ? { state: r.state } : {}), batchSize: Math.max(p.batchSize, 100), cutoffMs: p.cutoffMs, maxMessages: p.maxMessages, maxBodyBytes: p.maxBodyBytes, ...pendingOf(r), dryRun: true },
     {
       gate: async () => {
@@ -729,6 +760,8 @@ async function nativePath(env: RedriveEnv, r: RedriveRequest, p: Prepared, backu
     ctx.signal,
   );
   await flush();
+  // The backup pass reads the DLQ like a dry run: on a DLQ with its own RedrivePolicy it moves messages on too.
+  movedOn.push(pre.movedOn);
   if (p.decider.toSkip > 0 || failed > 0) return null;
   const total = p.decider.examined.count;
   ctx.setTotal(total);

@@ -113,6 +113,29 @@ export interface NativeSupportInfo {
 /** Why a client-side read stopped. */
 export type StoppedBecause = 'exhausted' | 'cutoff' | 'max-messages';
 
+/**
+ * Messages that READING the DLQ made the broker move on to another queue instead of returning them:
+ * an SQS DLQ that has its own RedrivePolicy (dlq → dlq2) moves a message already received
+ * `maxReceiveCount` times to dlq2 at its next receive — a dry run's receive too (SQS Developer
+ * Guide, "Using dead-letter queues"). Such messages left the DLQ without being redriven; they are in
+ * {@link queue}, not lost. SQS never returns them to the receive that moved them, so their receive
+ * counts cannot be seen: {@link count} is measured on the next queue instead ({@link measuredBy}).
+ */
+export interface MovedOnByReading {
+  /** The queue they were moved to (its name); null when the DLQ's RedrivePolicy cannot be read. */
+  queue: string | null;
+  /** maxReceiveCount of the DLQ's own RedrivePolicy; null when it cannot be read. */
+  maxReceiveCount: number | null;
+  /**
+   * Messages the next queue gained while the DLQ was read: its visible + in-flight + delayed count
+   * (GetQueueAttributes) after the last receive minus before the first, less what the run itself
+   * moved there; never below 0. Null when it could not be measured (see {@link measuredBy}).
+   */
+  count: number | null;
+  /** How {@link count} was measured and what could make it off, or why it could not be measured, in one sentence. */
+  measuredBy: string;
+}
+
 /** Dry-run result: exactly what a run would move where, with the same messages read now. */
 export interface RedrivePlan {
   dlq: { id: string; name: string; depth: number | null };
@@ -150,6 +173,12 @@ export interface RedrivePlan {
   filter: string;
   stoppedBecause: StoppedBecause;
   notes: string[];
+  /**
+   * Present when reading the DLQ can make the broker move messages on (an SQS DLQ with its own
+   * RedrivePolicy, read because the request accepted the side effects): what THIS dry run's reads
+   * moved on. Absent = reading moves nothing elsewhere.
+   */
+  movedOn?: MovedOnByReading;
 }
 
 /** What a finished redrive did (the operation's `result`; also in `details.result` of a failed run's last error). */
@@ -177,4 +206,33 @@ export interface RedriveResult extends Record<string, unknown> {
   notFoundIds: string[];
   /** How many picked ids were not found in all ({@link notFoundIds} lists the first ones). */
   notFoundCount: number;
+  /**
+   * Present when reading the DLQ can make the broker move messages on (an SQS DLQ with its own
+   * RedrivePolicy, read with the side effects accepted): what this run's reads moved on — its
+   * native path's backup pass included — without redriving them. Absent = none possible (or an older version).
+   */
+  movedOn?: MovedOnByReading;
+}
+
+/**
+ * True when reading the DLQ moved messages on without redriving them, or may have and how many is
+ * unknown ({@link MovedOnByReading.count} > 0 or null): the run or dry run is then not "all done"
+ * (the CLI exits 7, the app shows a warning).
+ */
+export function movedOnByReading(m: MovedOnByReading | undefined): boolean {
+  return m !== undefined && (m.count === null || m.count > 0);
+}
+
+/**
+ * {@link MovedOnByReading} in one sentence for the user, or null when nothing was moved on. `who`
+ * names the reads ("The dry run's receives", "This run's receives"); `dlq` is the DLQ's name.
+ * Names are untrusted: render the sentence as text.
+ */
+export function describeMovedOn(m: MovedOnByReading | undefined, who: string, dlq: string): string | null {
+  if (m === undefined || !movedOnByReading(m)) return null;
+  const to = m.queue ?? 'another queue';
+  const limit = m.maxReceiveCount !== null ? ` (at the maxReceiveCount ${m.maxReceiveCount} of ${dlq}'s own RedrivePolicy)` : ` (${dlq}'s own RedrivePolicy)`;
+  if (m.count === null) return `${who} may have moved messages of ${dlq} on to ${to}${limit} instead of returning them; how many could not be measured: ${m.measuredBy}`;
+  const n = `${m.count} message${m.count === 1 ? '' : 's'}`;
+  return `${who} moved ${n} of ${dlq} on to ${to}${limit} instead of returning ${m.count === 1 ? 'it' : 'them'}: ${m.count === 1 ? 'it' : 'they'} left the DLQ without being redriven and ${m.count === 1 ? 'is' : 'are'} in ${to} now, not lost — redrive ${to} to move ${m.count === 1 ? 'it' : 'them'} (${m.measuredBy}).`;
 }

@@ -227,9 +227,9 @@ describe('SQS redrive of a DLQ that has its own RedrivePolicy (fauxqs, CLI)', ()
       expect(await depth(c, final.url)).toBe(0);
       expect(await depth(c, dlq.url)).toBe(5);
 
-      // Accepted: as before — the dry run's receives move them on, and the note says where.
+      // Accepted: the dry run's receives move them on, and it says where — exit 7, not "all fine" (see redrive-sqs-chained.test.ts).
       const accepted = await cli(dir, ['redrive', conn, `${base}-dlq`, '--dry-run', '--accept-side-effects']);
-      expect(accepted.code).toBe(0);
+      expect(accepted.code).toBe(7);
       expect(accepted.out).toContain(`${base}-final grew by 5 messages during this run (0 → 5)`);
       expect(accepted.out).toContain(`They are in ${base}-final now, not lost`);
       expect(await depth(c, final.url)).toBe(5);

@@ -23,6 +23,7 @@ import type {
   ReadMovesOn,
   RedriveMover,
 } from '../redrive-types';
+import type { MovedOnByReading } from '../../../shared/redrive/types';
 import { intAttr, parseArn, parseRedrivePolicy, queueKind, queueNameFromUrl } from './attributes';
 import { mapWithConcurrency } from './concurrency';
 import { DEFAULT_MAX_BODY_BYTES, toQueueMessage } from './message';
@@ -152,7 +153,8 @@ function receiveTimestampAfter(m: Message, cutoffMs: number): boolean {
  * ApproximateReceiveCount +1 for every message read (local-aws-sqs also counts each visibility
  * change); if the DLQ itself has a RedrivePolicy, receives can move its messages on to that queue —
  * a dry run reports each message its receive brought to that maxReceiveCount as `failed` (the real
- * run's receive would move it on), and the notes say how much that queue grew during the run.
+ * run's receive would move it on), and `MoveSummary.movedOn` (and the notes) say how many the run's
+ * reads moved on: the growth of that queue during the run ({@link ClientRun.noteMovedOn}).
  *
  * Broker documentation followed: SQS API Reference (ReceiveMessage, SendMessageBatch,
  * DeleteMessageBatch, ChangeMessageVisibilityBatch, StartMessageMoveTask, ListMessageMoveTasks,
@@ -563,7 +565,11 @@ class ClientRun {
    * next queue's name and URL (null when it cannot be resolved) and that queue's message count at
    * the start (null when unknown).
    */
-  private own: { max: number; next: string; nextUrl: string | null; nextAtStart: number | null } | null = null;
+  private own: { max: number; next: string; nextUrl: string | null; nextAtStart: number | null; unmeasured: string | null } | null = null;
+  /** The DLQ's own RedrivePolicy could not be read (why): its reads may move messages on, to a queue not known. */
+  private ownUnreadable: string | null = null;
+  /** What this run's reads moved on ({@link noteMovedOn}); set at the end of a DLQ with its own RedrivePolicy. */
+  private movedOn: MovedOnByReading | undefined = undefined;
   /** Dry run: messages whose receive count reached the DLQ's own maxReceiveCount (see {@link processBatch}). */
   private atOwnLimit = 0;
   /**
@@ -611,8 +617,9 @@ class ClientRun {
       this.notes.push(
         `${this.name} has its own RedrivePolicy (maxReceiveCount ${max} → ${next}): every receive of this redrive adds 1 to ApproximateReceiveCount, so a message already received ${max} times is moved to ${next} by SQS instead of being read, and messages left in ${this.name} get closer to that limit.`,
       );
-      if (!('error' in policy)) {
-        this.own = { max: policy.maxReceiveCount, next, nextUrl: null, nextAtStart: null };
+      if ('error' in policy) this.ownUnreadable = policy.error;
+      else {
+        this.own = { max: policy.maxReceiveCount, next, nextUrl: null, nextAtStart: null, unmeasured: null };
         // GetQueueUrl by name looks in this account and region only: a next queue elsewhere is not
         // measured, nor the DLQ itself (its own DLQ: its depth changes with the run).
         const nextArn = parseArn(policy.deadLetterTargetArn);
@@ -622,9 +629,13 @@ class ClientRun {
           try {
             this.own.nextUrl = await this.mover._host.resolveQueueUrl(`sqs:${next}`, this.signal);
             this.own.nextAtStart = await this.depthOf(this.own.nextUrl);
-          } catch {
-            // Unknown (no permission, deleted): the run says nothing about it.
+            if (this.own.nextAtStart === null) this.own.unmeasured = `GetQueueAttributes on ${next} returned no message counts`;
+          } catch (e) {
+            // Unknown (no permission, deleted): the count of messages moved on is then unknown.
+            this.own.unmeasured = `the message count of ${next} could not be read before the first receive (${asQs(e).message})`;
           }
+        } else {
+          this.own.unmeasured = next === this.name ? `${this.name} is its own dead-letter queue` : `${next} is in another account or region, whose message count this connection does not read`;
         }
       }
     }
@@ -701,7 +712,7 @@ class ClientRun {
     if (this.fifo && this.held.size > 0 && stoppedBecause === 'exhausted') {
       this.notes.push(`FIFO: messages of a message group behind a message left in ${this.name} cannot be received while it is held, so those groups were not read past it in this run.`);
     }
-    return { ...this.totals, stoppedBecause, notes: this.notes, apiCalls: this.mover.apiCalls - this.callsAtStart };
+    return { ...this.totals, stoppedBecause, notes: this.notes, apiCalls: this.mover.apiCalls - this.callsAtStart, ...(this.movedOn !== undefined ? { movedOn: this.movedOn } : {}) };
   }
 
   /**
@@ -733,12 +744,20 @@ class ClientRun {
   }
 
   /**
-   * When the DLQ has its own RedrivePolicy: says how many messages arrived in the next queue during
-   * the run (SQS moves a message whose receive count passed maxReceiveCount on at its receive, so
-   * this run's receives — or another reader's — put them there; SQS does not say which), and how
-   * many the dry run found at that limit. Never throws.
+   * When the DLQ has its own RedrivePolicy: measures how many messages its reads moved on to the
+   * next queue ({@link movedOn}) and says so in the notes, with how many the dry run found at that
+   * limit. SQS never returns a message it moves on (the receive that moves it returns nothing for
+   * it), so receive counts cannot count them: the count is the growth of the next queue's visible +
+   * in-flight + delayed messages (GetQueueAttributes before the first receive and after the last),
+   * less the messages this run itself moved there — exact on the emulators; on AWS the counts are
+   * approximate and another producer or consumer of that queue, or another reader of the DLQ,
+   * during the run makes it off by as much. Never throws.
    */
   private async noteMovedOn(): Promise<void> {
+    if (this.ownUnreadable !== null) {
+      this.movedOn = { queue: null, maxReceiveCount: null, count: null, measuredBy: `${this.name}'s own RedrivePolicy cannot be read (${this.ownUnreadable}), so neither its limit nor the queue it moves messages to is known` };
+      return;
+    }
     const own = this.own;
     if (own === null) return;
     if (this.atOwnLimit > 0) {
@@ -746,16 +765,37 @@ class ClientRun {
         `${plural(this.atOwnLimit, 'message')} reached ${this.name}'s own maxReceiveCount (${own.max}) with this dry run's receive: the real run's receive makes SQS move them to ${own.next} instead of to the target (listed as cannot move). Raise ${this.name}'s maxReceiveCount or remove its RedrivePolicy first.`,
       );
     }
-    if (own.nextUrl === null || own.nextAtStart === null) return;
+    const unknown = (why: string): void => {
+      this.movedOn = { queue: own.next, maxReceiveCount: own.max, count: null, measuredBy: why };
+    };
+    if (own.nextUrl === null || own.nextAtStart === null) {
+      unknown(own.unmeasured ?? `the message count of ${own.next} could not be read`);
+      return;
+    }
     let now: number | null;
     try {
       now = await this.depthOf(own.nextUrl);
-    } catch {
+    } catch (e) {
+      unknown(`the message count of ${own.next} could not be read after the last receive (${asQs(e).message})`);
       return;
     }
-    if (now !== null && now > own.nextAtStart) {
+    if (now === null) {
+      unknown(`GetQueueAttributes on ${own.next} returned no message counts after the last receive`);
+      return;
+    }
+    // A run that redrove messages into the next queue itself (--to it) grew it by those too.
+    let movedThere = 0;
+    for (const [id, n] of this.movedPerTarget) if (queueNameFromUrl(id.startsWith('sqs:') ? id.slice(4) : id) === own.next) movedThere += n;
+    const grew = now - own.nextAtStart - movedThere;
+    this.movedOn = {
+      queue: own.next,
+      maxReceiveCount: own.max,
+      count: Math.max(0, grew),
+      measuredBy: `measured as the growth of ${own.next}'s visible + in-flight + delayed messages from before the first receive to after the last, ${own.nextAtStart} → ${now}${movedThere > 0 ? `, less the ${movedThere} this run redrove there` : ''}; SQS returns no trace of a message it moves on, and another producer, consumer or reader of these queues during the run would change it`,
+    };
+    if (grew > 0) {
       this.notes.push(
-        `${own.next} grew by ${plural(now - own.nextAtStart, 'message')} during this run (${own.nextAtStart} → ${now}): SQS moves a message of ${this.name} already received ${plural(own.max, 'time')} (the maxReceiveCount of its own RedrivePolicy) to ${own.next} when it is received again — by this run or another reader — instead of returning it. They are in ${own.next} now, not lost: redrive ${own.next}, and raise ${this.name}'s maxReceiveCount or remove its RedrivePolicy before redriving ${this.name}.`,
+        `${own.next} grew by ${plural(grew, 'message')} during this run (${own.nextAtStart} → ${now}): SQS moves a message of ${this.name} already received ${plural(own.max, 'time')} (the maxReceiveCount of its own RedrivePolicy) to ${own.next} when it is received again — by this run or another reader — instead of returning it. They are in ${own.next} now, not lost: redrive ${own.next}, and raise ${this.name}'s maxReceiveCount or remove its RedrivePolicy before redriving ${this.name}.`,
       );
     }
   }

@@ -14,7 +14,7 @@ import { EXIT, exitCodeFor } from '../exit-codes';
 import { cell, escapeForTerminal, formatTime, NOTE_MAX, toJson } from '../format';
 import type { ResolvedConnection } from '../resolve-config';
 import type { BrokerAdapter } from '../../adapters/types';
-import { checkPendingMinIdle, DEFAULT_PENDING_MIN_IDLE_MS, DEFAULT_REDRIVE_MAX_BODY_BYTES, formatIdleThreshold, MAX_REDRIVE_MAX_BODY_BYTES } from '../../../shared/redrive/types';
+import { checkPendingMinIdle, DEFAULT_PENDING_MIN_IDLE_MS, DEFAULT_REDRIVE_MAX_BODY_BYTES, describeMovedOn, formatIdleThreshold, MAX_REDRIVE_MAX_BODY_BYTES, movedOnByReading } from '../../../shared/redrive/types';
 import { parseDuration } from './tune';
 
 const REDRIVE_HELP = `
@@ -43,8 +43,10 @@ and idle times, also for long-idle entries, which move (and are XACKed in their 
 ones; 1ms to 168h, a bare number is seconds): only entries idle at least that long move.
 An SQS DLQ that has its own RedrivePolicy (dlq → dlq2) is refused before anything is read (exit 5):
 every receive, the dry run's too, counts toward its maxReceiveCount, and SQS moves a message at that
-limit on to the next queue instead of returning it. --accept-side-effects reads it anyway (the
-notes then say how much the next queue grew).
+limit on to the next queue instead of returning it. --accept-side-effects reads it anyway: the dry
+run and the result then say how many messages the reads moved on to which queue (measured as that
+queue's growth during the reads: SQS returns nothing for a message it moves on), and such a run or
+dry run exits 7 — those messages left the DLQ without being redriven.
 Picked --ids that are not in the DLQ are listed and make the exit code 7, as does a run that examined
 fewer messages than its dry run (the others were held by another reader, or left the DLQ another way).`;
 
@@ -129,6 +131,8 @@ export function formatPlan(plan: RedrivePlan): string {
     }
   }
   if (plan.notFoundCount > 0) lines.push(`  warning: ${notFoundLine(plan.notFoundCount, plan.notFoundIds)}`);
+  const movedOn = describeMovedOn(plan.movedOn, "This dry run's receives", plan.dlq.name);
+  if (movedOn !== null) lines.push(`  MOVED ON, NOT REDRIVEN: ${cell(movedOn, NOTE_MAX)}`);
   if (plan.groups.length > 0) {
     lines.push('  failure groups (class, label, count, first reason):');
     for (const g of plan.groups.slice(0, 15)) {
@@ -158,6 +162,8 @@ export function formatResult(r: RedriveResult, status: string): string {
   for (const t of r.targets) lines.push(`  ${String(t.count).padStart(7)} → ${cell(t.queueName, 120)}`);
   for (const s of r.skipReasons.slice(0, 10)) lines.push(`  ${String(s.count).padStart(7)} stayed: ${cell(s.reason, 160)}`);
   if (r.notFoundCount > 0) lines.push(`warning: ${notFoundLine(r.notFoundCount, r.notFoundIds)}`);
+  const movedOn = describeMovedOn(r.movedOn, "This run's receives", r.dlqName);
+  if (movedOn !== null) lines.push(`MOVED ON, NOT REDRIVEN: ${cell(movedOn, NOTE_MAX)}`);
   if (r.backupPath !== null) lines.push(`Backup: ${cell(r.backupPath, 400)} (put back with: queuescope reinject <connection> <queue> --from <backup>)`);
   if (r.auditId !== null) lines.push(`Audit log: entry ${r.auditId} (queuescope history)`);
   for (const w of r.warnings ?? []) lines.push(`warning: ${cell(w, NOTE_MAX)}`);
@@ -232,6 +238,9 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
     }
     // Picked ids that are not in the DLQ: exit 7, for a dry run too (a script checks it first).
     if (plan.notFoundIds.length > 0) ctx.setExitCode(EXIT.PARTIAL);
+    // The dry run's own receives moved messages on (an SQS DLQ with its own RedrivePolicy, read with
+    // --accept-side-effects): they left the DLQ without being redriven — not "done", for a dry run too.
+    if (movedOnByReading(plan.movedOn)) ctx.setExitCode(EXIT.PARTIAL);
     if (opts.dryRun === true) {
       ctx.out(opts.json === true ? toJson(plan) : formatPlan(plan));
       return;
@@ -241,7 +250,9 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
       // Selected messages that cannot go anywhere (no target, a missing target, a loop, a body over
       // the read limit) are not "done": exit 7, like a run in which some of them failed.
       const unroutable = plan.skipped.filter((g) => g.category === 'no target' || g.category === 'target missing' || g.category === 'loop').reduce((n, g) => n + g.count, 0);
+      const movedOn = describeMovedOn(plan.movedOn, "the dry run's receives", plan.dlq.name);
       if (opts.json === true) ctx.out(toJson({ moved: 0, notFoundIds: plan.notFoundIds, plan }));
+      else if (movedOn !== null) ctx.out(`Nothing redriven: ${movedOn}${plan.failed + unroutable > 0 ? ` Of the messages read, ${plan.failed + unroutable} cannot move (see above) and stay in the DLQ.` : ''}\n`);
       else if (plan.failed + unroutable === 0) {
         const held = plan.skipped.filter((g) => g.category === 'held').reduce((n, g) => n + g.count, 0);
         ctx.out(held > 0 ? `Nothing to move: ${held} stay because a consumer received ${held === 1 ? 'it' : 'them'} less than ${formatIdleThreshold(pendingMinIdleMs ?? DEFAULT_PENDING_MIN_IDLE_MS)} ago (see the warning above; --include-pending moves ${held === 1 ? 'it' : 'them'}).\n` : 'Nothing to move.\n');
@@ -286,13 +297,15 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
       // Not "done": a script that redrives and then trusts exit 0 would leave these behind.
       ctx.setExitCode(EXIT.PARTIAL);
     }
+    const dryMovedOn = describeMovedOn(plan.movedOn, "Before this run, its dry run's receives", dlq.name);
+    if (r !== null && dryMovedOn !== null) r.notes.unshift(dryMovedOn);
     finish(ctx, final, opts.json === true, (x) => formatResult(x as RedriveResult, final.status));
   });
 }
 
 /**
  * Prints the outcome and sets the exit code: completed cleanly → 0; completed with failed or
- * possibly duplicated messages → 7; cancelled → 130; failed → the error's code (counts printed
+ * possibly duplicated messages, or with messages its reads moved on without redriving them → 7; cancelled → 130; failed → the error's code (counts printed
  * first). With `--json` exactly one JSON document goes to stdout, with `error` when it failed.
  */
 function finish(ctx: CliContext, final: OperationSnapshot, json: boolean, text: (r: Record<string, unknown>) => string): void {
@@ -313,6 +326,8 @@ function finish(ctx: CliContext, final: OperationSnapshot, json: boolean, text: 
   const dups = typeof result?.possibleDuplicates === 'number' ? result.possibleDuplicates : 0;
   const notFound = Array.isArray(result?.notFoundIds) ? result.notFoundIds.length : 0;
   if (notFound > 0) ctx.setExitCode(EXIT.PARTIAL);
+  // The run's reads moved DLQ messages on without redriving them (an SQS DLQ with its own RedrivePolicy).
+  if (movedOnByReading(result?.movedOn as RedriveResult['movedOn'])) ctx.setExitCode(EXIT.PARTIAL);
   if (failed > 0 || dups > 0) {
     if (!json) for (const e of final.errors) ctx.err(`  ${escapeForTerminal(e.message)}\n`);
     ctx.setExitCode(EXIT.PARTIAL);

@@ -188,3 +188,32 @@ describe('RedrivePanel: a DLQ whose reads move messages on (refused until accept
     expect((preview as HTMLButtonElement).disabled).toBe(false);
   });
 });
+
+describe('RedrivePanel: messages the reads moved on (an SQS DLQ with its own RedrivePolicy, side effects accepted)', () => {
+  const movedOn = { queue: 'orders-dlq2', maxReceiveCount: 1, count: 4, measuredBy: "measured as the growth of orders-dlq2's visible + in-flight + delayed messages from before the first receive to after the last, 0 → 4" };
+
+  it('the preview says how many went where, instead of only "Would move 0"', () => {
+    const p = plan({ examined: 0, toMove: 0, targets: [], groups: [], movedOn });
+    useStore.setState({ redrive: { [queueKey('c1', dlq.id)]: { analysis: p, analysing: false, analysisOp: null, preview: p, previewing: false, operation: null, error: null } } });
+    render(<RedrivePanel connectionId="c1" summary={dlq} queues={[dlq]} checkedIds={[]} />);
+    const notices = screen.getAllByTestId('redrive-moved-on').map((n) => n.textContent);
+    expect(notices).toContain(
+      "Moved on, not redriven: This preview's receives moved 4 messages of orders-dlq on to orders-dlq2 (at the maxReceiveCount 1 of orders-dlq's own RedrivePolicy) instead of returning them: they left the DLQ without being redriven and are in orders-dlq2 now, not lost — redrive orders-dlq2 to move them (measured as the growth of orders-dlq2's visible + in-flight + delayed messages from before the first receive to after the last, 0 → 4).",
+    );
+    expect(notices.some((t) => t.startsWith("Moved on, not redriven: This analysis's receives moved 4 messages"))).toBe(true);
+  });
+
+  it('the result of a completed run names them too; none when nothing was moved on', () => {
+    const result = { mode: 'client-side', mechanism: null, dlqId: dlq.id, dlqName: dlq.name, examined: 0, moved: 0, skipped: 0, failed: 0, possibleDuplicates: 0, targets: [], skipReasons: [], wastedRetries: 0, stoppedBecause: 'exhausted', backupPath: null, auditId: 'a1', filter: 'all', notes: [], warnings: [], notFoundIds: [], notFoundCount: 0, movedOn: { ...movedOn, count: 1 } };
+    const op = operationSnapshot({ type: 'redrive', label: 'Redrive orders-dlq', status: 'completed', total: 1, processed: 0, result, startedAt: 1, finishedAt: 2 });
+    useStore.setState({ redrive: { [queueKey('c1', dlq.id)]: { analysis: plan(), analysing: false, analysisOp: null, preview: null, previewing: false, operation: op, error: null } } });
+    render(<RedrivePanel connectionId="c1" summary={dlq} queues={[dlq]} checkedIds={[]} />);
+    const run = within(screen.getByTestId('redrive-result'));
+    expect(run.getByTestId('redrive-moved-on').textContent).toContain("This run's receives moved 1 message of orders-dlq on to orders-dlq2");
+    cleanup();
+    const none = operationSnapshot({ type: 'redrive', label: 'Redrive orders-dlq', status: 'completed', total: 1, processed: 0, result: { ...result, movedOn: { ...movedOn, count: 0 } }, startedAt: 1, finishedAt: 2 });
+    useStore.setState({ redrive: { [queueKey('c1', dlq.id)]: { analysis: plan(), analysing: false, analysisOp: null, preview: null, previewing: false, operation: none, error: null } } });
+    render(<RedrivePanel connectionId="c1" summary={dlq} queues={[dlq]} checkedIds={[]} />);
+    expect(screen.queryByTestId('redrive-moved-on')).toBeNull();
+  });
+});

@@ -1,7 +1,7 @@
 import { useEffect, useId, useMemo, useRef, useState } from 'react';
 import type { ApiInput } from '../../../shared/api/contract';
 import { TERMINAL_STATUSES, type OperationSnapshot, type QueueSummary } from '../../../shared/domain';
-import { DEFAULT_PENDING_MIN_IDLE_MS, formatIdleThreshold, MAX_PENDING_MIN_IDLE_MS, type FailureGroup, type RedrivePlan, type RedriveResult } from '../../../shared/redrive/types';
+import { DEFAULT_PENDING_MIN_IDLE_MS, describeMovedOn, formatIdleThreshold, MAX_PENDING_MIN_IDLE_MS, type FailureGroup, type MovedOnByReading, type RedrivePlan, type RedriveResult } from '../../../shared/redrive/types';
 import { count, duration } from '../lib/format';
 import { useStore } from '../store';
 import { queueKey } from '../store/types';
@@ -170,6 +170,7 @@ export function RedrivePanel({ connectionId, summary, queues, checkedIds }: { co
         </div>
       ) : (
         <>
+          <MovedOnNotice movedOn={analysis.movedOn} who="This analysis's receives" dlq={analysis.dlq.name} />
           <div className="redrive-summary" data-testid="redrive-analysis">
             {count(analysis.examined)} message{analysis.examined === 1 ? '' : 's'} in {groups.length} group{groups.length === 1 ? '' : 's'}
             {analysis.wastedRetries > 0 && (
@@ -352,6 +353,21 @@ export function CannotMoveNotice({ plan }: { plan: RedrivePlan }) {
 }
 
 /** The dry run's counts per target and per reason for staying. */
+/**
+ * Messages the reads moved on to another queue instead of returning them (an SQS DLQ with its own
+ * RedrivePolicy, read with the side effects accepted): how many, where to, how measured. Nothing
+ * when none were.
+ */
+export function MovedOnNotice({ movedOn, who, dlq }: { movedOn: MovedOnByReading | undefined; who: string; dlq: string }) {
+  const text = describeMovedOn(movedOn, who, dlq);
+  if (text === null) return null;
+  return (
+    <div className="notice notice-warn" role="alert" data-testid="redrive-moved-on">
+      <strong>Moved on, not redriven:</strong> {escapeHidden(text)}
+    </div>
+  );
+}
+
 function PlanView({ plan }: { plan: RedrivePlan }) {
   return (
     <div className="redrive-plan" data-testid="redrive-preview">
@@ -381,6 +397,7 @@ function PlanView({ plan }: { plan: RedrivePlan }) {
         </>
       )}
       <CannotMoveNotice plan={plan} />
+      <MovedOnNotice movedOn={plan.movedOn} who="This preview's receives" dlq={plan.dlq.name} />
       {plan.loops.map((l) => (
         <div key={l.queueId} className="notice notice-warn" role="alert">
           Loop: {l.loop}
@@ -509,6 +526,7 @@ function RedriveProgress({ op, onPause, onResume, onCancel, onDismiss }: { op: O
               </li>
             ))}
           </ul>
+          <MovedOnNotice movedOn={result.movedOn} who="This run's receives" dlq={result.dlqName} />
           {(result.warnings ?? []).map((w) => (
             <div key={w} className="notice notice-info">
               {w}
