@@ -387,12 +387,17 @@ export async function inspectQueue(adapter: BrokerAdapter, queueId: string, opti
   const unopened = unkept.size > 0 ? `${String(unkept.size)} message${unkept.size === 1 ? '' : 's'} the summary names as example${unkept.size === 1 ? '' : 's'} could not be kept for opening (${canReadAgain(queue) ? 'not found when the queue was read again: consumed or moved meanwhile' : 'reading the queue again would change it'}): ${[...unkept].slice(0, 5).join(', ')}${unkept.size > 5 ? ', …' : ''}.` : null;
 
   const comparisons: InspectComparison[] = [...notCompared];
+  // Reading a compared queue (the DLQ of a RabbitMQ/SQS queue) changes it as reading this one does:
+  // its side effects are reported with the queue named, not left out.
+  const comparedSideEffects: string[] = [];
   if (wantCompare) {
     const ownSide = { label: queue.name, messages: compared, options: analyzeOptions };
     const capNote = compared.length < analysed ? `Only the first ${String(compared.length)} messages of ${queue.name} were compared.` : null;
     for (const t of targets) {
       await ctx.checkpoint?.();
-      comparisons.push(await compareWithTarget(ownSide, t, options, analyzeOptions, capNote, ctx.signal));
+      const c = await compareWithTarget(ownSide, t, options, analyzeOptions, capNote, ctx.signal);
+      comparisons.push(c.comparison);
+      for (const s of c.sideEffects) comparedSideEffects.push(`${c.comparison.label} (read for the duplicate comparison): ${s}`);
     }
   }
 
@@ -405,7 +410,7 @@ export async function inspectQueue(adapter: BrokerAdapter, queueId: string, opti
     total: read.total,
     ...withSnapshotPartial(read, snapshotPartialReason(adapter, queue)),
     ...withNotes([snapshotCompletenessNote(adapter, queue), ...(read.notes ?? []), unopened]),
-    sideEffects: read.sideEffects,
+    sideEffects: [...read.sideEffects, ...comparedSideEffects],
     summary,
     messages: rows,
     messagesTruncated,
@@ -652,6 +657,12 @@ function snapshotFileOf(adapter: BrokerAdapter, queue: QueueSummary): string | n
   return typeof file === 'string' ? file : 'the file';
 }
 
+/** A comparison and the side effects its reads of the other queue caused on the broker (`ReadQueueResult.sideEffects`). */
+interface ComparisonRead {
+  comparison: InspectComparison;
+  sideEffects: string[];
+}
+
 async function compareWithTarget(
   own: { label: string; messages: MessageAnalysis[]; options: AnalyzeOptions },
   t: CompareTarget,
@@ -659,14 +670,15 @@ async function compareWithTarget(
   analyzeOptions: AnalyzeOptions,
   capNote: string | null,
   signal: AbortSignal | undefined,
-): Promise<InspectComparison> {
+): Promise<ComparisonRead> {
   const base = { relation: t.relation, label: t.label ?? t.queueId, queueId: t.queueId };
+  const sideEffects = new Set<string>();
   let other: QueueSummary;
   try {
     other = await t.adapter.getQueue(t.queueId, signal);
   } catch (e) {
     if (e instanceof QueuescopeError && e.code === 'CANCELLED') throw e;
-    return { ...base, result: null, read: 0, partial: false, note: `${base.label} could not be read: ${e instanceof Error ? e.message : String(e)}` };
+    return { comparison: { ...base, result: null, read: 0, partial: false, note: `${base.label} could not be read: ${e instanceof Error ? e.message : String(e)}` }, sideEffects: [] };
   }
   const label = t.label ?? other.name;
   const otherMessages: QueueMessage[] = [];
@@ -699,17 +711,21 @@ async function compareWithTarget(
         },
       );
       readCount += r.read;
+      for (const x of r.sideEffects) sideEffects.add(x);
       if (r.partial) partialReasons.push(`${t.states !== undefined && state !== undefined ? `${state}: ` : ''}${r.partialReason ?? 'not every message was read'}`);
     }
   } catch (e) {
     if (e instanceof QueuescopeError && e.code === 'CANCELLED') throw e;
     const why = e instanceof QueuescopeError && e.code === 'PEEK_REFUSED' ? `${e.message} (the comparison with ${label} was skipped)` : `${label} could not be read: ${e instanceof Error ? e.message : String(e)}`;
-    return { ...base, label, queueId: other.id, result: null, read: 0, partial: false, note: why };
+    return { comparison: { ...base, label, queueId: other.id, result: null, read: 0, partial: false, note: why }, sideEffects: [...sideEffects] };
   }
   // A snapshot section that holds only part of its queue (cut short, one peek window, picked ids): its keys are not all there.
   const held = snapshotPartialReason(t.adapter, other);
   if (held !== null) partialReasons.unshift(held);
   const result = compareDuplicates(own, { label, messages: otherMessages, options: { ...analyzeOptions, ...(t.rules !== undefined ? { rules: t.rules } : {}) } });
   const notes = [capNote, partialReasons.length > 0 ? `${label}: ${partialReasons.join(' ')}` : null].filter((x): x is string => x !== null);
-  return { ...base, label, queueId: other.id, result, read: readCount, partial: partialReasons.length > 0 || capNote !== null, note: notes.length > 0 ? notes.join(' ') : null };
+  return {
+    comparison: { ...base, label, queueId: other.id, result, read: readCount, partial: partialReasons.length > 0 || capNote !== null, note: notes.length > 0 ? notes.join(' ') : null },
+    sideEffects: [...sideEffects],
+  };
 }

@@ -113,7 +113,11 @@ export interface InspectReport {
    * one). Absent = nothing to note.
    */
   notes?: string[];
-  /** Side effects the reads caused on the broker (empty for Redis and snapshots). */
+  /**
+   * Side effects the reads caused on the broker (empty for Redis and snapshots): the inspected
+   * queue's, then those of each compared queue read (its DLQ or source), prefixed
+   * `<label> (read for the duplicate comparison): `.
+   */
   sideEffects: string[];
   summary: RedeliverySummary;
   /** Per-message verdicts, in queue order: the first `rowLimit`, plus every message a summary group names as an example. */
