@@ -1,5 +1,5 @@
 import type { ErrorInfo, QueueMessage, QueueSummary } from '../../shared/domain';
-import { DEFAULT_PENDING_MIN_IDLE_MS, type MovedOnByReading } from '../../shared/redrive/types';
+import { DEFAULT_PENDING_MIN_IDLE_MS, type MovedOnByReading, type UnseenMessages } from '../../shared/redrive/types';
 
 /**
  * The broker side of a DLQ redrive (issue 4). The engine in `core/redrive/` owns selection,
@@ -147,6 +147,12 @@ export interface MoveSummary {
    * this run's reads moved on, and how that was measured. Absent = reading moves nothing elsewhere.
    */
   movedOn?: MovedOnByReading;
+  /**
+   * Optional: messages the DLQ held at the start that the run could not receive although it read
+   * until nothing more came (SQS FIFO: a group's later messages stay out of reach while the run
+   * holds an earlier one). Absent = none, or not knowable.
+   */
+  unseen?: UnseenMessages;
 }
 
 /**

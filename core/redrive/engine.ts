@@ -387,6 +387,7 @@ export async function planRedrive(env: RedriveEnv, r: RedriveRequest, signal?: A
     stoppedBecause: summary.stoppedBecause,
     notes: [...(summary.notes ?? []), ...sideEffects(p.mover, p.dlq)],
     ...(summary.movedOn !== undefined ? { movedOn: summary.movedOn } : {}),
+    ...(summary.unseen !== undefined ? { unseen: summary.unseen } : {}),
   };
 }
 

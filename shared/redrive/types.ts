@@ -136,6 +136,25 @@ export interface MovedOnByReading {
   measuredBy: string;
 }
 
+/**
+ * Messages of the DLQ a read could not reach. A FIFO SQS queue returns no later message of a message
+ * group while an earlier one of that group is in flight (received and not yet deleted or visible
+ * again; SQS Developer Guide, "FIFO queue message ordering"; fauxqs returns one message per group
+ * per receive, AWS and local-aws-sqs up to 10). A dry run holds every message it reads until it ends
+ * and deletes none, so it sees only the first message(s) of each group: the rest were not examined.
+ */
+export interface UnseenMessages {
+  /**
+   * Messages the DLQ held at the start (its ApproximateNumberOfMessages before the first receive)
+   * less those the read received; null when that count is unknown.
+   */
+  count: number | null;
+  /** Message groups of which the read held a message, so nothing behind it was returned. */
+  groups: number;
+  /** Why they were not seen, in one sentence. */
+  reason: string;
+}
+
 /** Dry-run result: exactly what a run would move where, with the same messages read now. */
 export interface RedrivePlan {
   dlq: { id: string; name: string; depth: number | null };
@@ -178,7 +197,12 @@ export interface RedrivePlan {
    * RedrivePolicy, read because the request accepted the side effects): what THIS dry run's reads
    * moved on. Absent = reading moves nothing elsewhere.
    */
-  movedOn?: MovedOnByReading;
+  movedOn?: MovedOnByReading;  /**
+   * Present when the dry run could not reach every message of the DLQ (a FIFO SQS DLQ with more than
+   * one message in a group): how many it did not see and why. Its counts then cover only the
+   * messages examined. Absent = it read until the DLQ was exhausted, the cutoff or the limit.
+   */
+  unseen?: UnseenMessages;
 }
 
 /** What a finished redrive did (the operation's `result`; also in `details.result` of a failed run's last error). */

@@ -23,7 +23,7 @@ import type {
   ReadMovesOn,
   RedriveMover,
 } from '../redrive-types';
-import type { MovedOnByReading } from '../../../shared/redrive/types';
+import type { MovedOnByReading, UnseenMessages } from '../../../shared/redrive/types';
 import { intAttr, parseArn, parseRedrivePolicy, queueKind, queueNameFromUrl } from './attributes';
 import { mapWithConcurrency } from './concurrency';
 import { DEFAULT_MAX_BODY_BYTES, toQueueMessage } from './message';
@@ -134,6 +134,10 @@ function receiveTimestampAfter(m: Message, cutoffMs: number): boolean {
  *
  * FIFO DLQ: a message of a group of which an earlier message stays (skipped or failed) in this run
  * is not moved either (reported `failed`, with why), so no message overtakes one of its group.
+ * SQS returns no later message of a group while an earlier one is in flight, so a run that holds a
+ * message of a group (a dry run holds all it reads) does not see the messages behind it: it reports
+ * how many it could not see as `MoveSummary.unseen` (the DLQ's count at the start less the messages
+ * received) and in the notes. A full FIFO dry run is impossible without deleting.
  *
  * Messages left in the DLQ (skipped, failed, dry run, sent after the cutoff) are kept invisible
  * until the run ends — so a run never receives them twice — then made visible again with
@@ -568,6 +572,8 @@ class ClientRun {
   private own: { max: number; next: string; nextUrl: string | null; nextAtStart: number | null; unmeasured: string | null } | null = null;
   /** The DLQ's own RedrivePolicy could not be read (why): its reads may move messages on, to a queue not known. */
   private ownUnreadable: string | null = null;
+  /** FIFO DLQ: the message group of each message received (MessageId → MessageGroupId), to count the groups held at the end. */
+  private readonly groupOfReceived = new Map<string, string>();
   /** What this run's reads moved on ({@link noteMovedOn}); set at the end of a DLQ with its own RedrivePolicy. */
   private movedOn: MovedOnByReading | undefined = undefined;
   /** Dry run: messages whose receive count reached the DLQ's own maxReceiveCount (see {@link processBatch}). */
@@ -709,10 +715,45 @@ class ClientRun {
     }
     await this.finish();
     if (failure !== null) throw failure instanceof Error ? failure : asQs(failure);
-    if (this.fifo && this.held.size > 0 && stoppedBecause === 'exhausted') {
-      this.notes.push(`FIFO: messages of a message group behind a message left in ${this.name} cannot be received while it is held, so those groups were not read past it in this run.`);
+    const behind = this.fifo && this.held.size > 0 && stoppedBecause === 'exhausted' ? this.unseenBehindHeld(startCount) : undefined;
+    // None missing (every group's last message was read): nothing to say.
+    const unseen = behind !== undefined && behind.count !== 0 ? behind : undefined;
+    if (unseen !== undefined) this.notes.push(unseen.reason);
+    return {
+      ...this.totals,
+      stoppedBecause,
+      notes: this.notes,
+      apiCalls: this.mover.apiCalls - this.callsAtStart,
+      ...(this.movedOn !== undefined ? { movedOn: this.movedOn } : {}),
+      ...(unseen !== undefined ? { unseen } : {}),
+    };
+  }
+
+  /**
+   * FIFO DLQ read until an empty receive while this run held messages: SQS returns no later message
+   * of a group while an earlier one is in flight, so the messages behind the held ones were not
+   * received. Their number is the DLQ's ApproximateNumberOfMessages at the start less the messages
+   * received (exact on the emulators; approximate on AWS, and messages another reader held at the
+   * start are not in it). A dry run holds all it reads, so it sees only the first of each group.
+   */
+  private unseenBehindHeld(startCount: number | null): UnseenMessages {
+    const groups = new Set<string>();
+    for (const id of this.held.keys()) {
+      const g = this.groupOfReceived.get(id);
+      if (g !== undefined) groups.add(g);
     }
-    return { ...this.totals, stoppedBecause, notes: this.notes, apiCalls: this.mover.apiCalls - this.callsAtStart, ...(this.movedOn !== undefined ? { movedOn: this.movedOn } : {}) };
+    const count = startCount === null ? null : Math.max(0, startCount - this.received());
+    const what = count === null ? 'Messages' : `${plural(count, 'message')} of the ${startCount ?? '?'} ${this.name} held at the start`;
+    const why = `SQS returns no later message of a FIFO message group while an earlier one is in flight, and this ${this.o.dryRun ? 'dry run held every message it read (a dry run deletes nothing), so it saw only the first message(s) of each group' : 'run held the messages it left in the DLQ'}`;
+    const reason = `FIFO: ${what} ${count === 1 ? 'was' : 'were'} not seen${count === null ? '' : ' (not examined, not counted above)'}: they are behind messages of ${plural(groups.size, 'message group')} that ${this.o.dryRun ? 'this dry run' : 'this run'} held — ${why}.${this.o.dryRun ? ' A run moves a group past its first message once it has moved that one, with the same selection; it stops at a message that stays.' : ' Run it again once they are visible to read past them.'}`;
+    return { count, groups: groups.size, reason };
+  }
+
+  /** Distinct messages received by this run (examined, newer than the cutoff, beyond the limit, carried unsent). */
+  private received(): number {
+    let extra = 0;
+    for (const r of this.held.values()) if (r === 'over-limit' || r === 'unsent') extra++;
+    return this.decided + this.newer + extra;
   }
 
   /**
@@ -871,6 +912,8 @@ class ClientRun {
         continue;
       }
       freshIds.add(id);
+      const group = m.Attributes?.MessageGroupId;
+      if (this.fifo && group !== undefined) this.groupOfReceived.set(id, group);
       fresh.push({ raw: m, message: toQueueMessage(m, { queueId: this.o.sourceQueueId, queueName: this.name, position: this.decided + fresh.length, maxBodyBytes: this.o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES }) });
     }
     return { fresh, again: this.o.dryRun ? [] : again, newlyHeld };

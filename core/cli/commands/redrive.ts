@@ -118,6 +118,8 @@ function envFor(ctx: CliContext, adapter: BrokerAdapter, resolved: ResolvedConne
 export function formatPlan(plan: RedrivePlan): string {
   const lines: string[] = [];
   lines.push(`Dry run of ${cell(plan.dlq.name, 200)}: ${plan.examined} message${plan.examined === 1 ? '' : 's'} examined (selection: ${cell(plan.filter, 300)})`);
+  // A FIFO DLQ's dry run sees only the first message(s) of each group: say so before its counts.
+  if (plan.unseen !== undefined) lines.push(`  NOT SEEN${plan.unseen.count !== null ? ` ${plan.unseen.count}` : ''}, the counts below cover only the ${plan.examined} examined: ${cell(plan.unseen.reason, NOTE_MAX)}`);
   lines.push(`  would move ${plan.toMove}:`);
   for (const t of plan.targets) lines.push(`    ${String(t.count).padStart(7)} → ${cell(t.queueName, 120)}  (${cell(t.via, 120)})`);
   lines.push(`  would stay ${plan.toSkip}:`);
@@ -273,7 +275,8 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
     if (opts.yes !== true) {
       const where = plan.targets.map((t) => `${cell(t.queueName, 80)} (${t.count}${t.guessed === true ? ', guessed from the name' : ''})`).join(', ');
       const cannot = plan.failed > 0 ? ` (${plan.failed} cannot move and stay: see above)` : '';
-      const ok = await confirm(ctx, `Move ${plan.toMove} message${plan.toMove === 1 ? '' : 's'} from ${cell(dlq.name, 80)} to ${where}${cannot}?`);
+      const unseen = plan.unseen !== undefined && limit === null ? `, and those of the ${plan.unseen.count ?? 'other'} the dry run could not see that the selection takes (see above)` : '';
+      const ok = await confirm(ctx, `Move ${plan.toMove} message${plan.toMove === 1 ? '' : 's'} from ${cell(dlq.name, 80)} to ${where}${cannot}${unseen}?`);
       if (ok !== true) {
         ctx.err(ok === null ? 'error: not moving anything without confirmation: pass --yes (no terminal to ask on).\n' : 'Nothing was moved.\n');
         ctx.setExitCode(EXIT.NOT_CONFIRMED);

@@ -217,3 +217,14 @@ describe('RedrivePanel: messages the reads moved on (an SQS DLQ with its own Red
     expect(screen.queryByTestId('redrive-moved-on')).toBeNull();
   });
 });
+
+describe('RedrivePanel: a FIFO DLQ whose dry run could not see every message', () => {
+  it('the preview says how many were not seen and that its counts cover only those examined', () => {
+    const reason = 'FIFO: 9 messages of the 12 orders-dlq.fifo held at the start were not seen (not examined, not counted above): they are behind messages of 3 message groups that this dry run held.';
+    const p = plan({ examined: 3, toMove: 3, targets: [{ queueId: 'sqs:orders', queueName: 'orders', via: 'RedrivePolicy source', exists: true, loop: null, warnings: [], count: 3 }], unseen: { count: 9, groups: 3, reason } });
+    useStore.setState({ redrive: { [queueKey('c1', dlq.id)]: { analysis: p, analysing: false, analysisOp: null, preview: p, previewing: false, operation: null, error: null } } });
+    render(<RedrivePanel connectionId="c1" summary={dlq} queues={[dlq]} checkedIds={[]} />);
+    expect(screen.getByTestId('redrive-unseen').textContent).toBe(`Not seen: 9 — these counts cover only the 3 examined. ${reason}`);
+    expect(screen.getByTestId('redrive-analysis-unseen').textContent).toContain('Not seen: 9 — the groups below cover only the 3 examined.');
+  });
+});

@@ -171,6 +171,11 @@ export function RedrivePanel({ connectionId, summary, queues, checkedIds }: { co
       ) : (
         <>
           <MovedOnNotice movedOn={analysis.movedOn} who="This analysis's receives" dlq={analysis.dlq.name} />
+          {analysis.unseen !== undefined && (
+            <div className="notice notice-warn" data-testid="redrive-analysis-unseen">
+              <strong>Not seen{analysis.unseen.count !== null ? `: ${count(analysis.unseen.count)}` : ''}</strong> — the groups below cover only the {count(analysis.examined)} examined. {escapeHidden(analysis.unseen.reason)}
+            </div>
+          )}
           <div className="redrive-summary" data-testid="redrive-analysis">
             {count(analysis.examined)} message{analysis.examined === 1 ? '' : 's'} in {groups.length} group{groups.length === 1 ? '' : 's'}
             {analysis.wastedRetries > 0 && (
@@ -398,6 +403,11 @@ function PlanView({ plan }: { plan: RedrivePlan }) {
       )}
       <CannotMoveNotice plan={plan} />
       <MovedOnNotice movedOn={plan.movedOn} who="This preview's receives" dlq={plan.dlq.name} />
+      {plan.unseen !== undefined && (
+        <div className="notice notice-warn" data-testid="redrive-unseen">
+          <strong>Not seen{plan.unseen.count !== null ? `: ${count(plan.unseen.count)}` : ''}</strong> — these counts cover only the {count(plan.examined)} examined. {escapeHidden(plan.unseen.reason)}
+        </div>
+      )}
       {plan.loops.map((l) => (
         <div key={l.queueId} className="notice notice-warn" role="alert">
           Loop: {l.loop}
