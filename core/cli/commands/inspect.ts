@@ -69,7 +69,7 @@ export function register(program: Command, ctx: CliContext): void {
       .description('tell per message and per queue whether redelivery is safe: idempotency keys and mutable-payload flags')
       .argument('[connection]', 'URL, snapshot file or saved connection (default: from the environment)')
       .argument('[queue]', 'queue name or id (optional for a snapshot with one queue)')
-      .option('--state <state>', 'message state to read (e.g. BullMQ failed)')
+      .option('--state <state>', 'message state to read (e.g. BullMQ failed; a live BullMQ queue is read in state waiting by default, and stderr names its other live jobs left out)')
       .option('--limit <n>', 'analyse at most N messages (default: the whole queue where it can be paged)')
       .option('--rows <n>', `per-message rows (0-100000; default 50 in the table, ${String(DEFAULT_ROW_LIMIT)} with --json, which also lists the messages the summary names as examples)`)
       .option('--why', "print each listed message's key verdict reason and payload reasons under its row")
@@ -115,6 +115,12 @@ export function register(program: Command, ctx: CliContext): void {
         ctx.err(`note: reading ${cell(q.name)} changes it:\n${q.capabilities.peekSideEffects.map((s) => `  - ${escapeForTerminal(s.description)}\n`).join('')}`);
       }
 
+      // A live BullMQ queue is read in one state, `waiting` by default (the adapter's default): name
+      // it, and the jobs of the other states that will still run, which that read leaves out.
+      const bullmqDefault = opts.state === undefined && q.kind === 'bullmq' && resolved.config.kind !== 'snapshot';
+      const state = bullmqDefault ? 'waiting' : opts.state;
+      const unreadLive = bullmqDefault ? bullmqUnreadLiveJobs(q.name, q.counts) : null;
+
       const extra = opts.compare !== undefined ? await ctx.connect({ file: opts.compare }) : null;
       try {
         const compareWith: CompareTarget[] = [];
@@ -134,7 +140,7 @@ export function register(program: Command, ctx: CliContext): void {
               rowLimit: opts.json === true ? rows : Math.max(rows, DEFAULT_ROW_LIMIT),
               compareDeadLetter: opts.deadLetter,
               compareWith,
-              ...(opts.state !== undefined ? { state: opts.state } : {}),
+              ...(state !== undefined ? { state } : {}),
               ...(limit !== undefined ? { limit } : {}),
               ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
               ...(opts.acceptSideEffects === true ? { acceptSideEffects: true } : {}),
@@ -152,6 +158,7 @@ export function register(program: Command, ctx: CliContext): void {
         else ctx.out(formatInspectReport(report, { rows, width: ctx.width, note: settings.note, why: opts.why === true }));
         // The queue moved while it was read (a Redis list popped/pushed between pages): re-aligned, or entries may be skipped or doubled.
         if (opts.json !== true) for (const n of report.notes ?? []) ctx.err(`note: ${escapeForTerminal(n)}\n`);
+        if (unreadLive !== null && opts.json !== true) ctx.err(`note: ${escapeForTerminal(unreadLive)}\n`);
         if (report.sideEffects.length > 0 && opts.json !== true) ctx.err(`side effects of reading:\n${report.sideEffects.map((e) => `  - ${escapeForTerminal(e)}\n`).join('')}`);
         if (failOn !== undefined) {
           const bad = report.summary.verdicts.flag + (failOn === 'review' ? report.summary.verdicts.review : 0);
@@ -170,6 +177,22 @@ export function register(program: Command, ctx: CliContext): void {
       }
     });
   });
+}
+
+/** BullMQ states besides `waiting` whose jobs will still run (read only with `--state`). */
+const BULLMQ_OTHER_LIVE_STATES = ['prioritized', 'delayed', 'paused', 'active', 'waiting-children'] as const;
+
+/**
+ * The note for a live BullMQ queue `queueName` inspected without `--state` (its `waiting` jobs are read): the
+ * jobs in the other states that will still run — prioritized, delayed, paused, active,
+ * waiting-children, from `QueueSummary.counts` (BullMQ `getJobCounts`) — and the `--state` that
+ * reads each; null when there are none.
+ */
+export function bullmqUnreadLiveJobs(queueName: string, counts: Record<string, number>): string | null {
+  const held = BULLMQ_OTHER_LIVE_STATES.filter((s) => (counts[s] ?? 0) > 0);
+  if (held.length === 0) return null;
+  const n = held.reduce((sum, s) => sum + (counts[s] ?? 0), 0);
+  return `${cell(queueName, 120)}: read its waiting jobs (the default --state); ${held.map((s) => `${String(counts[s] ?? 0)} ${s}`).join(', ')} ${n === 1 ? 'job was' : 'jobs were'} not read and will run too: ${held.map((s) => `--state ${s}`).join(', ')} ${held.length === 1 ? 'checks' : 'check'} ${n === 1 ? 'it' : 'them'}.`;
 }
 
 /**
