@@ -391,6 +391,14 @@ export async function planRedrive(env: RedriveEnv, r: RedriveRequest, signal?: A
   };
 }
 
+/** `details.movedOn` of a mover's error, when it is a {@link MovedOnByReading}. */
+function movedOnOf(v: unknown): MovedOnByReading | undefined {
+  if (typeof v !== 'object' || v === null) return undefined;
+  const m = v as Partial<MovedOnByReading>;
+  const ok = (typeof m.count === 'number' || m.count === null) && typeof m.measuredBy === 'string' && (typeof m.queue === 'string' || m.queue === null);
+  return ok ? { queue: m.queue ?? null, maxReceiveCount: typeof m.maxReceiveCount === 'number' ? m.maxReceiveCount : null, count: m.count ?? null, measuredBy: m.measuredBy ?? '' } : undefined;
+}
+
 /**
  * What the reads of several passes over one DLQ (the native path's backup pass, then the
  * client-side run) moved on, as one: counts added (unknown if any is unknown), the measurements
@@ -606,6 +614,9 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
   } catch (e) {
     error = e;
     status = toErrorInfo(e).code === 'CANCELLED' || ctx.signal.aborted ? 'cancelled' : 'failed';
+    // A pass that failed or was cancelled after its reads moved messages on says so in its error (`details.movedOn`).
+    const pending = e instanceof QueuescopeError ? movedOnOf(e.details?.movedOn) : undefined;
+    if (pending !== undefined) movedOn.push(pending);
   }
   const keptBackup = backup === null ? null : await backup.close({ removeIfEmpty: true });
   const result: RedriveResult = {

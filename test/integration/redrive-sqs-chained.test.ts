@@ -177,6 +177,35 @@ describe('redrive engine result of a chained SQS DLQ (fauxqs): what the app show
   });
 });
 
+describe('redrive engine result of a chained SQS DLQ, cancelled (fauxqs)', () => {
+  const c = client(SQS_ENDPOINT);
+
+  it('a cancelled run still reports what its reads moved on (old code: the count was lost with the cancel)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'qs-sqs-chained-'));
+    try {
+      const q = await chain(c, 'chained-cancel', 1);
+      await send(c, q.dlq.url, ['at-1', 'at-2', 'at-3']);
+      await receiveOnce(c, q.dlq.url, 3); // at the limit: the first receive that meets them moves them on
+      await send(c, q.dlq.url, Array.from({ length: 12 }, (_, i) => `fresh-${i}`));
+      const adapter = adapterFor(SQS_ENDPOINT);
+      const env: RedriveEnv = { adapter, connectionLabel: SQS_ENDPOINT, actor: 'app', auditLog: new AuditLog({ path: join(dir, 'audit.jsonl') }), configDir: dir };
+      const ops = new OperationManager();
+      // 2 messages per second: slow enough to cancel after the first batches.
+      const snap = startRedrive(ops, env, { dlqId: q.dlq.id, selection: { kind: 'all' }, targetQueueId: q.target.id, acceptSideEffects: true, native: 'never', ratePerSecond: 2, backupPath: join(dir, 'b.jsonl') });
+      for (let i = 0; i < 200 && ops.get(snap.id).moved < 2; i++) await new Promise((r) => setTimeout(r, 50));
+      ops.cancel(snap.id);
+      const final = await ops.wait(snap.id);
+      expect(final.status).toBe('cancelled');
+      const result = final.errors.at(-1)?.details?.result as RedriveResult | undefined;
+      expect(result?.moved).toBeGreaterThanOrEqual(2);
+      expect(result?.movedOn).toMatchObject({ queue: `${q.base}-final`, count: 3 });
+      expect(await depth(c, q.final.url)).toBe(3);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('redrive of a chained SQS DLQ (local-aws-sqs, CLI)', () => {
   const c = client(SQS_ALT_ENDPOINT);
   const conn = `sqs://${SQS_REGION}?endpoint=${SQS_ALT_ENDPOINT}`;

@@ -634,7 +634,7 @@ class ClientRun {
         if (sameHome) {
           try {
             this.own.nextUrl = await this.mover._host.resolveQueueUrl(`sqs:${next}`, this.signal);
-            this.own.nextAtStart = await this.depthOf(this.own.nextUrl);
+            this.own.nextAtStart = await this.depthOf(this.own.nextUrl, this.signal);
             if (this.own.nextAtStart === null) this.own.unmeasured = `GetQueueAttributes on ${next} returned no message counts`;
           } catch (e) {
             // Unknown (no permission, deleted): the count of messages moved on is then unknown.
@@ -714,7 +714,11 @@ class ClientRun {
       }
     }
     await this.finish();
-    if (failure !== null) throw failure instanceof Error ? failure : asQs(failure);
+    if (failure !== null) {
+      // What the reads moved on before the run failed or was cancelled still happened: it travels in the error's details.
+      const err = failure instanceof QueuescopeError && this.movedOn !== undefined ? new QueuescopeError(failure.code, failure.message, { ...failure.details, movedOn: this.movedOn }, { cause: failure }) : failure;
+      throw err instanceof Error ? err : asQs(err);
+    }
     const behind = this.fifo && this.held.size > 0 && stoppedBecause === 'exhausted' ? this.unseenBehindHeld(startCount) : undefined;
     // None missing (every group's last message was read): nothing to say.
     const unseen = behind !== undefined && behind.count !== 0 ? behind : undefined;
@@ -777,9 +781,9 @@ class ClientRun {
     );
   }
 
-  /** Visible + in flight + delayed messages of a queue (GetQueueAttributes). */
-  private async depthOf(url: string): Promise<number | null> {
-    const counts = await this.mover._attributes(url, this.signal);
+  /** Visible + in flight + delayed messages of a queue (GetQueueAttributes); `signal` absent = not abortable. */
+  private async depthOf(url: string, signal: AbortSignal | undefined): Promise<number | null> {
+    const counts = await this.mover._attributes(url, signal);
     const parts = ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'].map((k) => intAttr(counts, k));
     return parts.every((n) => n === null) ? null : parts.reduce<number>((a, n) => a + (n ?? 0), 0);
   }
@@ -815,7 +819,8 @@ class ClientRun {
     }
     let now: number | null;
     try {
-      now = await this.depthOf(own.nextUrl);
+      // Not abortable: a cancelled run still measures what its reads moved on (one quick call).
+      now = await this.depthOf(own.nextUrl, undefined);
     } catch (e) {
       unknown(`the message count of ${own.next} could not be read after the last receive (${asQs(e).message})`);
       return;
