@@ -166,22 +166,36 @@ describe('list redrive', () => {
     expect(h.rec.backedUp).toHaveLength(0);
   });
 
-  it('refuses a stream as the target of a list and a list changed under the run', async () => {
+  it('refuses a stream as the target of a list and a list changed under the run (pushed at the head); moves around what a popper took', async () => {
     const m = mover(adapter());
     const dlq = key('list-bad');
     await seedList(native, dlq, 10);
     const s = await m.moveClientSide({ sourceQueueId: `list:${dlq}`, batchSize: 10, cutoffMs: Date.now(), maxMessages: null, dryRun: false }, hooks(moveTo(`stream:${key('x')}`)));
     expect(s).toMatchObject({ moved: 0, failed: 10 });
     expect(await native.llen(dlq)).toBe(10);
-    // a consumer pops the head between the read and the move: nothing in that batch moves
+    // a client pushes at the head between the read and the move (no pops explain it): nothing in that batch moves
     const target = key('list-bad-t');
     const h = hooks(moveTo(`list:${target}`), { beforeMove: async () => {
-        await native.lpop(dlq);
+        await native.lpush(dlq, 'pushed');
       } });
     const e = await expectCode(m.moveClientSide({ sourceQueueId: `list:${dlq}`, batchSize: 5, cutoffMs: Date.now(), maxMessages: null, dryRun: false }, h), 'BROKER_ERROR');
     expect(e.message).toMatch(/changed while it was being redriven/);
-    expect(await native.llen(dlq)).toBe(9);
+    expect(await native.llen(dlq)).toBe(11);
     expect(await native.exists(target)).toBe(0);
+    // a consumer pops the head between each batch's read and its move: the entry it took is reported
+    // taken (failed, with the count in a warning), the rest of the batch moves from where the pop put it
+    await native.lpop(dlq);
+    const popped: string[] = [];
+    const hp = hooks(moveTo(`list:${target}`), { beforeMove: async () => {
+        popped.push((await native.lpop(dlq)) as string);
+      } });
+    const s2 = await m.moveClientSide({ sourceQueueId: `list:${dlq}`, batchSize: 5, cutoffMs: Date.now(), maxMessages: null, dryRun: false }, hp);
+    expect(s2).toMatchObject({ examined: 10, moved: 8, failed: 2 });
+    expect(s2.warnings?.[0]).toMatch(/^2 entries this run read and selected to move were taken by another client/);
+    const orders = (xs: string[]): string[] => xs.map((x) => (JSON.parse(x) as { orderId: string }).orderId);
+    expect(orders(popped)).toEqual(['L-0', 'L-5']);
+    expect(orders(await native.lrange(target, 0, -1))).toEqual(['L-1', 'L-2', 'L-3', 'L-4', 'L-6', 'L-7', 'L-8', 'L-9']);
+    expect(await native.exists(dlq)).toBe(0);
     await expectCode(m.moveClientSide({ sourceQueueId: `list:${key('missing')}`, batchSize: 5, cutoffMs: Date.now(), maxMessages: null, dryRun: false }, hooks(moveTo('list:x'))), 'QUEUE_NOT_FOUND');
   });
 });

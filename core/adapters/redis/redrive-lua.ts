@@ -11,35 +11,117 @@ import { reprocessJob } from 'bullmq/dist/cjs/scripts/reprocessJob-9';
  */
 
 /**
- * Moves one window of a list DLQ. It first checks that the window still holds exactly the
- * elements the client read (so what moves is what was decided and backed up), then appends the
- * moved elements to their targets in DLQ order (RPUSH: the list adapter reads index 0 = the left
- * end as the head, so the target's tail is its right end), then removes them from the DLQ:
+ * Moves one window of a list DLQ. It first finds the elements the client read (so what moves is
+ * what was decided and backed up), then appends the moved elements to their targets in DLQ order
+ * (RPUSH: the list adapter reads index 0 = the left end as the head, so the target's tail is its
+ * right end), then removes them from the DLQ:
  * - window at index 0: LTRIM the window off and LPUSH the kept elements back in their order;
  * - window further in (skipped elements before it): LSET each moved element to a per-run
  *   tombstone, then LREM that many tombstones from the head.
  *
+ * Finding the window: it is where it was read (offset ARGV[1]) unless another client popped at the
+ * head since (a consumer of the DLQ list: LPOP, BLPOP, LMOVE … LEFT). Then it sits p positions
+ * further left, and when p passes the offset its first p - offset elements were taken by that
+ * client. The script tries every such shift p (1 .. offset + n - 1, at most ARGV[3] positions left
+ * of the offset, which bounds what it reads) and uses the one at which the window's surviving elements match byte for byte; the
+ * elements it counts as taken must have no copy left anywhere in the list outside the survivors
+ * (LPOS … COUNT 0), so none still in the list is reported taken. When no shift matches, the whole
+ * window counts as taken only if none of its elements has a copy left in the list. It refuses
+ * (changing nothing) when two shifts match (identical contents: which ones were taken cannot be
+ * told), when a taken element still has a copy in the list, or when nothing matches otherwise
+ * (elements pushed at the head, removed in the middle, or shifted farther than ARGV[3]).
+ *
  * KEYS[1] the DLQ list, KEYS[2..] the target lists.
- * ARGV[1] window offset (index of its first element), ARGV[2] tombstone,
- * then per element: target index into KEYS (0 = keep in the DLQ), the element's exact bytes.
- * Returns {1, moved} on success; {-1, found} when the window is shorter than expected;
- * {-2, i} when element i (1-based) differs from what was read: nothing was changed then.
+ * ARGV[1] window offset (index of its first element when read), ARGV[2] tombstone, ARGV[3] the
+ * largest shift looked for, then per element: target index into KEYS (0 = keep in the DLQ), the element's exact bytes.
+ * Returns {1, moved, taken, at}: `taken` = how many of the window's first elements another client
+ * took (not moved, not counted in moved), `at` = the index the window's first remaining element
+ * was found at. Refusals change nothing: {-1, found} when the window is shorter than expected and
+ * was not shifted; {-2, i} when element i (1-based) differs and no shift explains it; {-3, p} when
+ * two shifts match (p the second); {-4, i} when element i counted as taken still has a copy in the
+ * list; {-5, 0} when the server has no LPOS (before Redis 6.0.6), which telling taken elements needs.
  */
 export const LIST_MOVE_LUA = `
 local src = KEYS[1]
 local off = tonumber(ARGV[1])
 local tomb = ARGV[2]
-local n = (#ARGV - 2) / 2
+local maxShift = tonumber(ARGV[3])
+local n = (#ARGV - 3) / 2
+local function el(i) return ARGV[3 + 2 * i] end
+local function tgt(i) return tonumber(ARGV[2 + 2 * i]) end
+-- LPOS (Redis >= 6.0.6): where copies of x are (all of them with COUNT 0); nil = not available.
+local function lpos(x, all)
+  local r
+  if all then r = redis.pcall('LPOS', src, x, 'COUNT', 0) else r = redis.pcall('LPOS', src, x) end
+  if type(r) == 'table' and r.err then return nil end
+  return r
+end
 local cur = redis.call('LRANGE', src, off, off + n - 1)
-if #cur ~= n then return {-1, #cur} end
-for i = 1, n do
-  if cur[i] ~= ARGV[2 + 2 * i] then return {-2, i} end
+local j = 0
+local intact = #cur == n
+if intact then
+  for i = 1, n do
+    if cur[i] ~= el(i) then intact = false; break end
+  end
+end
+if not intact then
+  -- Shifted left by pops at the head? Read from up to maxShift positions left of the offset.
+  local base = off - maxShift
+  if base < 0 then base = 0 end
+  local wide = redis.call('LRANGE', src, base, off + n - 1)
+  local function fits(o, jj)
+    if o - base + (n - jj) > #wide then return false end
+    for i = jj + 1, n do
+      if wide[o - base + i - jj] ~= el(i) then return false end
+    end
+    return true
+  end
+  local found = 0
+  local fo, fj = 0, 0
+  for p = 1, off - base + n - 1 do
+    local o = off - p
+    local jj = 0
+    if o < 0 then jj = -o; o = 0 end
+    if o >= base and fits(o, jj) then
+      found = found + 1
+      if found > 1 then return {-3, p} end
+      fo, fj = o, jj
+    end
+  end
+  if found == 0 then
+    -- Nothing left of the window where pops would have put it: taken only if no copy is left at all.
+    for i = 1, n do
+      local at = lpos(el(i), false)
+      if at == nil then return {-5, 0} end
+      if at ~= false then
+        if #cur ~= n then return {-1, #cur} end
+        for k = 1, n do
+          if cur[k] ~= el(k) then return {-2, k} end
+        end
+        return {-2, i}
+      end
+    end
+    fo, fj = 0, n
+  else
+    -- The elements counted as taken: no copy of them may be left outside the survivors.
+    for i = 1, fj do
+      local at = lpos(el(i), true)
+      if at == nil then return {-5, 0} end
+      for _, x in ipairs(at) do
+        local k = x - fo + 1 + fj
+        if x < fo or x > fo + n - fj - 1 or el(k) ~= el(i) then return {-4, i} end
+      end
+    end
+  end
+  off, j = fo, fj
+  cur = {}
+  for i = j + 1, n do cur[i] = el(i) end
 end
 local per = {}
 local kept = {}
 local moved = 0
-for i = 1, n do
-  local t = tonumber(ARGV[1 + 2 * i])
+for i = j + 1, n do
+  local t = tgt(i)
   if t > 0 then
     local l = per[t]
     if l == nil then l = {}; per[t] = l end
@@ -52,21 +134,21 @@ end
 for t, l in pairs(per) do
   redis.call('RPUSH', KEYS[1 + t], unpack(l))
 end
-if moved == 0 then return {1, 0} end
+if moved == 0 then return {1, 0, j, off} end
 if off == 0 then
-  redis.call('LTRIM', src, n, -1)
+  redis.call('LTRIM', src, n - j, -1)
   if #kept > 0 then
     local rev = {}
     for i = #kept, 1, -1 do rev[#rev + 1] = kept[i] end
     redis.call('LPUSH', src, unpack(rev))
   end
 else
-  for i = 1, n do
-    if tonumber(ARGV[1 + 2 * i]) > 0 then redis.call('LSET', src, off + i - 1, tomb) end
+  for i = j + 1, n do
+    if tgt(i) > 0 then redis.call('LSET', src, off + i - j - 1, tomb) end
   end
   redis.call('LREM', src, moved, tomb)
 end
-return {1, moved}
+return {1, moved, j, off}
 `;
 
 /**

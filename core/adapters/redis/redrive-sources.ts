@@ -90,6 +90,10 @@ async function checkType(conn: Redis, key: string, queueId: string, want: 'list'
 
 /** Sentences about list moves a source could not re-align on, listed before "… and N more". */
 const MOVED_NOTES_LISTED = 3;
+/** Largest shift (entries popped at the head between a batch's read and its move) the list move script looks for. */
+const LIST_FOLLOW_MAX_SHIFT = 1000;
+/** Bytes the list move script may read when it looks for a shifted batch (it reads up to LIST_FOLLOW_MAX_SHIFT entries before the batch). */
+const LIST_FOLLOW_BYTES = 64 * 1024 * 1024;
 
 /**
  * A list DLQ. Head = index 0 (the left end), as the list adapter's peek reads it; moved elements
@@ -101,9 +105,12 @@ const MOVED_NOTES_LISTED = 3;
  * content hashes of the last entries examined that are still in the list, so a dry run neither
  * skips nor counts twice an entry still there; when it cannot re-align (those entries were
  * consumed, moved too far, or have identical copies), {@link warnings} says how far the counts may
- * be off. A run's commit moves a batch at the index it was read at (re-aligned), and its script
- * checks the bytes there, so a list that moves between the read and the commit still stops the
- * run with nothing of the batch moved.
+ * be off. A run's commit moves a batch where it was read (re-aligned); its script checks the bytes
+ * there, and when another client popped at the head between the read and the commit it finds the
+ * batch shifted by those pops (`LIST_MOVE_LUA`): it moves the entries still there, and the ones the
+ * popper took are reported failed ("taken by another client") and counted in {@link warnings}.
+ * Any other change between the read and the commit (a push at the head, a removal in the middle,
+ * identical entries that make it ambiguous) still stops the run with nothing of the batch moved.
  */
 export class ListSource implements BatchSource {
   private left = 0;
@@ -116,6 +123,10 @@ export class ListSource implements BatchSource {
   /** Notes of moves the reads re-aligned on (nothing skipped or read twice), and of those they could not. */
   private readonly realigned: string[] = [];
   private readonly inexact: string[] = [];
+  /** Entries selected to move that another client popped between their batch's read and its move. */
+  private takenSelected = 0;
+  /** Batches the move found shifted by pops at the head, nothing of them taken. */
+  private followed = 0;
   private readonly queueId: string;
 
   private constructor(
@@ -177,51 +188,93 @@ export class ListSource implements BatchSource {
         targets.set(m.targetQueueId, keys.length - 1);
       }
     }
-    const args: (string | Buffer)[] = [String(at), this.tomb];
+    // How far left of where it was read the script looks for the batch (pops at the head since the
+    // read): at most LIST_FOLLOW_MAX_SHIFT entries, fewer when they are large (it reads them all).
+    const avg = read.raw.reduce((a, b) => a + b.length, 0) / Math.max(1, read.raw.length);
+    const maxShift = Math.max(10, Math.min(LIST_FOLLOW_MAX_SHIFT, Math.floor(LIST_FOLLOW_BYTES / Math.max(1, avg))));
+    const args: (string | Buffer)[] = [String(at), this.tomb, String(maxShift)];
     batch.forEach((m, i) => {
       const t = byId.get(m.id);
       args.push(t === undefined ? '0' : String(targets.get(t)), read.raw[i] as Buffer);
     });
     const r = (await listMove.run(this.conn, keys, args)) as number[];
     if (r[0] !== 1) {
+      const code = r[0];
+      const i = Number(r[1]);
       const why =
-        r[0] === -1
-          ? `the list "${this.key}" holds ${String(r[1])} elements from index ${at} instead of the ${batch.length} read`
-          : `element #${at + Number(r[1]) - 1} of "${this.key}" changed after it was read`;
+        code === -1
+          ? `the list "${this.key}" holds ${String(i)} elements from index ${at} instead of the ${batch.length} read, and no pops at its head explain it`
+          : code === -2
+            ? `element #${at + i - 1} of "${this.key}" changed after it was read, and no pops at its head explain it`
+            : code === -3
+              ? `the entries read match more than one place after entries were popped at its head (identical contents), so which ones another client took cannot be told`
+              : code === -4
+                ? `entry #${at + i - 1} was popped from its head after it was read, but a copy of it is still in the list, so whether another client took it cannot be told`
+                : 'entries were popped at its head after the read, and telling which ones needs LPOS, which this server lacks (Redis before 6.0.6)';
       const e = new QueuescopeError(
         'BROKER_ERROR',
-        `The DLQ list changed while it was being redriven (${why}: another client pushed or popped at its head). Nothing in this batch was moved; stop the DLQ's other clients and run the redrive again.`,
+        `The DLQ list changed while it was being redriven (${why}: another client pushed, removed or popped entries). Nothing in this batch was moved; stop the DLQ's other clients and run the redrive again.`,
         { queueId: this.queueId },
       );
       return { moved: [], failed: moves.map((m) => ({ id: m.message.id, error: e.toInfo() })), possibleDuplicates: [], fatal: e };
     }
+    // The script found the batch's first `taken` entries gone (another client popped them after the
+    // read) and the rest from index `found` (at, or left of it after pops at the head).
+    const taken = r[2] ?? 0;
+    const found = r[3] ?? at;
+    const moved: Committed['moved'] = [];
+    const failed: Committed['failed'] = [];
+    const index = new Map(batch.map((m, i) => [m.id, i]));
+    for (const m of moves) {
+      if ((index.get(m.message.id) ?? 0) < taken) {
+        this.takenSelected++;
+        failed.push({
+          id: m.message.id,
+          error: err('BROKER_ERROR', `Entry ${m.message.id} was taken by another client (popped from the DLQ list "${this.key}" after this run read it, before its move): it was not moved, and it is not in the DLQ.`),
+        });
+      } else moved.push({ id: m.message.id, targetQueueId: m.targetQueueId });
+    }
+    if (found !== at && taken === 0) this.followed++;
     // The next read continues after the entries of this batch that stayed, anchored on the last
     // ones still in the list (those before the batch when all of it moved), as the peek's cursor does.
-    const stayed = read.hashes.filter((_, i) => !byId.has((batch[i] as QueueMessage).id));
-    const next = at + stayed.length;
+    const stayed = read.hashes.filter((_, i) => i >= taken && !byId.has((batch[i] as QueueMessage).id));
+    const next = found + stayed.length;
     const h = [...read.anchorBefore, ...stayed].slice(-LIST_ANCHOR_ENTRIES);
-    // The head is unchanged unless the batch started there; then it is the batch's first entry that stayed.
-    const head = at > 0 ? read.head : (stayed[0] ?? null);
+    // The head is unchanged unless the batch started there (then it is the batch's first entry that
+    // stayed), or entries were popped since the read (then it is not known here).
+    const head = found === 0 ? (stayed[0] ?? null) : found === at ? read.head : null;
     this.cursor =
       next === 0
         ? null
-        : encodeCursor({ v: 1, q: this.queueId, s: 'list', d: 'oldest', n: this.examined, o: next, ...(h.length > 0 ? { h } : {}), l: Math.max(0, (read.page.total ?? 0) - (batch.length - stayed.length)), ...(head !== null ? { f: head } : {}) });
-    return { moved: moves.map((m) => ({ id: m.message.id, targetQueueId: m.targetQueueId })), failed: [], possibleDuplicates: [] };
+        : encodeCursor({ v: 1, q: this.queueId, s: 'list', d: 'oldest', n: this.examined, o: next, ...(h.length > 0 ? { h } : {}), l: Math.max(0, (read.page.total ?? 0) - (batch.length - stayed.length) - Math.max(0, at - found)), ...(head !== null ? { f: head } : {}) });
+    return { moved, failed, possibleDuplicates: [] };
   }
 
-  /** Re-aligned moves of the list during the read, in one sentence (nothing was skipped or read twice). */
+  /** Re-aligned moves of the list during the read, in one sentence (nothing was skipped or read twice); batches found where pops at the head had shifted them. */
   notes(): string[] {
-    if (this.realigned.length === 0) return [];
-    if (this.realigned.length === 1) return [this.realigned[0] as string];
-    return [`The list ${this.key} moved ${String(this.realigned.length)} times while it was read (entries pushed or popped at its left end); each time reading re-aligned on the last entry read, so none was skipped or read twice.`];
+    const out: string[] = [];
+    if (this.realigned.length === 1) out.push(this.realigned[0] as string);
+    else if (this.realigned.length > 1) out.push(`The list ${this.key} moved ${String(this.realigned.length)} times while it was read (entries pushed or popped at its left end); each time reading re-aligned on the last entry read, so none was skipped or read twice.`);
+    if (this.followed > 0) out.push(`Another client popped entries at the head of the list ${this.key} between the read and the move of ${String(this.followed)} batch${this.followed === 1 ? '' : 'es'}; each move found the batch's entries where the pops had put them (byte for byte), so nothing was moved twice or skipped.`);
+    return out;
   }
 
-  /** Moves of the list the reads could not re-align on: the counts may be off (entries skipped or examined twice). */
+  /**
+   * Moves of the list the reads could not re-align on: the counts may be off (entries skipped or
+   * examined twice); and entries another client took between a batch's read and its move.
+   */
   warnings(dryRun: boolean): string[] {
-    if (this.inexact.length === 0) return [];
+    const out: string[] = [];
+    const sel = this.takenSelected;
+    if (sel > 0) {
+      out.push(
+        `${String(sel)} entr${sel === 1 ? 'y' : 'ies'} this run read and selected to move ${sel === 1 ? 'was' : 'were'} taken by another client (popped from the DLQ list ${this.key} after the read, before the move): not moved, and not in the DLQ — that client has ${sel === 1 ? 'it' : 'them'}; counted as failed. Entries the run had not read yet may have been taken as well; they are not counted (examined counts only the entries read).`,
+      );
+    }
+    if (this.inexact.length === 0) return out;
     const more = this.inexact.length > MOVED_NOTES_LISTED ? ` (and ${String(this.inexact.length - MOVED_NOTES_LISTED)} more such moves)` : '';
     const what = dryRun ? "this dry run's counts (examined, would move, would stay)" : "this run's counts";
-    return this.inexact.slice(0, MOVED_NOTES_LISTED).map((n, i) => `${n} So ${what} may be off by as many${i === Math.min(MOVED_NOTES_LISTED, this.inexact.length) - 1 ? more : ''}; stop the DLQ's other clients for exact counts.`);
+    return [...out, ...this.inexact.slice(0, MOVED_NOTES_LISTED).map((n, i) => `${n} So ${what} may be off by as many${i === Math.min(MOVED_NOTES_LISTED, this.inexact.length) - 1 ? more : ''}; stop the DLQ's other clients for exact counts.`)];
   }
 }
 

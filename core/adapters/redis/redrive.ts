@@ -49,7 +49,8 @@ import { BullmqSource, jobData, jobOptionsFrom, ListSource, redriveJobId, REDRIV
  * - **Lists**: the head is index 0 (the left end, as the list adapter peeks); moved elements are
  *   appended to the target's right end in DLQ order; skipped ones stay where they were. Bounded by
  *   the list's length at the start. A list element has no headers: no redrive counter is added and
- *   the bytes are moved unchanged.
+ *   the bytes are moved unchanged. Entries a consumer of the DLQ pops between a batch's read and its
+ *   move are reported taken (failed), the rest of the batch moves (see `ListSource`).
  *
  * Moves run on a connection of their own that never re-sends a command after a reconnect (ioredis
  * `autoResendUnfulfilledCommands` off) and does not reconnect: a script is never run twice, and a

@@ -1,0 +1,193 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRedisAdapter } from '../../core/adapters/redis';
+import type { MoveHooks, MoveSummary, RedriveDecision } from '../../core/adapters/redrive-types';
+import { QueuescopeError, type QueueMessage } from '../../shared/domain';
+import { runCli } from './fixtures/run-cli';
+import { REDIS_URL, uniqueName } from './env';
+
+/**
+ * A Redis list DLQ redrive while another client pops the DLQ steadily (a consumer of the DLQ
+ * list, LPOP at the head the redrive reads from). The move script checked the batch's bytes at
+ * the index they were read at, so a pop between the read and the move shifted them and the run
+ * stopped with exit 3 ("the DLQ list changed") — nothing lost, but it could never finish while the
+ * popper ran. Now the script finds the batch's entries that are still in the list (shifted by the
+ * pops), moves those, and reports the ones the other client took; every entry ends up exactly once
+ * in the target or with the popper, and the counts say which.
+ */
+
+const native = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+const keys: string[] = [];
+let dir = '';
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'qs-list-popper-'));
+});
+
+afterAll(async () => {
+  if (keys.length > 0) await native.del(...keys);
+  native.disconnect();
+  await rm(dir, { recursive: true, force: true });
+});
+
+function key(label: string): string {
+  const k = uniqueName(`redis-left-${label}`);
+  keys.push(k);
+  return k;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+describe('list DLQ redrive while another client pops it', () => {
+  it('moves what is still there, reports what the popper took, and every entry ends up exactly once', async () => {
+    const dlq = key('dlq');
+    const target = key('target');
+    const N = 3000;
+    const all = Array.from({ length: N }, (_, i) => JSON.stringify({ orderId: `P-${String(i)}`, error: 'HTTP 503' }));
+    await native.rpush(dlq, ...all);
+
+    // The other consumer: its own connection, LPOP one entry at a time, ~every 0.5 ms, until told to stop.
+    const popper = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    const popped: string[] = [];
+    let stop = false;
+    const popping = (async () => {
+      while (!stop) {
+        const e = await popper.lpop(dlq);
+        if (e !== null) popped.push(e);
+        await sleep(0.5);
+      }
+    })();
+    let r;
+    try {
+      r = await runCli(dir, ['redrive', REDIS_URL, `list:${dlq}`, '--to', `list:${target}`, '--batch', '50', '--yes', '--json']);
+    } finally {
+      stop = true;
+      await popping;
+      popper.disconnect();
+    }
+    // Exit 7 (partial: some selected entries were not moved, the popper has them), not 3.
+    expect(r.code, r.stderr + r.stdout).toBe(7);
+    const out = JSON.parse(r.stdout) as { status: string; result: { examined: number; moved: number; failed: number; skipped: number; warnings?: string[] } };
+    expect(out.status).toBe('completed');
+    const res = out.result;
+    const moved = await native.lrange(target, 0, -1);
+    const left = await native.lrange(dlq, 0, -1);
+
+    // Exactly once: in the target, with the popper, or (if the run ended first) still in the DLQ.
+    const seen = [...moved, ...popped, ...left].sort();
+    expect(seen).toEqual([...all].sort());
+    // The counts are true: moved = what the target holds (in DLQ order); the entries the run read
+    // and could not move are those the popper took after the read; the ones it never read were
+    // popped (or are left) before it got to them.
+    expect(res.moved).toBe(moved.length);
+    expect(moved).toEqual(all.filter((e) => moved.includes(e)));
+    expect(res.skipped).toBe(0);
+    expect(res.examined).toBe(res.moved + res.failed);
+    const taken = res.failed;
+    expect(popped.length + left.length).toBe(taken + (N - res.examined));
+    // The race did happen (entries taken between a batch's read and its move), and it is said with the count.
+    expect(taken).toBeGreaterThan(0);
+    expect(res.moved).toBeGreaterThan(0);
+    const w = (res.warnings ?? []).join('\n');
+    expect(w).toContain(`${String(taken)} entr`);
+    expect(w).toMatch(/taken by another client/);
+  }, 60_000);
+
+  it('with a filter (entries left before each batch): batches shifted by the pops are found and moved, what the popper took is reported, nothing selected is left behind', async () => {
+    const dlq = key('dlq-filter');
+    const target = key('target-filter');
+    const N = 3000;
+    // Every third entry is selected (text:SEL); the others stay in the DLQ, so later batches sit after them.
+    const all = Array.from({ length: N }, (_, i) => JSON.stringify({ orderId: `F-${String(i)}`, tag: i % 3 === 0 ? 'SEL' : 'KEEP', error: 'HTTP 503' }));
+    const selected = all.filter((e) => e.includes('SEL'));
+    await native.rpush(dlq, ...all);
+    const popper = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    const popped: string[] = [];
+    let stop = false;
+    const popping = (async () => {
+      while (!stop) {
+        const e = await popper.lpop(dlq);
+        if (e !== null) popped.push(e);
+        await sleep(0.5);
+      }
+    })();
+    let r;
+    try {
+      r = await runCli(dir, ['redrive', REDIS_URL, `list:${dlq}`, '--to', `list:${target}`, '--filter', 'text:SEL', '--batch', '50', '--yes', '--json']);
+    } finally {
+      stop = true;
+      await popping;
+      popper.disconnect();
+    }
+    expect([0, 7], r.stderr + r.stdout).toContain(r.code);
+    const res = (JSON.parse(r.stdout) as { result: { examined: number; moved: number; failed: number; skipped: number; warnings?: string[]; notes: string[] } }).result;
+    const moved = await native.lrange(target, 0, -1);
+    const left = await native.lrange(dlq, 0, -1);
+    expect([...moved, ...popped, ...left].sort()).toEqual([...all].sort());
+    // Only selected entries moved, in DLQ order, once each; none selected is left in the DLQ (the run read to the end).
+    expect(moved).toEqual(selected.filter((e) => moved.includes(e)));
+    expect(res.moved).toBe(moved.length);
+    expect(left.filter((e) => e.includes('SEL'))).toEqual([]);
+    expect(res.examined).toBe(res.moved + res.failed + res.skipped);
+    // The failed ones are selected entries the popper took (it has them), and the count says so.
+    expect(res.failed).toBeLessThanOrEqual(popped.filter((e) => e.includes('SEL')).length);
+    if (res.failed > 0) expect((res.warnings ?? []).join('\n')).toContain(`${String(res.failed)} entr`);
+    // The pops shifted batches between their read and their move, and the moves followed them.
+    expect(res.failed > 0 || res.notes.some((n) => /where the pops had put them/.test(n))).toBe(true);
+    // Exit 7 when something selected was taken (or the popper took entries before the run read them: fewer examined than the dry run).
+    if (res.failed > 0) expect(r.code).toBe(7);
+  }, 60_000);
+
+  /**
+   * One batch of `list` (its first `batch` entries, moved except those starting with "K"), with `between` run
+   * after the read and backup, before the move. Returns the summary or the error, and what the
+   * DLQ and the target hold after.
+   */
+  async function oneBatch(list: string[], between: (k: string) => Promise<unknown>, batch = list.length): Promise<{ out: MoveSummary | QueuescopeError; dlq: string[]; target: string[] }> {
+    const dlq = key('edge');
+    const target = key('edge-t');
+    await native.rpush(dlq, ...list);
+    const a = createRedisAdapter({ kind: 'redis', url: REDIS_URL });
+    const decide = (m: QueueMessage): RedriveDecision => (m.body.data.startsWith('K') ? { action: 'skip', reason: 'kept' } : { action: 'move', targetQueueId: `list:${target}` });
+    const hooks: MoveHooks = { gate: () => Promise.resolve(), decide, beforeMove: async () => void (await between(dlq)), onBatch: () => undefined };
+    try {
+      const out = await a.redrive!.moveClientSide({ sourceQueueId: `list:${dlq}`, batchSize: batch, cutoffMs: Date.now(), maxMessages: batch, dryRun: false }, hooks).catch((e: unknown) => e as QueuescopeError);
+      return { out, dlq: await native.lrange(dlq, 0, -1), target: await native.lrange(target, 0, -1) };
+    } finally {
+      await a.close();
+    }
+  }
+
+  it('moves only what it can tell: ambiguous identical entries, a taken entry with a copy left, or a push at the head stop the run with nothing moved; a batch all taken moves nothing and says so', async () => {
+    // Identical entries: after one pop, [A, A] fits one pop (the last two A) and two pops (the last A,
+    // then an entry pushed since): how many the popper took cannot be told.
+    const same = await oneBatch(['A', 'A', 'A'], (k) => native.lpop(k));
+    expect(same.out).toBeInstanceOf(QueuescopeError);
+    expect((same.out as QueuescopeError).message).toMatch(/match more than one place .*identical contents.*Nothing in this batch was moved/);
+    expect(same).toMatchObject({ dlq: ['A', 'A'], target: [] });
+    // Identical entries followed by another: only one pop fits, and identical entries are interchangeable.
+    const told = await oneBatch(['A', 'A', 'A', 'B'], (k) => native.lpop(k));
+    expect(told.out).toMatchObject({ examined: 4, moved: 3, failed: 1 });
+    expect(told).toMatchObject({ dlq: [], target: ['A', 'A', 'B'] });
+    // The popped entry has a copy further in the list: whether the popper took ours cannot be told.
+    const copy = await oneBatch(['A', 'B', 'C', 'A'], (k) => native.lpop(k), 2);
+    expect((copy.out as QueuescopeError).message).toMatch(/a copy of it is still in the list/);
+    expect(copy).toMatchObject({ dlq: ['B', 'C', 'A'], target: [] });
+    // A push at the head is not a pop: the batch is still in the list, elsewhere; nothing moves.
+    const pushed = await oneBatch(['A', 'B'], (k) => native.lpush(k, 'X'));
+    expect((pushed.out as QueuescopeError).code).toBe('BROKER_ERROR');
+    expect(pushed).toMatchObject({ dlq: ['X', 'A', 'B'], target: [] });
+    // The popper took the whole batch: nothing to move, both reported taken.
+    const all = await oneBatch(['A', 'B'], async (k) => native.lpop(k, 2));
+    expect(all.out).toMatchObject({ examined: 2, moved: 0, failed: 2 });
+    expect((all.out as MoveSummary).warnings?.[0]).toMatch(/^2 entries this run read and selected to move were taken by another client/);
+    expect(all).toMatchObject({ dlq: [], target: [] });
+    // Kept entries before moved ones, two popped (a kept one and a selected one): the rest moves, the kept one stays.
+    const mixed = await oneBatch(['K1', 'S1', 'K2', 'S2', 'S3'], (k) => native.lpop(k, 2));
+    expect(mixed.out).toMatchObject({ examined: 5, moved: 2, failed: 1, skipped: 2 });
+    expect(mixed).toMatchObject({ dlq: ['K2'], target: ['S2', 'S3'] });
+  });
+});
