@@ -256,7 +256,7 @@ export function describeMovedOn(m: MovedOnByReading | undefined, who: string, dl
   if (m === undefined || !movedOnByReading(m)) return null;
   const to = m.queue ?? 'another queue';
   const limit = m.maxReceiveCount !== null ? ` (at the maxReceiveCount ${m.maxReceiveCount} of ${dlq}'s own RedrivePolicy)` : ` (${dlq}'s own RedrivePolicy)`;
-  if (m.count === null) return `${who} may have moved messages of ${dlq} on to ${to}${limit} instead of returning them; how many could not be measured: ${m.measuredBy}`;
+  if (m.count === null) return `${who} may have moved messages of ${dlq} on to ${to}${limit} instead of returning them; how many could not be measured: ${m.measuredBy}.`;
   const n = `${m.count} message${m.count === 1 ? '' : 's'}`;
   return `${who} moved ${n} of ${dlq} on to ${to}${limit} instead of returning ${m.count === 1 ? 'it' : 'them'}: ${m.count === 1 ? 'it' : 'they'} left the DLQ without being redriven and ${m.count === 1 ? 'is' : 'are'} in ${to} now, not lost — redrive ${to} to move ${m.count === 1 ? 'it' : 'them'} (${m.measuredBy}).`;
 }

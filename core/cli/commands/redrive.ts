@@ -254,7 +254,7 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
       const unroutable = plan.skipped.filter((g) => g.category === 'no target' || g.category === 'target missing' || g.category === 'loop').reduce((n, g) => n + g.count, 0);
       const movedOn = describeMovedOn(plan.movedOn, "the dry run's receives", plan.dlq.name);
       if (opts.json === true) ctx.out(toJson({ moved: 0, notFoundIds: plan.notFoundIds, plan }));
-      else if (movedOn !== null) ctx.out(`Nothing redriven: ${movedOn}${plan.failed + unroutable > 0 ? ` Of the messages read, ${plan.failed + unroutable} cannot move (see above) and stay in the DLQ.` : ''}\n`);
+      else if (movedOn !== null) ctx.out(`Nothing redriven: ${movedOn}${plan.failed + unroutable > 0 ? ` Of the messages read, ${plan.failed + unroutable} cannot move (see above).` : ''}\n`);
       else if (plan.failed + unroutable === 0) {
         const held = plan.skipped.filter((g) => g.category === 'held').reduce((n, g) => n + g.count, 0);
         ctx.out(held > 0 ? `Nothing to move: ${held} stay because a consumer received ${held === 1 ? 'it' : 'them'} less than ${formatIdleThreshold(pendingMinIdleMs ?? DEFAULT_PENDING_MIN_IDLE_MS)} ago (see the warning above; --include-pending moves ${held === 1 ? 'it' : 'them'}).\n` : 'Nothing to move.\n');
