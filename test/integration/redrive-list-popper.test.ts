@@ -152,7 +152,9 @@ describe('list DLQ redrive while another client pops it', () => {
     await native.rpush(dlq, ...list);
     const a = createRedisAdapter({ kind: 'redis', url: REDIS_URL });
     const decide = (m: QueueMessage): RedriveDecision => (m.body.data.startsWith('K') ? { action: 'skip', reason: 'kept' } : { action: 'move', targetQueueId: `list:${target}` });
-    const hooks: MoveHooks = { gate: () => Promise.resolve(), decide, beforeMove: async () => void (await between(dlq)), onBatch: () => undefined };
+    const hooks: MoveHooks = { gate: () => Promise.resolve(), decide, beforeMove: async () => {
+      await between(dlq);
+    }, onBatch: () => undefined };
     try {
       const out = await a.redrive!.moveClientSide({ sourceQueueId: `list:${dlq}`, batchSize: batch, cutoffMs: Date.now(), maxMessages: batch, dryRun: false }, hooks).catch((e: unknown) => e as QueuescopeError);
       return { out, dlq: await native.lrange(dlq, 0, -1), target: await native.lrange(target, 0, -1) };
