@@ -1198,6 +1198,54 @@ function list(xs: string[], more = 0): string {
   return more > 0 ? `${head} (and ${plural(more, 'more field')})` : head;
 }
 
+/** A JSON `content-type` (`application/json`, `application/cloudevents+json`…; parameters such as `; charset=utf-8` allowed). */
+const JSON_CONTENT_TYPE = /^\s*application\/(?:[\w.!#$&^-]+\+)?json\s*(?:;.*)?$/i;
+
+/**
+ * Rule P1b (`invalid-json`, review): a whole (not cut) UTF-8 text body that should be JSON but does not
+ * parse — its content type says JSON (AMQP `content_type`, a `content-type` header or attribute),
+ * or it opens like a JSON object (`{`) or array (`[` then `{`, `[`, `"` or `]`). A consumer that
+ * parses it fails on every redelivery, and its fields could not be classified. The sentence names
+ * the parser's error; null when the body is plain text.
+ */
+function brokenJson(message: QueueMessage, data: string): string | null {
+  let i = 0;
+  while (i < data.length && (data[i] === ' ' || data[i] === '\t' || data[i] === '\n' || data[i] === '\r' || data[i] === '\uFEFF')) i++;
+  let j = i + 1;
+  while (j < data.length && (data[j] === ' ' || data[j] === '\t' || data[j] === '\n' || data[j] === '\r')) j++;
+  const opens = data[i] === '{' || (data[i] === '[' && (data[j] === '{' || data[j] === '[' || data[j] === '"' || data[j] === ']'));
+  const ct = declaredContentType(message);
+  const declared = ct !== null && JSON_CONTENT_TYPE.test(ct);
+  if (!opens && !declared) return null;
+  let why = 'it does not parse';
+  try {
+    JSON.parse(data.slice(i));
+    return null;
+  } catch (e) {
+    if (e instanceof Error && e.message.length > 0) why = e.message.length > 120 ? `${e.message.slice(0, 119)}…` : e.message;
+  }
+  const what = declared ? `the body is declared ${ct.trim().slice(0, 60)} but is not valid JSON` : 'the body looks like JSON but is not valid JSON';
+  return `${what} (${why}): a consumer that parses it fails on every redelivery, and its fields were not classified; look at it by hand.`;
+}
+
+/** The message's content type: AMQP `properties.contentType`, else a `content-type` header / attribute (any case); null when none. */
+function declaredContentType(message: QueueMessage): string | null {
+  const props = (message as { properties?: unknown }).properties;
+  if (props !== null && typeof props === 'object') {
+    const ct = (props as Record<string, unknown>).contentType;
+    if (typeof ct === 'string') return ct;
+  }
+  const headers = (message as { headers?: unknown }).headers;
+  if (headers !== null && typeof headers === 'object') {
+    for (const k of Object.keys(headers)) {
+      if (k.toLowerCase() !== 'content-type') continue;
+      const v = (headers as Record<string, unknown>)[k];
+      if (typeof v === 'string') return v;
+    }
+  }
+  return null;
+}
+
 /** The result for a body that is not classified (empty, text, binary, truncated). */
 function emptyResult(msgOp: { value: string; source: string } | null, format: PayloadAnalysis['format'], finding: Finding | null, hash: string | null): PayloadResult {
   const findings = finding ? [finding] : [];
@@ -1315,8 +1363,13 @@ function payloadResult(message: QueueMessage, rules: InspectRules, key: KeyExtra
     }
     const h = hashString(data, view.format === 'text' ? 11 : 12, LEAF_H);
     if (body?.truncated === true) return empty(view.format, { rule: 'truncated', severity: 'review', text: 'the body was cut at the read limit, so its fields could not be classified; read the full message.', fields: [] }, taggedHash('r', h.a, h.b));
+    const tag = taggedHash(view.format === 'text' ? 't' : 'b', h.a, h.b);
+    if (view.format === 'text' && body?.encoding === 'utf8') {
+      const broken = brokenJson(message, data);
+      if (broken !== null) return empty('text', { rule: 'invalid-json', severity: 'review', text: broken, fields: [] }, tag);
+    }
     const text = view.format === 'binary' ? `the body is binary (${plural(typeof body?.sizeBytes === 'number' ? body.sizeBytes : 0, 'byte')}): its fields were not classified.` : 'the body is text, not JSON: its fields were not classified.';
-    return empty(view.format, { rule: 'not-json', severity: 'ok', text, fields: [] }, taggedHash(view.format === 'text' ? 't' : 'b', h.a, h.b));
+    return empty(view.format, { rule: 'not-json', severity: 'ok', text, fields: [] }, tag);
   }
 
   const patterns = snapshotPatterns(rules);

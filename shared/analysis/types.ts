@@ -93,11 +93,13 @@ export type PayloadVerdictKind = 'ok' | 'review' | 'flag';
 
 /**
  * Identifiers of the payload/size rules, in the order they are applied (see README.md).
+ * `invalid-json` (rule P1b, review): a whole text body declared or opening as JSON that does not parse.
  * `analysis-limit` (rule P10, review): the walk stopped at one of its bounds (members per object,
  * elements per array, depth, values, JSON strings) and the fields beyond were not classified.
  */
 export type PayloadRuleId =
   | 'not-json'
+  | 'invalid-json'
   | 'entry-deleted'
   | 'truncated'
   | 'queue-snapshot'
