@@ -163,7 +163,7 @@ describe('list DLQ redrive while another client pops it', () => {
     }
   }
 
-  it('moves only what it can tell: ambiguous identical entries, a taken entry with a copy left, or a push at the head stop the run with nothing moved; a batch all taken moves nothing and says so', async () => {
+  it('moves only what it can tell: ambiguous identical entries, a taken entry pushed back, or a push at the head stop the run with nothing moved; a batch all taken moves nothing and says so', async () => {
     // Identical entries: after one pop, [A, A] fits one pop (the last two A) and two pops (the last A,
     // then an entry pushed since): how many the popper took cannot be told.
     const same = await oneBatch(['A', 'A', 'A'], (k) => native.lpop(k));
@@ -174,14 +174,23 @@ describe('list DLQ redrive while another client pops it', () => {
     const told = await oneBatch(['A', 'A', 'A', 'B'], (k) => native.lpop(k));
     expect(told.out).toMatchObject({ examined: 4, moved: 3, failed: 1 });
     expect(told).toMatchObject({ dlq: [], target: ['A', 'A', 'B'] });
-    // The popped entry has a copy further in the list: whether the popper took ours cannot be told.
-    const copy = await oneBatch(['A', 'B', 'C', 'A'], (k) => native.lpop(k), 2);
-    expect((copy.out as QueuescopeError).message).toMatch(/a copy of it is still in the list/);
-    expect(copy).toMatchObject({ dlq: ['B', 'C', 'A'], target: [] });
+    // The popper took A and pushed it back at the tail (a consumer that re-dead-letters, or rotates the
+    // list): A is in the DLQ again, so it is not reported taken; nothing moves.
+    const back = await oneBatch(['A', 'B', 'C'], async (k) => native.rpush(k, (await native.lpop(k)) as string), 2);
+    expect((back.out as QueuescopeError).message).toMatch(/the same bytes were pushed back .*Nothing in this batch was moved/);
+    expect(back).toMatchObject({ dlq: ['B', 'C', 'A'], target: [] });
+    // An older copy of the taken entry further in the list (there when the batch was read) is another entry.
+    const older = await oneBatch(['A', 'B', 'C', 'D', 'A'], (k) => native.lpop(k), 2);
+    expect(older.out).toMatchObject({ examined: 2, moved: 1, failed: 1 });
+    expect(older).toMatchObject({ dlq: ['C', 'D', 'A'], target: ['B'] });
     // A push at the head is not a pop: the batch is still in the list, elsewhere; nothing moves.
     const pushed = await oneBatch(['A', 'B'], (k) => native.lpush(k, 'X'));
     expect((pushed.out as QueuescopeError).code).toBe('BROKER_ERROR');
     expect(pushed).toMatchObject({ dlq: ['X', 'A', 'B'], target: [] });
+    // More pushed at the head than the batch holds: the batch is further right, not gone; nothing moves.
+    const pushedMany = await oneBatch(['A', 'B', 'C'], (k) => native.lpush(k, 'X', 'Y', 'Z'), 2);
+    expect((pushedMany.out as QueuescopeError).code).toBe('BROKER_ERROR');
+    expect(pushedMany).toMatchObject({ dlq: ['Z', 'Y', 'X', 'A', 'B', 'C'], target: [] });
     // The popper took the whole batch: nothing to move, both reported taken.
     const all = await oneBatch(['A', 'B'], async (k) => native.lpop(k, 2));
     expect(all.out).toMatchObject({ examined: 2, moved: 0, failed: 2 });

@@ -20,43 +20,50 @@ import { reprocessJob } from 'bullmq/dist/cjs/scripts/reprocessJob-9';
  *   tombstone, then LREM that many tombstones from the head.
  *
  * Finding the window: it is where it was read (offset ARGV[1]) unless another client popped at the
- * head since (a consumer of the DLQ list: LPOP, BLPOP, LMOVE … LEFT). Then it sits p positions
- * further left, and when p passes the offset its first p - offset elements were taken by that
- * client. The script tries every such shift p (1 .. offset + n - 1, at most ARGV[3] positions left
- * of the offset, which bounds what it reads) and uses the one at which the window's surviving elements match byte for byte; the
- * elements it counts as taken must have no copy left anywhere in the list outside the survivors
- * (LPOS … COUNT 0), so none still in the list is reported taken. When no shift matches, the whole
- * window counts as taken only if none of its elements has a copy left in the list. It refuses
- * (changing nothing) when two shifts match (identical contents: which ones were taken cannot be
- * told), when a taken element still has a copy in the list, or when nothing matches otherwise
- * (elements pushed at the head, removed in the middle, or shifted farther than ARGV[3]).
+ * head since (a consumer of the DLQ list: LPOP, BLPOP, LMOVE … LEFT). What it accepts is what pops
+ * at the head (p of them) and pushes at the tail (t, e.g. new dead letters) explain, the list then
+ * being the old one from index p on, then the t new elements (length ARGV[4] − p + t now):
+ * - it tries each shift p = 1 … offset + n − 1 (at most ARGV[3] positions left of the offset,
+ *   which bounds what it reads) and uses the one at which the window's surviving elements match
+ *   byte for byte; when p passes the offset, the window's first p − offset elements were taken;
+ * - elements counted as taken must not be in the list as the pops leave it: not among the elements
+ *   read around the window (other than the survivors), nor among the t elements pushed at the tail
+ *   since the read (a consumer that pushed one back, or rotates the list); t must be 0 … ARGV[3];
+ * - when no shift matches, the whole window counts as taken only if none of its elements is among
+ *   the elements from index 0 to the window's old end, and neither its first nor its last element
+ *   is anywhere in the list (LPOS, Redis ≥ 6.0.6: elements pushed at the head move the window right).
+ * It refuses, changing nothing, when two shifts match (identical contents: which ones were taken
+ * cannot be told) or any check fails. The checks are byte comparisons: a taken element's exact
+ * copy that is another client's push at the tail is refused, an older copy elsewhere is not one.
  *
  * KEYS[1] the DLQ list, KEYS[2..] the target lists.
  * ARGV[1] window offset (index of its first element when read), ARGV[2] tombstone, ARGV[3] the
- * largest shift looked for, then per element: target index into KEYS (0 = keep in the DLQ), the element's exact bytes.
+ * largest shift looked for, ARGV[4] the list's length when the window was read, then per element:
+ * target index into KEYS (0 = keep in the DLQ), the element's exact bytes.
  * Returns {1, moved, taken, at}: `taken` = how many of the window's first elements another client
  * took (not moved, not counted in moved), `at` = the index the window's first remaining element
  * was found at. Refusals change nothing: {-1, found} when the window is shorter than expected and
- * was not shifted; {-2, i} when element i (1-based) differs and no shift explains it; {-3, p} when
- * two shifts match (p the second); {-4, i} when element i counted as taken still has a copy in the
- * list; {-5, 0} when the server has no LPOS (before Redis 6.0.6), which telling taken elements needs.
+ * no pops explain it; {-2, i} when element i (1-based) differs and no pops explain it; {-3, p}
+ * when two shifts match (p the second); {-4, i} when element i counted as taken may still be in
+ * the list; {-5, 0} when the server has no LPOS (before Redis 6.0.6).
  */
 export const LIST_MOVE_LUA = `
 local src = KEYS[1]
 local off = tonumber(ARGV[1])
 local tomb = ARGV[2]
 local maxShift = tonumber(ARGV[3])
-local n = (#ARGV - 3) / 2
-local function el(i) return ARGV[3 + 2 * i] end
-local function tgt(i) return tonumber(ARGV[2 + 2 * i]) end
--- LPOS (Redis >= 6.0.6): where copies of x are (all of them with COUNT 0); nil = not available.
-local function lpos(x, all)
-  local r
-  if all then r = redis.pcall('LPOS', src, x, 'COUNT', 0) else r = redis.pcall('LPOS', src, x) end
-  if type(r) == 'table' and r.err then return nil end
-  return r
-end
+local len0 = tonumber(ARGV[4])
+local n = (#ARGV - 4) / 2
+local function el(i) return ARGV[4 + 2 * i] end
+local function tgt(i) return tonumber(ARGV[3 + 2 * i]) end
 local cur = redis.call('LRANGE', src, off, off + n - 1)
+local function unexplained()
+  if #cur ~= n then return {-1, #cur} end
+  for k = 1, n do
+    if cur[k] ~= el(k) then return {-2, k} end
+  end
+  return {-2, 1}
+end
 local j = 0
 local intact = #cur == n
 if intact then
@@ -88,28 +95,34 @@ if not intact then
       fo, fj = o, jj
     end
   end
+  local len1 = redis.call('LLEN', src)
   if found == 0 then
-    -- Nothing left of the window where pops would have put it: taken only if no copy is left at all.
-    for i = 1, n do
-      local at = lpos(el(i), false)
-      if at == nil then return {-5, 0} end
-      if at ~= false then
-        if #cur ~= n then return {-1, #cur} end
-        for k = 1, n do
-          if cur[k] ~= el(k) then return {-2, k} end
-        end
-        return {-2, i}
-      end
+    -- The whole window taken? Only with everything before it popped, and none of it left.
+    if base > 0 then return unexplained() end
+    local set = {}
+    for i = 1, n do set[el(i)] = i end
+    for _, x in ipairs(wide) do
+      if set[x] then return unexplained() end
+    end
+    for _, i in ipairs({1, n}) do
+      local r = redis.pcall('LPOS', src, el(i))
+      if type(r) == 'table' and r.err then return {-5, 0} end
+      if r then return unexplained() end
     end
     fo, fj = 0, n
-  else
-    -- The elements counted as taken: no copy of them may be left outside the survivors.
-    for i = 1, fj do
-      local at = lpos(el(i), true)
-      if at == nil then return {-5, 0} end
-      for _, x in ipairs(at) do
-        local k = x - fo + 1 + fj
-        if x < fo or x > fo + n - fj - 1 or el(k) ~= el(i) then return {-4, i} end
+  elseif fj > 0 then
+    -- Pops p = offset + fj; pushes at the tail t = len1 - (len0 - p).
+    local t = len1 - (len0 - (off + fj))
+    if t < 0 or t > maxShift then return {-4, 1} end
+    local set = {}
+    for i = 1, fj do set[el(i)] = i end
+    for x = 1, #wide do
+      local i = set[wide[x]]
+      if i and (x - 1 < fo or x - 1 > fo + n - fj - 1) then return {-4, i} end
+    end
+    if t > 0 then
+      for _, x in ipairs(redis.call('LRANGE', src, -t, -1)) do
+        if set[x] then return {-4, set[x]} end
       end
     end
   end

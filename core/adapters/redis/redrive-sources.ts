@@ -192,7 +192,7 @@ export class ListSource implements BatchSource {
     // read): at most LIST_FOLLOW_MAX_SHIFT entries, fewer when they are large (it reads them all).
     const avg = read.raw.reduce((a, b) => a + b.length, 0) / Math.max(1, read.raw.length);
     const maxShift = Math.max(10, Math.min(LIST_FOLLOW_MAX_SHIFT, Math.floor(LIST_FOLLOW_BYTES / Math.max(1, avg))));
-    const args: (string | Buffer)[] = [String(at), this.tomb, String(maxShift)];
+    const args: (string | Buffer)[] = [String(at), this.tomb, String(maxShift), String(read.page.total ?? 0)];
     batch.forEach((m, i) => {
       const t = byId.get(m.id);
       args.push(t === undefined ? '0' : String(targets.get(t)), read.raw[i] as Buffer);
@@ -209,7 +209,7 @@ export class ListSource implements BatchSource {
             : code === -3
               ? `the entries read match more than one place after entries were popped at its head (identical contents), so which ones another client took cannot be told`
               : code === -4
-                ? `entry #${at + i - 1} was popped from its head after it was read, but a copy of it is still in the list, so whether another client took it cannot be told`
+                ? `entry #${at + i - 1} was popped from its head after it was read, but the same bytes were pushed back or are near the batch, or more was pushed than checked, so whether another client took it cannot be told`
                 : 'entries were popped at its head after the read, and telling which ones needs LPOS, which this server lacks (Redis before 6.0.6)';
       const e = new QueuescopeError(
         'BROKER_ERROR',
