@@ -5,6 +5,12 @@ import { PageMoves } from '../services/page-moves';
 import { MAX_SNAPSHOT_LINE_BYTES } from '../snapshot/format';
 
 /**
+ * Why a peek of a queue that cannot be paged (RabbitMQ classic/quorum, SQS) returned fewer
+ * messages than its window while the queue holds more: they are not deliverable to it right now.
+ */
+export const HELD_BACK = 'in flight with a consumer or another reader, delayed, or on an SQS FIFO queue behind an earlier message of their message group';
+
+/**
  * Messages per peek page while inspecting. 256, not the 1000 a peek may return: a page stays
  * alive while it is analysed (~25 KB allocated per message), and with 1000-message pages (plus the
  * Redis adapter's read-ahead page) the pages outlived young-generation collections, so V8 copied
@@ -189,7 +195,10 @@ export async function readQueue(adapter: BrokerAdapter, queue: QueueSummary, opt
     partialReason =
       read >= limit && depth !== null && depth > read
         ? `Limited to the first ${String(limit)} of about ${String(depth)} messages.`
-        : `${queue.name} cannot be paged (${queue.kind}): one peek reads at most ${String(Math.min(1000, caps.maxPeekWindow))} messages, and it returned ${String(read)} of ${depth === null || depth < read ? 'an unknown number of' : `about ${String(depth)}`} messages${read >= window ? '; there may be more' : ''}.`;
+        : read < window && depth !== null && depth > read
+          ? // Not the window's limit: the broker returned fewer than one peek can read.
+            `${queue.name} cannot be paged (${queue.kind}), and one peek returned ${String(read)} of about ${String(depth)} messages, fewer than the ${String(window)} it can read: the broker held the others back (${HELD_BACK}).`
+          : `${queue.name} cannot be paged (${queue.kind}): one peek reads at most ${String(Math.min(1000, caps.maxPeekWindow))} messages, and it returned ${String(read)} of ${depth === null || depth < read ? 'an unknown number of' : `about ${String(depth)}`} messages${read >= window ? '; there may be more' : ''}.`;
   }
   return { read, total: depth, partial: partialReason !== null, partialReason, sideEffects: [...sideEffects] };
 }

@@ -4,7 +4,7 @@ import Table from 'cli-table3';
 import { QueuescopeError, describeConnection } from '../../../shared/domain';
 import { loadProjectConfig } from '../../config/project-file';
 import { DEFAULT_ROW_LIMIT, inspectQueue, snapshotPartialReason, type CompareTarget, type InspectReport } from '../../inspect/inspect';
-import { INSPECT_MAX_BODY_BYTES, MAX_INSPECT_BODY_BYTES } from '../../inspect/read';
+import { HELD_BACK, INSPECT_MAX_BODY_BYTES, MAX_INSPECT_BODY_BYTES } from '../../inspect/read';
 import type { InspectedMessage } from '../../../shared/api/inspect';
 import { resolveInspectSettings, type InspectSettingsSource } from '../../inspect/settings';
 import { OperationManager } from '../../services/operations';
@@ -218,6 +218,9 @@ export function incompleteMessage(
     // partialReason starts with "The snapshot holds only part of <queue>: …" (snapshotPartialReason).
     const reason = cell(r.partialReason ?? 'The snapshot holds only part of the queue.', 400);
     but = `${reason.charAt(0).toLowerCase()}${reason.slice(1)} Check the queue itself, or a snapshot that holds all of it.`;
+  } else if (!o.pageable && r.analysed < o.window && r.total !== null && r.total > r.analysed) {
+    // Fewer than one peek can read: the broker held the rest back, the window did not cut them.
+    but = `${holds}: a ${r.queue.kind} queue cannot be paged, and one peek returned these ${String(r.analysed)}, fewer than the ${String(o.window)} it can read: the broker held the others back (${HELD_BACK}). Check again later, or gate on a queue that can be read whole.`;
   } else if (!o.pageable) {
     but = `${holds}: a ${r.queue.kind} queue cannot be paged: one peek returns at most ${String(o.window)} messages, and the rest cannot be read without consuming them (export has the same limit). Check again once these are consumed, or gate on a queue that can be read whole.`;
   } else {
