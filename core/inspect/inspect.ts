@@ -593,12 +593,13 @@ export async function bullmqSnapshotPartners(adapter: BrokerAdapter, queue: Queu
 /**
  * Why a snapshot section does not hold the whole queue it was exported from (its header's
  * `partial` / `partialReason`, in `config.snapshot`: e.g. a RabbitMQ queue deeper than one peek;
+ * or more messages than its writer recorded — "does not hold <queue> as it was written";
  * or `selection: 'ids'`, an export of picked messages), or null when it holds all of it or the
  * adapter is not a snapshot.
  */
 export function snapshotPartialReason(adapter: BrokerAdapter, queue: QueueSummary): string | null {
   if (adapter.broker !== 'snapshot') return null;
-  const info = (queue.config as Record<string, unknown> | undefined)?.snapshot as { partial?: unknown; partialReason?: unknown; selection?: unknown; messages?: unknown; cutReason?: unknown; redriveBackup?: unknown } | undefined;
+  const info = (queue.config as Record<string, unknown> | undefined)?.snapshot as { partial?: unknown; partialReason?: unknown; selection?: unknown; messages?: unknown; writtenMessages?: unknown; cutReason?: unknown; redriveBackup?: unknown } | undefined;
   if (info?.selection === 'ids') {
     // Exported with --ids (or a redrive backup): the picked messages, whatever else the queue held; and a cut file says so.
     const n = typeof info.messages === 'number' ? info.messages : null;
@@ -608,7 +609,10 @@ export function snapshotPartialReason(adapter: BrokerAdapter, queue: QueueSummar
     return `The snapshot holds only ${these} picked by id from ${queue.name} (export --ids), not the whole queue.${cut}`;
   }
   if (info?.partial !== true) return null;
-  return `The snapshot holds only part of ${queue.name}: ${typeof info.partialReason === 'string' && info.partialReason !== '' ? info.partialReason : 'the export did not read every message.'}`;
+  const reason = typeof info.partialReason === 'string' && info.partialReason !== '' ? info.partialReason : 'the export did not read every message.';
+  // More messages than its writer recorded (edited, or two files joined wrongly): not "only part", but not the queue as exported either.
+  if (typeof info.messages === 'number' && typeof info.writtenMessages === 'number' && info.messages > info.writtenMessages) return `The snapshot does not hold ${queue.name} as it was written: ${reason}`;
+  return `The snapshot holds only part of ${queue.name}: ${reason}`;
 }
 
 /**
