@@ -109,7 +109,11 @@ export interface MoveBatchResult {
   moved: { id: string; targetQueueId: string }[];
   /** Left in the DLQ by decision. */
   skipped: { id: string; reason: string }[];
-  /** Left in the DLQ because publishing or removing failed (or the body was cut); the error says which. */
+  /**
+   * Not moved: left in the DLQ because publishing or removing failed (or the body was cut), or —
+   * with `error.details.leftDlq` true — no longer in the DLQ because another client took it between
+   * the read and the move (a Redis list popped at its head). The error says which.
+   */
   failed: { id: string; error: ErrorInfo }[];
   /**
    * May be in both queues: published and confirmed but the removal from the DLQ could not be

@@ -710,7 +710,7 @@ async function clientSide(r: RedriveRequest, p: Prepared, backup: RedriveBackup,
         totals.failed += b.failed.length;
         totals.possibleDuplicates += b.possibleDuplicates.length;
         for (const m of b.moved) totals.perTarget.set(m.targetQueueId, (totals.perTarget.get(m.targetQueueId) ?? 0) + 1);
-        for (const f of b.failed) ctx.addError(new QueuescopeError(f.error.code, `Message ${f.id} stayed in the DLQ: ${f.error.message}`, { id: f.id }));
+        for (const f of b.failed) ctx.addError(new QueuescopeError(f.error.code, `Message ${f.id} ${f.error.details?.leftDlq === true ? 'was not moved' : 'stayed in the DLQ'}: ${f.error.message}`, { id: f.id }));
         for (const d of b.possibleDuplicates) {
           ctx.addError(new QueuescopeError('BROKER_ERROR', `Message ${d.id} was published to ${d.targetQueueId} but its removal from the DLQ was not confirmed: it may now be in both.`, { id: d.id }));
         }

@@ -70,7 +70,7 @@ describe('list DLQ redrive while another client pops it', () => {
     }
     // Exit 7 (partial: some selected entries were not moved, the popper has them), not 3.
     expect(r.code, r.stderr + r.stdout).toBe(7);
-    const out = JSON.parse(r.stdout) as { status: string; result: { examined: number; moved: number; failed: number; skipped: number; warnings?: string[] } };
+    const out = JSON.parse(r.stdout) as { status: string; result: { examined: number; moved: number; failed: number; skipped: number; warnings?: string[] }; errors: { message: string }[] };
     expect(out.status).toBe('completed');
     const res = out.result;
     const moved = await native.lrange(target, 0, -1);
@@ -94,6 +94,9 @@ describe('list DLQ redrive while another client pops it', () => {
     const w = (res.warnings ?? []).join('\n');
     expect(w).toContain(`${String(taken)} entr`);
     expect(w).toMatch(/taken by another client/);
+    // Each taken entry is listed as not moved (not as "stayed in the DLQ": it is not there).
+    expect(out.errors.length).toBeGreaterThan(0);
+    for (const e of out.errors) expect(e.message).toMatch(/^Message #\d+~[0-9a-f]{8} was not moved: Entry #\d+~[0-9a-f]{8} was taken by another client .*it is not in the DLQ, that client has it\.$/);
   }, 60_000);
 
   it('with a filter (entries left before each batch): batches shifted by the pops are found and moved, what the popper took is reported, nothing selected is left behind', async () => {

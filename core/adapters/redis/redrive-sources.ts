@@ -230,7 +230,7 @@ export class ListSource implements BatchSource {
         this.takenSelected++;
         failed.push({
           id: m.message.id,
-          error: err('BROKER_ERROR', `Entry ${m.message.id} was taken by another client (popped from the DLQ list "${this.key}" after this run read it, before its move): it was not moved, and it is not in the DLQ.`),
+          error: { ...err('BROKER_ERROR', `Entry ${m.message.id} was taken by another client (popped from the DLQ list "${this.key}" after this run read it, before its move): it is not in the DLQ, that client has it.`), details: { leftDlq: true } },
         });
       } else moved.push({ id: m.message.id, targetQueueId: m.targetQueueId });
     }
