@@ -1,9 +1,9 @@
 // @vitest-environment jsdom
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { cleanup, fireEvent, render, screen } from '@testing-library/react';
+import { act, cleanup, fireEvent, render, screen } from '@testing-library/react';
 import type { AuditEntryView, AuditLogPageView } from '../../../shared/api/redrive';
 import { useStore } from '../store';
-import { summary } from '../test/fixtures';
+import { operationSnapshot, summary } from '../test/fixtures';
 import { installFakeApi, removeFakeApi } from '../test/fake-api';
 import { RedriveHistory } from './RedriveHistory';
 
@@ -44,5 +44,17 @@ describe('Put back… in the redrive history', () => {
     const box = await openPutBack(entry('completed', { examined: 3, moved: 3 }));
     expect(box.textContent).toContain('Put the backup of 3 messages back into');
     expect(screen.queryByTestId('redrive-putback-unknown')).toBeNull();
+  });
+
+  it('a finished re-inject shows what it could not restore (an older backup without the stream field order)', async () => {
+    const box = await openPutBack(entry('completed', { examined: 3, moved: 3 }));
+    const note = '/tmp/backups/redrive-orders.dlq.jsonl was written by an older Queuescope (or by hand: its header has no "written" record) that did not record the field order of stream entries, so the original order of 2 of its 3 entries cannot be restored';
+    act(() => {
+      useStore.setState((st) => ({
+        redriveHistory: { ...st.redriveHistory, reinject: { entryId: 'a1', operation: operationSnapshot({ type: 'reinject', total: 3, processed: 3, moved: 3, result: { read: 3, published: 3, failed: 0, notes: [note] } }), error: null } },
+      }));
+    });
+    expect(box.textContent).toContain('completed: 3 of 3 published');
+    expect(screen.getByTestId('redrive-putback-note').textContent).toBe(note);
   });
 });

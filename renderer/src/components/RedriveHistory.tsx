@@ -131,7 +131,18 @@ function PutBack({ entry, connectionId, queues }: { entry: AuditEntryView; conne
           {op.status}: {count(op.moved)} of {count(op.total)} published{op.failed > 0 ? `, ${count(op.failed)} failed` : ''}
         </span>
       )}
+      {notesOf(op).map((n, i) => (
+        <p key={i} className="notice notice-warn" role="note" data-testid="redrive-putback-note">
+          {n}
+        </p>
+      ))}
       {mine?.error != null && <ErrorState error={mine.error} compact />}
     </div>
   );
+}
+
+/** What a finished re-inject could not restore (`ReinjectResult.notes`, e.g. the field order an older backup did not record). */
+function notesOf(op: { result: Record<string, unknown> | null } | null): string[] {
+  const notes = op?.result?.notes;
+  return Array.isArray(notes) ? notes.filter((n): n is string => typeof n === 'string') : [];
 }
