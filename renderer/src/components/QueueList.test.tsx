@@ -28,7 +28,7 @@ afterEach(() => {
   removeFakeApi();
 });
 
-/** The line above the table: "1 queues · updated 12 sec. ago". */
+/** The line above the table: "1 queue · updated 12 sec. ago". */
 const meta = (): string => document.querySelector('.list-meta')?.textContent ?? '';
 
 /** Lets `ms` pass on the (fake) clock, firing the intervals. */
@@ -49,6 +49,12 @@ describe('queue list: when it was read', () => {
     expect(meta()).toMatch(/ · updated 3 min\. ago$/);
     // The label aged on the clock alone: the list was read once.
     expect(api.calls.filter((c) => c.method === 'queues.list')).toHaveLength(1);
+  });
+
+  it('counts one queue in the singular ("1 queue", not "1 queues")', async () => {
+    render(<QueueList connectionId="c1" />);
+    await screen.findByText(/updated/);
+    expect(meta()).toBe('1 queue · updated now');
   });
 
   it('a reload resets it to "now"', async () => {

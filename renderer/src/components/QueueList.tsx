@@ -110,7 +110,7 @@ export function QueueList({ connectionId }: { connectionId: string }) {
       {queues.length > 0 && (
         <>
           <div className="list-meta">
-            {shown.length === queues.length ? `${count(queues.length)} queues` : `${count(shown.length)} of ${count(queues.length)} queues`}
+            {shown.length === queues.length ? `${count(queues.length)} ${queues.length === 1 ? 'queue' : 'queues'}` : `${count(shown.length)} of ${count(queues.length)} queues`}
             {list?.loadedAt != null && <UpdatedAgo ms={list.loadedAt} />}
           </div>
           {shown.length === 0 ? (
