@@ -123,6 +123,17 @@ export function InspectSummary({
         </div>
       )}
       {report !== null && <ReportView report={report} stale={stale} readWindow={readWindow} onPick={openOrShow} />}
+      {report !== null && report.sideEffects.length > 0 && (
+        // What the reads did to the broker: this queue's, and its DLQ's or source's read for the comparison.
+        <details className="muted" data-testid="inspect-side-effects">
+          <summary>Side effects of reading ({report.sideEffects.length})</summary>
+          <ul>
+            {report.sideEffects.map((s, i) => (
+              <li key={i}>{s}</li>
+            ))}
+          </ul>
+        </details>
+      )}
       {pickedRow !== undefined && <PickedRow row={pickedRow} onClose={() => setPicked(null)} />}
       {picked !== null && pickedRow === undefined && (
         <div className="muted">
