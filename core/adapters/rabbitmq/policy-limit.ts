@@ -27,11 +27,36 @@ export function lowerLimit(a: number | null, b: number | null): number | null {
  */
 export function appliedPolicyDeliveryLimit(name: string, policies: readonly unknown[]): number | null {
   let best: { priority: number; limit: number | null } | null = null;
+  for (const p of matchingPolicies(name, policies, (applyTo) => applyTo === 'queues' || applyTo === 'all' || applyTo === 'quorum_queues')) {
+    const v = p.definition['delivery-limit'];
+    const limit = typeof v === 'number' && Number.isFinite(v) ? v : null;
+    if (best === null || p.priority > best.priority) best = { priority: p.priority, limit };
+    else if (p.priority === best.priority) best = { priority: p.priority, limit: lowerLimit(best.limit, limit) };
+  }
+  return best?.limit ?? null;
+}
+
+/** A policy that applies to a queue, as {@link matchingPolicies} yields it. */
+interface MatchingPolicy {
+  /** The policy's name; null when the entry has none. */
+  name: string | null;
+  /** Its `priority` (0 when absent). */
+  priority: number;
+  /** Its `definition` (empty when absent or not an object). */
+  definition: Record<string, unknown>;
+}
+
+/**
+ * The entries of a policy list (`GET /api/policies/<vhost>` or `/api/operator-policies/<vhost>`)
+ * whose `pattern` (a regular expression) matches queue `name` and whose `apply-to` (default `all`)
+ * `applies` accepts, in list order. Malformed entries and patterns JavaScript cannot compile are
+ * skipped.
+ */
+function* matchingPolicies(name: string, policies: readonly unknown[], applies: (applyTo: unknown) => boolean): Generator<MatchingPolicy> {
   for (const raw of policies) {
     if (raw === null || typeof raw !== 'object') continue;
-    const p = raw as { pattern?: unknown; 'apply-to'?: unknown; priority?: unknown; definition?: unknown };
-    const applyTo = p['apply-to'] ?? 'all';
-    if (typeof p.pattern !== 'string' || (applyTo !== 'queues' && applyTo !== 'all' && applyTo !== 'quorum_queues')) continue;
+    const p = raw as { name?: unknown; pattern?: unknown; 'apply-to'?: unknown; priority?: unknown; definition?: unknown };
+    if (typeof p.pattern !== 'string' || !applies(p['apply-to'] ?? 'all')) continue;
     let re: RegExp;
     try {
       re = new RegExp(p.pattern);
@@ -39,13 +64,12 @@ export function appliedPolicyDeliveryLimit(name: string, policies: readonly unkn
       continue;
     }
     if (!re.test(name)) continue;
-    const priority = typeof p.priority === 'number' ? p.priority : 0;
-    const v = (p.definition as Record<string, unknown> | null | undefined)?.['delivery-limit'];
-    const limit = typeof v === 'number' && Number.isFinite(v) ? v : null;
-    if (best === null || priority > best.priority) best = { priority, limit };
-    else if (priority === best.priority) best = { priority, limit: lowerLimit(best.limit, limit) };
+    yield {
+      name: typeof p.name === 'string' ? p.name : null,
+      priority: typeof p.priority === 'number' ? p.priority : 0,
+      definition: p.definition !== null && typeof p.definition === 'object' ? (p.definition as Record<string, unknown>) : {},
+    };
   }
-  return best?.limit ?? null;
 }
 
 /**
@@ -137,24 +161,13 @@ function appliesToQueue(applyTo: unknown, type: string | null): boolean {
  */
 export function appliedPolicyDeadLetter(name: string, type: string | null, policies: readonly unknown[]): PolicyDeadLetter | null | 'ambiguous' {
   let best: { priority: number; choices: (PolicyDeadLetter | null)[] } | null = null;
-  for (const raw of policies) {
-    if (raw === null || typeof raw !== 'object') continue;
-    const p = raw as { name?: unknown; pattern?: unknown; 'apply-to'?: unknown; priority?: unknown; definition?: unknown };
-    if (typeof p.pattern !== 'string' || !appliesToQueue(p['apply-to'] ?? 'all', type)) continue;
-    let re: RegExp;
-    try {
-      re = new RegExp(p.pattern);
-    } catch {
-      continue;
-    }
-    if (!re.test(name)) continue;
-    const priority = typeof p.priority === 'number' ? p.priority : 0;
-    const def = (p.definition ?? {}) as Record<string, unknown>;
+  for (const p of matchingPolicies(name, policies, (applyTo) => appliesToQueue(applyTo, type))) {
+    const def = p.definition;
     const exchange = typeof def['dead-letter-exchange'] === 'string' ? def['dead-letter-exchange'] : null;
     const routingKey = typeof def['dead-letter-routing-key'] === 'string' ? def['dead-letter-routing-key'] : null;
-    const choice = exchange === null && routingKey === null ? null : { policy: typeof p.name === 'string' ? p.name : '?', exchange, routingKey };
-    if (best === null || priority > best.priority) best = { priority, choices: [choice] };
-    else if (priority === best.priority) best.choices.push(choice);
+    const choice = exchange === null && routingKey === null ? null : { policy: p.name ?? '?', exchange, routingKey };
+    if (best === null || p.priority > best.priority) best = { priority: p.priority, choices: [choice] };
+    else if (p.priority === best.priority) best.choices.push(choice);
   }
   if (best === null) return null;
   const [first, ...rest] = best.choices;
