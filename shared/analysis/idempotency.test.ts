@@ -167,8 +167,9 @@ const FIXTURES: Fixture[] = [
     rules: [{ kind: 'jsonPath', path: 'body.order.id' }],
     key: 'A-1008',
     source: 'body.order.id',
-    verdict: 'opaque-random',
-    cites: ['matches no payload value'],
+    // The order's own id, read by the user's rule: a business identifier is its own evidence.
+    verdict: 'business-derived',
+    cites: ['body.order.id (A-1008)'],
   },
 ];
 
@@ -185,8 +186,39 @@ describe('idempotency fixture corpus', () => {
     });
   }
 
+  it('a user jsonPath on a business identifier gives the verdict of the template reading the same field', () => {
+    const m = msg({ body: { orderId: 'A-1101', operation: 'charge', amountCents: 1200 } });
+    const byPath = extractIdempotencyKey(m, [{ kind: 'jsonPath', path: 'body.orderId' }]);
+    const byTemplate = extractIdempotencyKey(m, [{ kind: 'template', template: '{body.orderId}' }]);
+    expect(byPath?.key).toBe('A-1101');
+    expect(byTemplate?.key).toBe('A-1101');
+    const a = classifyKey('A-1101', m, byPath ?? undefined);
+    const b = classifyKey('A-1101', m, byTemplate ?? undefined);
+    expect(a.verdict).toBe('business-derived');
+    expect(b.verdict).toBe('business-derived');
+    expect(a.reason).toContain('body.orderId (A-1101)');
+  });
+
+  it('a user jsonPath on a random value, a key holder or per-send metadata is still not evidence for itself', () => {
+    const uuid = '0f8e2f4a-9b7c-4d3e-8a1b-2c3d4e5f6a7b';
+    const cases: [Record<string, unknown>, string][] = [
+      [{ orderId: uuid, operation: 'charge' }, 'body.orderId'], // an id member holding a random value
+      [{ id: 'evt_1NxYz2LkdIwHu7ix0abcdEFG', type: 'charge.refunded' }, 'body.id'], // a random token
+      [{ requestId: 'A-1101', operation: 'charge' }, 'body.requestId'], // a send's own id
+      [{ note: 'A-1101', operation: 'charge' }, 'body.note'], // not an identifier member
+    ];
+    for (const [body, path] of cases) {
+      const m = msg({ body });
+      const ex = extractIdempotencyKey(m, [{ kind: 'jsonPath', path }]);
+      expect(ex?.composed, path).toBeUndefined();
+      expect(classifyKey(ex?.key ?? '', m, ex ?? undefined).verdict, path).toBe('opaque-random');
+    }
+  });
+
   it('a value read from a user jsonPath is not evidence for itself, but counts without the extraction', () => {
-    const m = msg({ body: { order: { id: 'A-1008' } } });
+    const m = msg({ body: { order: { id: 'A-1008' }, requestRef: 'R-77' } });
+    const ex = extractIdempotencyKey(m, [{ kind: 'jsonPath', path: 'body.requestRef' }]);
+    expect(classifyKey('R-77', m, ex ?? undefined).verdict).toBe('business-derived'); // a reference member
     expect(classifyKey('A-1008', m).verdict).toBe('business-derived');
     expect(classifyKey('A-1008', m).reason).toContain('body.order.id (A-1008)');
   });

@@ -58,7 +58,14 @@ export interface KeyExtraction {
    * classifying: a key is not business-derived just because it is stored in the body.
    */
   fields: string[];
-  /** True when a user `template` composed the key from these fields; they are then the evidence. */
+  /**
+   * True when these fields are business values, so they are the evidence (and stay in the business
+   * hash): a user `template` composed the key from them, or a user `jsonPath` reads a body
+   * identifier — a member named as one (`orderId`, `order.id`, `sku`, `reference`; not a key
+   * holder such as `requestId`, not per-send metadata) whose value has no random part (no UUID,
+   * ULID, nanoid, random hex or token): `{kind: 'jsonPath', path: 'body.orderId'}` then gives the
+   * same verdict as the template `{body.orderId}`.
+   */
   composed?: boolean;
 }
 
@@ -221,8 +228,11 @@ function fromRule(message: QueueMessage, rule: KeyRule): KeyExtraction | null {
     return h ? { key: h.value, source: `header ${h.name}${h.binary ? BINARY_NOTE : ''}`, origin: 'user', fields: [`headers.${h.name}`] } : null;
   }
   if (rule.kind === 'jsonPath') {
-    const v = scalarText(readMessagePath(message, rule.path), lastMember(rule.path));
-    return v !== undefined ? { key: v, source: rule.path.trim(), origin: 'user', fields: [rule.path.trim()] } : null;
+    const path = rule.path.trim();
+    const member = lastMember(path);
+    const v = scalarText(readMessagePath(message, path), member);
+    if (v === undefined) return null;
+    return { key: v, source: path, origin: 'user', fields: [path], ...(isBusinessIdentifier(path, member, v) ? { composed: true } : {}) };
   }
   const template = rule.template;
   if (typeof template !== 'string' || template.length > MAX_KEY_LENGTH) return null;
@@ -278,6 +288,24 @@ export function extractIdempotencyKey(message: QueueMessage, rules: readonly Key
 }
 
 /** The last member name of a path such as `body.order.id` (`id`; surrounding spaces ignored, as {@link readMessagePath} does); null when it ends in an index or is malformed. */
+/**
+ * Whether a key a user `jsonPath` rule read from `path` (last member `member`) is a business
+ * identifier itself (see {@link KeyExtraction.composed}): a body path, a member named as an id or
+ * reference that holds no send's own key and is not per-send metadata, and a value with no random
+ * piece. A value like `A-1101` from `body.orderId` is the order's id; `evt_1NXW…` from `body.id`
+ * or a UUID from `body.requestRef` is not shown to be one.
+ */
+function isBusinessIdentifier(path: string, member: string | null, value: string): boolean {
+  if (member === null || !/^body\b/.test(path)) return false;
+  const info = nameInfo(member);
+  if (info.keyHolder || info.perSend) return false;
+  if (info.role !== 'id' && !(info.role === 'ref' && !info.norm.endsWith('key'))) return false;
+  const key = value.trim().slice(0, MAX_KEY_LENGTH);
+  if (key.length === 0) return false;
+  for (const p of pieces(key)) if (RANDOM_KINDS.has(p.kind)) return false;
+  return true;
+}
+
 function lastMember(path: string): string | null {
   const segs = parsePath(path.trim());
   const last = segs?.[segs.length - 1];

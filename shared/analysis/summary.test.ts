@@ -16,6 +16,14 @@ describe('queue summary', () => {
     stream('6-0', 'order.created', { orderId: 'A-1005', operation: 'charge', idempotencyKey: '66666666-7777-4888-9999-000000000000' }),
   ];
 
+  it('a user jsonPath key on the order id keeps the order id in the payload: different orders are not "the same payload"', () => {
+    const orders = ['A-1101', 'A-1102', 'A-1103'].map((orderId, i) => stream(`${String(i + 10)}-0`, 'order.created', { orderId, operation: 'charge', amountCents: 1200, currency: 'EUR' }));
+    const s = summarizeQueue(orders, { rules: { keyRules: [{ kind: 'jsonPath', path: 'body.orderId' }] } });
+    expect(s.keyVerdicts['business-derived']).toBe(3);
+    expect(s.samePayloadDifferentKeys).toEqual([]);
+    expect(s.duplicateGroups).toEqual([]);
+  });
+
   it('counts verdicts, duplicate groups, collisions and same payloads under different keys', () => {
     const s = summarizeQueue(messages);
     expect(s.total).toBe(6);
