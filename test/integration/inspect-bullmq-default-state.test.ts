@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main, type CliIo } from '../../core/cli/main';
 import { bullmqUnreadLiveJobs } from '../../core/cli/commands/inspect';
 import type { InspectReport } from '../../shared/api/inspect';
 import { REDIS_URL, uniqueName } from './env';
+import { runCli, type CliRun } from './fixtures/run-cli';
 
 /**
  * `queuescope inspect` of a live BullMQ queue without `--state` reads its waiting jobs only (the
@@ -15,18 +15,7 @@ import { REDIS_URL, uniqueName } from './env';
  * whole queue's.
  */
 let dir: string;
-async function run(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const io: CliIo = {
-    stdout: { write: (s: string) => (stdout += s) },
-    stderr: { write: (s: string) => (stderr += s) },
-    env: { QUEUESCOPE_HOME: join(dir, 'home') },
-    cwd: dir,
-  };
-  const code = await main(argv, io);
-  return { code, stdout, stderr };
-}
+const run = (argv: string[]): Promise<CliRun> => runCli(dir, argv);
 
 const name = uniqueName('insp-bq-state');
 let q: Queue;

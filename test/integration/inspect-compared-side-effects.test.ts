@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ConfirmChannel } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main, type CliIo } from '../../core/cli/main';
 import type { InspectReport } from '../../shared/api/inspect';
 import { AMQP_URL, uniqueName } from './env';
+import { runCli, type CliRun } from './fixtures/run-cli';
 import { closeNative, nativeChannel, nativeCount, nativeDeleteQueue } from './rabbitmq-native';
 
 /**
@@ -14,25 +14,9 @@ import { closeNative, nativeChannel, nativeCount, nativeDeleteQueue } from './ra
  * The side effects of that read are reported with the DLQ named, not only those of the work queue.
  */
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 let dir: string;
 let ch: ConfirmChannel;
-async function run(argv: string[]): Promise<Run> {
-  let stdout = '';
-  let stderr = '';
-  const io: CliIo = {
-    stdout: { write: (s: string) => (stdout += s) },
-    stderr: { write: (s: string) => (stderr += s) },
-    env: { QUEUESCOPE_HOME: join(dir, 'home') },
-    cwd: dir,
-  };
-  const code = await main(argv, io);
-  return { code, stdout, stderr };
-}
+const run = (argv: string[]): Promise<CliRun> => runCli(dir, argv);
 
 const work = uniqueName('insp-se-work');
 const dlq = uniqueName('insp-se-dlq');

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateQueueCommand, DeleteQueueCommand, SQSClient, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main, type CliIo } from '../../core/cli/main';
 import { SQS_ENDPOINT, SQS_REGION, SQS_TEST_CREDENTIALS, uniqueName } from './env';
+import { runCli, type CliRun } from './fixtures/run-cli';
 
 /**
  * `queuescope inspect` of an SQS FIFO queue on fauxqs, which returns one message per message group
@@ -15,19 +15,7 @@ const sqs = new SQSClient({ region: SQS_REGION, endpoint: SQS_ENDPOINT, credenti
 const name = `${uniqueName('insp-held')}.fifo`;
 let url: string;
 let dir: string;
-
-async function run(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const io: CliIo = {
-    stdout: { write: (s: string) => (stdout += s) },
-    stderr: { write: (s: string) => (stderr += s) },
-    env: { QUEUESCOPE_HOME: join(dir, 'home') },
-    cwd: dir,
-  };
-  const code = await main(argv, io);
-  return { code, stdout, stderr };
-}
+const run = (argv: string[]): Promise<CliRun> => runCli(dir, argv);
 
 beforeAll(async () => {
   // The AWS SDK's credential chain reads the process environment.
