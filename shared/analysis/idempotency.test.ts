@@ -186,6 +186,25 @@ describe('idempotency fixture corpus', () => {
     });
   }
 
+  it('says a key header is present but unusable instead of "no key was found in the headers"', () => {
+    const cases: [Record<string, HeaderValue>, string][] = [
+      [{ 'Idempotency-Key': '' }, 'the header "Idempotency-Key" is present but empty'],
+      [{ 'idempotency-key': '   ' }, 'the header "idempotency-key" is present but empty'],
+      [{ 'X-Idempotency-Key': ['A-1:charge', 'A-2:charge'] }, 'the header "X-Idempotency-Key" is present but a list of 2 values, not one key'],
+      [{ 'Idempotency-Key': { base64: '//79' } }, 'is present but binary that is not printable UTF-8 text'],
+      [{ 'Idempotency-Key': true }, 'is present but not text (true)'],
+    ];
+    for (const [headers, text] of cases) {
+      const m = msg({ headers, body: { orderId: 'A-1' } });
+      const ex = extractIdempotencyKey(m);
+      const v = classifyKey(ex?.key ?? '', m, ex ?? undefined);
+      expect(v.verdict).toBe('missing');
+      expect(v.reason).toContain(text);
+      expect(v.reason).not.toContain('no idempotency key was found in the headers');
+    }
+    expect(classifyKey('', msg({ headers: { other: '' }, body: {} })).reason).toContain('no idempotency key was found in the headers');
+  });
+
   it('a user jsonPath on a business identifier gives the verdict of the template reading the same field', () => {
     const m = msg({ body: { orderId: 'A-1101', operation: 'charge', amountCents: 1200 } });
     const byPath = extractIdempotencyKey(m, [{ kind: 'jsonPath', path: 'body.orderId' }]);

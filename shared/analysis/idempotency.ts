@@ -139,6 +139,30 @@ function findHeader(headers: Record<string, HeaderValue> | undefined, name: stri
   return undefined;
 }
 
+/**
+ * The first `Idempotency-Key` / `X-Idempotency-Key` header (any case) whose value cannot be a key,
+ * and why in words: empty, a list, binary that is not printable UTF-8, or not text. Undefined when
+ * there is none. For the `missing` reason: "no key was found in the headers" would contradict a
+ * message view that shows the header.
+ */
+function unusableKeyHeader(headers: Record<string, HeaderValue> | undefined): { name: string; why: string } | undefined {
+  if (!isRecord(headers) || !hasOwnKeys(headers)) return undefined;
+  let seen = 0;
+  for (const k of Object.keys(headers)) {
+    if (++seen > MAX_BODY_FIELDS) break;
+    const lower = k.toLowerCase();
+    if (lower !== 'idempotency-key' && lower !== 'x-idempotency-key') continue;
+    const raw = own(headers, k);
+    const shown = JSON.stringify(k.slice(0, 100));
+    const str = typeof raw === 'string' ? raw : isRecord(raw) ? (own(raw, 'StringValue') ?? own(raw, 'stringValue')) : undefined;
+    if (typeof str === 'string' && str.trim().length === 0) return { name: shown, why: 'empty' };
+    if (Array.isArray(raw)) return { name: shown, why: `a list of ${String(raw.length)} value${raw.length === 1 ? '' : 's'}, not one key` };
+    if (isRecord(raw) && typeof own(raw, 'base64') === 'string' && binaryText(raw) === undefined) return { name: shown, why: 'binary that is not printable UTF-8 text' };
+    if (raw === null || typeof raw === 'boolean' || isRecord(raw)) return { name: shown, why: `not text (${raw === null ? 'null' : typeof raw === 'boolean' ? String(raw) : 'an object'})` };
+  }
+  return undefined;
+}
+
 // ignoreBOM: a leading U+FEFF is kept, so the key is exactly the bytes' text.
 const utf8Strict = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 /** Base64 texts longer than this are not decoded (a key is at most 4 × {@link MAX_KEY_LENGTH} characters, up to 4 UTF-8 bytes each). */
@@ -1125,6 +1149,10 @@ function classify(rawKey: string, message: QueueMessage, extraction: Pick<KeyExt
   if (key.length === 0) {
     if (message.body.truncated) {
       return { verdict: 'missing', reason: `missing: no idempotency key was found in the headers or properties, and the body (${message.body.sizeBytes} bytes) was cut at the read limit, so a key in the body could not be read; raise the read limit to check it.` };
+    }
+    const unusable = unusableKeyHeader(message.headers);
+    if (unusable !== undefined) {
+      return { verdict: 'missing', reason: `missing: the header ${unusable.name} is present but ${unusable.why}, so it cannot serve as a key, and no other idempotency key was found in the headers, properties or body; redelivered copies cannot be recognised.` };
     }
     return { verdict: 'missing', reason: 'missing: no idempotency key was found in the headers, properties or body, so redelivered copies cannot be recognised.' };
   }
