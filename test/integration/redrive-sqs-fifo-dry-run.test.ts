@@ -1,12 +1,12 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DeleteMessageBatchCommand, ReceiveMessageCommand, SendMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
+import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { main } from '../../core/cli/main';
 import type { RedrivePlan } from '../../shared/redrive/types';
-import { SQS_ALT_ENDPOINT, SQS_ENDPOINT, SQS_REGION, SQS_TEST_CREDENTIALS, uniqueName } from './env';
-import { sqsResources } from './fixtures/sqs-resources';
+import { SQS_ALT_ENDPOINT, SQS_ENDPOINT, SQS_REGION, uniqueName } from './env';
+import { runCliMerged } from './fixtures/run-cli';
+import { drainFifo, sqsResources, useSqsTestCredentials } from './fixtures/sqs-resources';
 
 /**
  * The dry run of a FIFO SQS DLQ with several messages per message group. SQS returns no later
@@ -19,32 +19,8 @@ import { sqsResources } from './fixtures/sqs-resources';
 
 const { client, createQueue } = sqsResources();
 
-async function cli(dir: string, argv: string[]): Promise<{ code: number; out: string }> {
-  // The SDK's credential chain reads process.env, not the CLI's io.env.
-  process.env.AWS_ACCESS_KEY_ID ??= SQS_TEST_CREDENTIALS.accessKeyId;
-  process.env.AWS_SECRET_ACCESS_KEY ??= SQS_TEST_CREDENTIALS.secretAccessKey;
-  let out = '';
-  const w = { write: (x: string) => (out += x) };
-  const code = await main(argv, { stdout: w, stderr: w, cwd: dir, env: { QUEUESCOPE_HOME: join(dir, 'home') } });
-  return { code, out };
-}
-
-/** Receives (and deletes) everything in a FIFO queue; stops after 3 empty receives. */
-async function drainFifo(c: SQSClient, url: string): Promise<Message[]> {
-  const out: Message[] = [];
-  for (let empty = 0; empty < 3; ) {
-    // eslint-disable-next-line @typescript-eslint/no-deprecated
-    const got = (await c.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 300, AttributeNames: ['All'], MessageSystemAttributeNames: ['All'] }))).Messages ?? [];
-    if (got.length === 0) {
-      empty++;
-      continue;
-    }
-    empty = 0;
-    out.push(...got);
-    await c.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: got.map((m, j) => ({ Id: `d${j}`, ReceiptHandle: m.ReceiptHandle! })) }));
-  }
-  return out;
-}
+useSqsTestCredentials();
+const cli = runCliMerged;
 
 /** A FIFO DLQ with 3 groups × 4 messages (g0-0, g1-0, g2-0, g0-1, …) and a FIFO target. */
 async function fifoDlq(c: SQSClient, label: string) {

@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   ChangeMessageVisibilityBatchCommand,
-  DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
   SQSClient,
@@ -13,10 +12,10 @@ import {
 import { describe, expect, it } from 'vitest';
 import type { MoveHooks, RedriveDecision } from '../../core/adapters/redrive-types';
 import { buildSendEntry } from '../../core/adapters/sqs/redrive-entry';
-import { main } from '../../core/cli/main';
 import type { QueueMessage } from '../../shared/domain';
-import { SQS_ALT_ENDPOINT, SQS_ENDPOINT, SQS_REGION, SQS_TEST_CREDENTIALS, uniqueName } from './env';
-import { sqsResources } from './fixtures/sqs-resources';
+import { SQS_ALT_ENDPOINT, SQS_ENDPOINT, SQS_REGION, uniqueName } from './env';
+import { runCliMerged } from './fixtures/run-cli';
+import { drainFifo, sqsResources, useSqsTestCredentials } from './fixtures/sqs-resources';
 
 /**
  * SQS FIFO redrive edge cases found by the sqs-pass (a demanding-user pass) against the real
@@ -26,36 +25,9 @@ import { sqsResources } from './fixtures/sqs-resources';
 
 const { client, adapterFor, createQueue } = sqsResources();
 
-/** Receives (and deletes) everything in a FIFO queue, group heads first; stops after 3 empty receives. */
-async function drainFifo(c: SQSClient, url: string): Promise<Message[]> {
-  const out: Message[] = [];
-  for (let empty = 0; empty < 3; ) {
-    const r = await c.send(
-      // eslint-disable-next-line @typescript-eslint/no-deprecated
-      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 300, AttributeNames: ['All'], MessageSystemAttributeNames: ['All'], MessageAttributeNames: ['All'] }),
-    );
-    const got = r.Messages ?? [];
-    if (got.length === 0) {
-      empty++;
-      continue;
-    }
-    empty = 0;
-    out.push(...got);
-    await c.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: got.map((m, j) => ({ Id: `d${j}`, ReceiptHandle: m.ReceiptHandle! })) }));
-  }
-  return out;
-}
-
+useSqsTestCredentials();
 /** Runs the CLI in-process in `dir` (config dir `<dir>/home`); stdout and stderr together. */
-async function cli(dir: string, argv: string[]): Promise<{ code: number; out: string }> {
-  // The SDK's credential chain reads process.env, not the CLI's io.env.
-  process.env.AWS_ACCESS_KEY_ID ??= SQS_TEST_CREDENTIALS.accessKeyId;
-  process.env.AWS_SECRET_ACCESS_KEY ??= SQS_TEST_CREDENTIALS.secretAccessKey;
-  let out = '';
-  const w = { write: (x: string) => (out += x) };
-  const code = await main(argv, { stdout: w, stderr: w, cwd: dir, env: { QUEUESCOPE_HOME: join(dir, 'home') } });
-  return { code, out };
-}
+const cli = runCliMerged;
 
 async function depth(c: SQSClient, url: string): Promise<number> {
   const a = (await c.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }))).Attributes ?? {};
