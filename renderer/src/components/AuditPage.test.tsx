@@ -48,5 +48,7 @@ describe('AuditPage', () => {
     expect(note.textContent).toContain('audit.suppress[0] · sqs.no-redrive-policy on “notifcations”: queue pattern "notifcations" matches no audited queue; similar: notifications');
     expect(screen.getAllByTestId('audit-finding').map((f) => f.getAttribute('data-target'))).toEqual(['notifications']);
     expect(screen.getByRole('button', { name: 'Run again' })).toBeTruthy();
+    expect(document.body.textContent).toContain('1 queue · ');
+    expect(document.body.textContent).not.toContain('1 queues');
   });
 });

@@ -100,7 +100,7 @@ export function AuditPage({ connectionId }: { connectionId: string }) {
             <span className="audit-count">{report.counts.notChecked} not checked</span>
             <span className="audit-count">{report.counts.passed} passed</span>
             <span className="muted">
-              {report.queues.length} queues · <Time ms={report.generatedAt} />
+              {report.queues.length} {report.queues.length === 1 ? 'queue' : 'queues'} · <Time ms={report.generatedAt} />
               {report.configPath ? ` · ${report.configPath}` : ' · no project file'}
             </span>
           </div>
