@@ -18,6 +18,19 @@ describe('peek cursors', () => {
     }
   });
 
+  it('say what to do in words that fit the CLI and the app (no "cursor null")', () => {
+    for (const [raw, where] of [['garbage!', at], [Buffer.from('{"v":2}').toString('base64url'), at], [encodeCursor({ v: 1, q: 'stream:x', s: 'all', d: 'oldest', n: 1, id: '1-0' }), at]] as const) {
+      let message = '';
+      try {
+        decodeCursor(raw, where);
+      } catch (e) {
+        message = (e as Error).message;
+      }
+      expect(message).toMatch(/first page/);
+      expect(message).not.toMatch(/null/);
+    }
+  });
+
   it('turn any garbage into INVALID_INPUT, never another error', () => {
     fc.assert(
       fc.property(fc.oneof(fc.string(), fc.base64String(), fc.json().map((j) => Buffer.from(j).toString('base64url'))), (s) => {

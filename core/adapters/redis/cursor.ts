@@ -48,15 +48,15 @@ export function decodeCursor(raw: string, expect: { queueId: string; state: stri
     if (!/^[A-Za-z0-9_-]+$/.test(raw) || raw.length > 4096) throw new Error('not base64url');
     parsed = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
   } catch {
-    throw new QueuescopeError('INVALID_INPUT', 'The peek cursor is not one this Redis adapter produced: start again from the head (cursor null).');
+    throw new QueuescopeError('INVALID_INPUT', 'The peek cursor is not one this Redis adapter produced: start again from the first page, without a cursor.');
   }
   const r = cursorSchema.safeParse(parsed);
-  if (!r.success) throw new QueuescopeError('INVALID_INPUT', 'The peek cursor is malformed: start again from the head (cursor null).');
+  if (!r.success) throw new QueuescopeError('INVALID_INPUT', 'The peek cursor is malformed: start again from the first page, without a cursor.');
   const c = r.data;
   if (c.q !== expect.queueId || c.s !== expect.state || c.d !== expect.direction) {
     throw new QueuescopeError(
       'INVALID_INPUT',
-      'The peek cursor belongs to another queue, state or direction: pass the cursor returned for the same queue, state and direction, or null.',
+      'The peek cursor belongs to another queue, state or direction: pass the cursor returned for the same queue, state and direction, or start again from the first page without one.',
     );
   }
   return c;
