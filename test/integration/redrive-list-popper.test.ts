@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisAdapter } from '../../core/adapters/redis';
 import type { MoveHooks, MoveSummary, RedriveDecision } from '../../core/adapters/redrive-types';
 import { QueuescopeError, type QueueMessage } from '../../shared/domain';
-import { runCli } from './fixtures/run-cli';
+import { runCli, type CliRun } from './fixtures/run-cli';
 import { REDIS_URL, uniqueName } from './env';
 
 /**
@@ -41,6 +41,31 @@ function key(label: string): string {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Runs the CLI (`argv`, in the test's dir) while another consumer of `dlq` (its own connection)
+ * LPOPs one entry at a time, ~every 0.5 ms, until the run has ended; returns the run and the
+ * entries the consumer popped, in pop order.
+ */
+async function redriveWhilePopping(dlq: string, argv: string[]): Promise<{ r: CliRun; popped: string[] }> {
+  const popper = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  const popped: string[] = [];
+  let stop = false;
+  const popping = (async () => {
+    while (!stop) {
+      const e = await popper.lpop(dlq);
+      if (e !== null) popped.push(e);
+      await sleep(0.5);
+    }
+  })();
+  try {
+    return { r: await runCli(dir, argv), popped };
+  } finally {
+    stop = true;
+    await popping;
+    popper.disconnect();
+  }
+}
+
 describe('list DLQ redrive while another client pops it', () => {
   it('moves what is still there, reports what the popper took, and every entry ends up exactly once', async () => {
     const dlq = key('dlq');
@@ -49,25 +74,8 @@ describe('list DLQ redrive while another client pops it', () => {
     const all = Array.from({ length: N }, (_, i) => JSON.stringify({ orderId: `P-${String(i)}`, error: 'HTTP 503' }));
     await native.rpush(dlq, ...all);
 
-    // The other consumer: its own connection, LPOP one entry at a time, ~every 0.5 ms, until told to stop.
-    const popper = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-    const popped: string[] = [];
-    let stop = false;
-    const popping = (async () => {
-      while (!stop) {
-        const e = await popper.lpop(dlq);
-        if (e !== null) popped.push(e);
-        await sleep(0.5);
-      }
-    })();
-    let r;
-    try {
-      r = await runCli(dir, ['redrive', REDIS_URL, `list:${dlq}`, '--to', `list:${target}`, '--batch', '50', '--yes', '--json']);
-    } finally {
-      stop = true;
-      await popping;
-      popper.disconnect();
-    }
+    // The other consumer pops the DLQ while the CLI redrives it.
+    const { r, popped } = await redriveWhilePopping(dlq, ['redrive', REDIS_URL, `list:${dlq}`, '--to', `list:${target}`, '--batch', '50', '--yes', '--json']);
     // Exit 7 (partial: some selected entries were not moved, the popper has them), not 3.
     expect(r.code, r.stderr + r.stdout).toBe(7);
     const out = JSON.parse(r.stdout) as { status: string; result: { examined: number; moved: number; failed: number; skipped: number; warnings?: string[] }; errors: { message: string }[] };
@@ -107,24 +115,7 @@ describe('list DLQ redrive while another client pops it', () => {
     const all = Array.from({ length: N }, (_, i) => JSON.stringify({ orderId: `F-${String(i)}`, tag: i % 3 === 0 ? 'SEL' : 'KEEP', error: 'HTTP 503' }));
     const selected = all.filter((e) => e.includes('SEL'));
     await native.rpush(dlq, ...all);
-    const popper = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-    const popped: string[] = [];
-    let stop = false;
-    const popping = (async () => {
-      while (!stop) {
-        const e = await popper.lpop(dlq);
-        if (e !== null) popped.push(e);
-        await sleep(0.5);
-      }
-    })();
-    let r;
-    try {
-      r = await runCli(dir, ['redrive', REDIS_URL, `list:${dlq}`, '--to', `list:${target}`, '--filter', 'text:SEL', '--batch', '50', '--yes', '--json']);
-    } finally {
-      stop = true;
-      await popping;
-      popper.disconnect();
-    }
+    const { r, popped } = await redriveWhilePopping(dlq, ['redrive', REDIS_URL, `list:${dlq}`, '--to', `list:${target}`, '--filter', 'text:SEL', '--batch', '50', '--yes', '--json']);
     expect([0, 7], r.stderr + r.stdout).toContain(r.code);
     const res = (JSON.parse(r.stdout) as { result: { examined: number; moved: number; failed: number; skipped: number; warnings?: string[]; notes: string[] } }).result;
     const moved = await native.lrange(target, 0, -1);
