@@ -1,15 +1,11 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { QueuescopeError } from '../../shared/domain';
 import type { RabbitQueueFacts } from '../../shared/audit/types';
-import { createRabbitmqAdapter } from '../../core/adapters/rabbitmq';
 import { encodeQueueId } from '../../core/adapters/rabbitmq/queue-id';
-import type { BrokerAdapter } from '../../core/adapters/types';
-import { AMQP_URL, RABBITMQ_MANAGEMENT_URL, uniqueName } from './env';
+import { AMQP_URL, uniqueName } from './env';
+import { rabbitmqResources } from './fixtures/rabbitmq-resources';
 import { runCli } from './fixtures/run-cli';
-import { closeNative, nativeChannel, nativeCount, nativeDeleteQueue } from './rabbitmq-native';
+import { nativeChannel, nativeCount, nativeMgmt } from './rabbitmq-native';
 
 /**
  * Where a quorum queue's messages go at the delivery limit when the dead-letter exchange comes
@@ -26,32 +22,12 @@ import { closeNative, nativeChannel, nativeCount, nativeDeleteQueue } from './ra
  * messages as the refusal said. Real broker, no mocks.
  */
 
-const AUTH = `Basic ${Buffer.from('guest:guest').toString('base64')}`;
-async function mgmt(method: string, path: string, body?: unknown): Promise<Response> {
-  return fetch(`${RABBITMQ_MANAGEMENT_URL}${path}`, { method, headers: { authorization: AUTH, 'content-type': 'application/json' }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
-}
-
-let dir: string;
-let adapter: BrokerAdapter;
-const queues: string[] = [];
-const policies: string[] = [];
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'qs-peek-pdlx-'));
-  adapter = createRabbitmqAdapter({ kind: 'rabbitmq', url: AMQP_URL, managementUrl: RABBITMQ_MANAGEMENT_URL });
-});
-
-afterAll(async () => {
-  await adapter.close();
-  for (const p of policies) await mgmt('DELETE', `/api/policies/%2F/${encodeURIComponent(p)}`).catch(() => undefined);
-  for (const q of queues) await nativeDeleteQueue(q);
-  await closeNative();
-  await rm(dir, { recursive: true, force: true });
-});
+const rmq = rabbitmqResources('qs-peek-pdlx-');
+const { queues, policies } = rmq;
 
 /** The queue's management record: its applied policy and effective policy definition, as text. */
 async function record(name: string): Promise<string> {
-  return (await mgmt('GET', `/api/queues/%2F/${encodeURIComponent(name)}?columns=policy,effective_policy_definition`)).text();
+  return (await nativeMgmt('GET', `/api/queues/%2F/${encodeURIComponent(name)}?columns=policy,effective_policy_definition`)).text();
 }
 
 /**
@@ -70,7 +46,7 @@ async function quorumWithFreshPolicy(label: string, args: (name: string) => Reco
   await ch.close();
   expect(await nativeCount(name)).toBe(4);
   policies.push(name);
-  const put = await mgmt('PUT', `/api/policies/%2F/${encodeURIComponent(name)}`, { pattern: `^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, definition: definition(name), priority: 10, 'apply-to': 'queues' });
+  const put = await nativeMgmt('PUT', `/api/policies/%2F/${encodeURIComponent(name)}`, { pattern: `^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, definition: definition(name), priority: 10, 'apply-to': 'queues' });
   expect(put.status).toBeLessThan(300);
   expect(await record(name)).not.toContain(name); // the record does not name the policy yet
   return name;
@@ -83,7 +59,7 @@ async function waitCount(queue: string, n: number): Promise<void> {
 }
 
 async function refusal(id: string): Promise<QueuescopeError> {
-  const err = await adapter.peek(id, { limit: 10 }).then(
+  const err = await rmq.adapter.peek(id, { limit: 10 }).then(
     () => null,
     (e: unknown) => e,
   );
@@ -98,12 +74,12 @@ describe('RabbitMQ (CLI peek, adapter): a dead-letter exchange from a policy the
     const dlq = `${name}-dlq`;
     const id = encodeQueueId({ vhost: '/', name });
     const err = await refusal(id);
-    const cli = await runCli(dir, ['peek', AMQP_URL, name]);
-    const q = await adapter.getQueue(id);
-    const target = await adapter.getQueue(encodeQueueId({ vhost: '/', name: dlq }));
-    const listed = await adapter.listQueues({ pattern: `${name}*` });
-    const facts = await adapter.audit!.collect({ pattern: name });
-    const tuning = await adapter.tuning!.readSettings(id);
+    const cli = await runCli(rmq.dir, ['peek', AMQP_URL, name]);
+    const q = await rmq.adapter.getQueue(id);
+    const target = await rmq.adapter.getQueue(encodeQueueId({ vhost: '/', name: dlq }));
+    const listed = await rmq.adapter.listQueues({ pattern: `${name}*` });
+    const facts = await rmq.adapter.audit!.collect({ pattern: name });
+    const tuning = await rmq.adapter.tuning!.readSettings(id);
     // The reads happened while the record still lacked the policy (else this proves nothing).
     expect(await record(name)).not.toContain('dead-letter-exchange');
 
@@ -127,7 +103,7 @@ describe('RabbitMQ (CLI peek, adapter): a dead-letter exchange from a policy the
     expect(tuning.notes.join(' ')).toContain(`a message is dead-lettered to the default exchange, routing key '${dlq}' after 1 delivery`);
 
     // Control: with consent the peek dead-letters all 4 into the policy's DLQ, and says so.
-    const page = await adapter.peek(id, { limit: 10, acceptSideEffects: true });
+    const page = await rmq.adapter.peek(id, { limit: 10, acceptSideEffects: true });
     expect(page.messages).toHaveLength(4);
     expect(page.sideEffects.join(' ')).toContain(`4 messages were at the delivery limit and dead-lettered to the default exchange, routing key '${dlq}' by this peek.`);
     await waitCount(dlq, 4);
@@ -139,14 +115,14 @@ describe('RabbitMQ (CLI peek, adapter): a dead-letter exchange from a policy the
     const name = await quorumWithFreshPolicy('arg', () => ({ 'x-dead-letter-exchange': '' }), (n) => ({ 'delivery-limit': 0, 'dead-letter-exchange': `${n}-missing`, 'dead-letter-routing-key': `${n}-pol` }), ['pol']);
     const id = encodeQueueId({ vhost: '/', name });
     const err = await refusal(id);
-    const q = await adapter.getQueue(id);
+    const q = await rmq.adapter.getQueue(id);
     expect(await record(name)).not.toContain('dead-letter-routing-key');
     expect(err.message).toContain(`is dead-lettered to the default exchange, routing key '${name}-pol' when a peek requeues it`);
     expect(q.config).toMatchObject({ deadLetterExchange: '', deadLetterRoutingKey: `${name}-pol`, sources: { deadLetterExchange: 'argument', deadLetterRoutingKey: 'policy' } });
     // Old code: no routing key, so the queue's own name: a link back to itself (a cycle).
     expect(q.deadLetterTargets.map((t) => [t.queueName, t.problem])).toEqual([[`${name}-pol`, undefined]]);
     // Control: the broker routes them through the argument's exchange with the policy's key.
-    await adapter.peek(id, { limit: 10, acceptSideEffects: true });
+    await rmq.adapter.peek(id, { limit: 10, acceptSideEffects: true });
     await waitCount(`${name}-pol`, 4);
     expect(await nativeCount(name)).toBe(0);
   }, 60_000);
@@ -157,7 +133,7 @@ describe('RabbitMQ (CLI peek, adapter): a dead-letter exchange from a policy the
     const err = await refusal(id);
     expect(await record(name)).not.toContain('delivery-limit');
     expect(err.message).toContain('A message at the delivery limit is dropped (no dead-letter exchange is configured) when a peek requeues it');
-    const page = await adapter.peek(id, { limit: 10, acceptSideEffects: true });
+    const page = await rmq.adapter.peek(id, { limit: 10, acceptSideEffects: true });
     expect(page.sideEffects.join(' ')).toContain('4 messages were at the delivery limit and dropped (no dead-letter exchange is configured) by this peek.');
     await waitCount(name, 0);
   }, 60_000);

@@ -1,14 +1,10 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { QueuescopeError } from '../../shared/domain';
-import { createRabbitmqAdapter } from '../../core/adapters/rabbitmq';
 import { encodeQueueId } from '../../core/adapters/rabbitmq/queue-id';
-import type { BrokerAdapter } from '../../core/adapters/types';
-import { AMQP_URL, RABBITMQ_MANAGEMENT_URL, uniqueName } from './env';
+import { AMQP_URL, uniqueName } from './env';
+import { rabbitmqResources } from './fixtures/rabbitmq-resources';
 import { runCli } from './fixtures/run-cli';
-import { closeNative, nativeChannel, nativeCount, nativeDeleteQueue } from './rabbitmq-native';
+import { nativeChannel, nativeCount, nativeMgmt } from './rabbitmq-native';
 
 /**
  * The peek side-effect gate of a quorum queue whose delivery limit comes from a policy the queue's
@@ -22,32 +18,12 @@ import { closeNative, nativeChannel, nativeCount, nativeDeleteQueue } from './ra
  * same peek with consent does dead-letter the messages, so the policy was live. Real broker.
  */
 
-const AUTH = `Basic ${Buffer.from('guest:guest').toString('base64')}`;
-async function mgmt(method: string, path: string, body?: unknown): Promise<Response> {
-  return fetch(`${RABBITMQ_MANAGEMENT_URL}${path}`, { method, headers: { authorization: AUTH, 'content-type': 'application/json' }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
-}
-
-let dir: string;
-let adapter: BrokerAdapter;
-const queues: string[] = [];
-const policies: string[] = [];
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'qs-peek-plimit-'));
-  adapter = createRabbitmqAdapter({ kind: 'rabbitmq', url: AMQP_URL, managementUrl: RABBITMQ_MANAGEMENT_URL });
-});
-
-afterAll(async () => {
-  await adapter.close();
-  for (const p of policies) await mgmt('DELETE', `/api/policies/%2F/${encodeURIComponent(p)}`).catch(() => undefined);
-  for (const q of queues) await nativeDeleteQueue(q);
-  await closeNative();
-  await rm(dir, { recursive: true, force: true });
-});
+const rmq = rabbitmqResources('qs-peek-plimit-');
+const { queues, policies } = rmq;
 
 /** The queue's management record: its applied policy and effective policy definition, as text. */
 async function record(name: string): Promise<string> {
-  return (await mgmt('GET', `/api/queues/%2F/${encodeURIComponent(name)}?columns=policy,effective_policy_definition,arguments`)).text();
+  return (await nativeMgmt('GET', `/api/queues/%2F/${encodeURIComponent(name)}?columns=policy,effective_policy_definition,arguments`)).text();
 }
 
 /**
@@ -67,7 +43,7 @@ async function quorumWithFreshPolicy(label: string): Promise<{ name: string; fin
   await ch.close();
   expect(await nativeCount(name)).toBe(4);
   policies.push(name);
-  const put = await mgmt('PUT', `/api/policies/%2F/${encodeURIComponent(name)}`, { pattern: `^${name}$`, definition: { 'delivery-limit': 0 }, priority: 10, 'apply-to': 'queues' });
+  const put = await nativeMgmt('PUT', `/api/policies/%2F/${encodeURIComponent(name)}`, { pattern: `^${name}$`, definition: { 'delivery-limit': 0 }, priority: 10, 'apply-to': 'queues' });
   expect(put.status).toBeLessThan(300);
   // The case the old gate missed: the record does not report the policy yet.
   expect(await record(name)).not.toContain('delivery-limit');
@@ -83,7 +59,7 @@ async function waitCount(queue: string, n: number): Promise<void> {
 describe('RabbitMQ peek gate: a quorum delivery-limit policy the management record does not show yet (real broker)', () => {
   it('queuescope peek without --accept-side-effects exits 5 and moves nothing (old code: exit 0, all 4 dead-lettered)', async () => {
     const { name, final } = await quorumWithFreshPolicy('peek-plim-cli');
-    const res = await runCli(dir, ['peek', AMQP_URL, name]);
+    const res = await runCli(rmq.dir, ['peek', AMQP_URL, name]);
     // The refused read happened while the record still lacked the limit (else this proves nothing).
     expect(await record(name)).not.toContain('delivery-limit');
     await new Promise((r) => setTimeout(r, 500));
@@ -92,7 +68,7 @@ describe('RabbitMQ peek gate: a quorum delivery-limit policy the management reco
     expect(res.code, res.stdout + res.stderr).toBe(5);
     expect(res.stderr).toContain('x-delivery-limit=0');
     // Control: with consent the same peek dead-letters all 4 (the policy is in force).
-    const accepted = await runCli(dir, ['peek', AMQP_URL, name, '--accept-side-effects']);
+    const accepted = await runCli(rmq.dir, ['peek', AMQP_URL, name, '--accept-side-effects']);
     expect(accepted.code, accepted.stdout + accepted.stderr).toBe(0);
     await waitCount(final, 4);
     expect(await nativeCount(name)).toBe(0);
@@ -101,11 +77,11 @@ describe('RabbitMQ peek gate: a quorum delivery-limit policy the management reco
   it('the adapter itself (peek without acceptSideEffects, as the desktop app calls it; getQueue capabilities) refuses and moves nothing', async () => {
     const { name, final } = await quorumWithFreshPolicy('peek-plim-adapter');
     const id = encodeQueueId({ vhost: '/', name });
-    const err = await adapter.peek(id, { limit: 10 }).then(
+    const err = await rmq.adapter.peek(id, { limit: 10 }).then(
       () => null,
       (e: unknown) => e,
     );
-    const q = await adapter.getQueue(id);
+    const q = await rmq.adapter.getQueue(id);
     expect(await record(name)).not.toContain('delivery-limit');
     await new Promise((r) => setTimeout(r, 500));
     expect(await nativeCount(final)).toBe(0); // old code: 4
@@ -115,7 +91,7 @@ describe('RabbitMQ peek gate: a quorum delivery-limit policy the management reco
     expect(q.capabilities.peekMayDeadLetter).toBe(true);
     expect(q.config).toMatchObject({ deliveryLimit: 0 });
     // Control: accepted, the peek reports and causes the dead-lettering.
-    const page = await adapter.peek(id, { limit: 10, acceptSideEffects: true });
+    const page = await rmq.adapter.peek(id, { limit: 10, acceptSideEffects: true });
     expect(page.messages).toHaveLength(4);
     expect(page.sideEffects.join(' ')).toContain(`4 messages were at the delivery limit and dead-lettered to the default exchange, routing key '${final}' by this peek.`);
     await waitCount(final, 4);

@@ -1,5 +1,5 @@
 import { connect, type ChannelModel, type ConfirmChannel } from 'amqplib';
-import { AMQP_URL } from './env';
+import { AMQP_URL, RABBITMQ_MANAGEMENT_URL } from './env';
 
 // Native RabbitMQ fixtures for the integration tests: amqplib directly, so the adapter is never
 // its own witness. One shared connection per test file (each file imports its own module instance).
@@ -48,4 +48,15 @@ export async function nativeDeleteQueue(name: string): Promise<void> {
   const ch = await nativeChannel();
   await ch.deleteQueue(name).catch(() => undefined);
   await ch.close().catch(() => undefined);
+}
+
+const MGMT_AUTH = `Basic ${Buffer.from('guest:guest').toString('base64')}`;
+
+/**
+ * A request to the shared broker's management HTTP API (RABBITMQ_MANAGEMENT_URL, as guest), e.g.
+ * `nativeMgmt('PUT', '/api/policies/%2F/p', { pattern, definition })`; `body` is sent as JSON.
+ * The response is returned whatever its status (the caller checks it).
+ */
+export function nativeMgmt(method: string, path: string, body?: unknown): Promise<Response> {
+  return fetch(`${RABBITMQ_MANAGEMENT_URL}${path}`, { method, headers: { authorization: MGMT_AUTH, 'content-type': 'application/json' }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
 }
