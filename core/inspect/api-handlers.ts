@@ -26,8 +26,10 @@ export interface InspectHandlerDeps {
  *   the renderer passes to its own analyses for the size limit.
  * - `inspect.queue`: starts an `inspect` operation (progress: messages analysed) that reads the
  *   queue with the same side-effect gate as peek/export (`PEEK_REFUSED` before anything is read
- *   unless `acceptSideEffects`), with the connection's rules for that queue; the finished
- *   operation's `result.report` is an `InspectReport`.
+ *   unless `acceptSideEffects`), with the connection's rules for that queue, and (unless
+ *   `compareDeadLetter` is false) its dead-letter partners for the duplicate comparison, with
+ *   their own side effects, also under `acceptSideEffects`; the finished operation's
+ *   `result.report` is an `InspectReport`.
  */
 export function createInspectHandlers(deps: InspectHandlerDeps): Pick<ApiHandlers, 'inspect.rules.get' | 'inspect.rules.set' | 'inspect.queue'> {
   const { connections, operations } = deps;
@@ -96,6 +98,7 @@ export function createInspectHandlers(deps: InspectHandlerDeps): Pick<ApiHandler
             ...(input.limit !== undefined ? { limit: input.limit } : {}),
             ...(input.acceptSideEffects !== undefined ? { acceptSideEffects: input.acceptSideEffects } : {}),
             ...(input.rowLimit !== undefined ? { rowLimit: input.rowLimit } : {}),
+            ...(input.compareDeadLetter !== undefined ? { compareDeadLetter: input.compareDeadLetter } : {}),
           },
           ctx,
         );

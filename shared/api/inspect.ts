@@ -24,6 +24,13 @@ export const inspectQueueInputSchema = z
     acceptSideEffects: z.boolean().optional(),
     /** Per-message rows in the report (default 1000). */
     rowLimit: z.number().int().min(0).max(100_000).optional(),
+    /**
+     * Also read the queue's dead-letter partners (its DLQ, or the queues that dead-letter into it;
+     * `deadLetterTargets` / `deadLetterSources`) to compare duplicate keys (default true). Those
+     * reads have the partners' own peek side effects, which `acceptSideEffects` also accepts;
+     * false reads only the inspected queue (the CLI's `--no-dead-letter`).
+     */
+    compareDeadLetter: z.boolean().optional(),
   })
   .strict();
 

@@ -9,7 +9,7 @@ import { queueKey } from '../store/types';
 import { ErrorState, ReadAgo } from './common';
 import { KEY_VERDICT_LABEL, KEY_VERDICT_TONE } from './InspectBadges';
 import { InspectRuleEditor } from './InspectRuleEditor';
-import { PeekConfirm } from './PeekConfirm';
+import { AnalyseConfirm, comparedReadChanges, useComparedQueues } from './AnalyseConfirm';
 import { snapshotInfo } from './QueueList';
 import { Revealed } from './TextViews';
 import './inspect.css';
@@ -25,7 +25,8 @@ const KEY_ORDER: KeyVerdictKind[] = ['business-derived', 'period-key', 'opaque-r
  * different operations, the same payload under different keys; each with a drill-down to example
  * messages (opens a loaded message, else the analysed copy through `onShowAnalysed` when given, and
  * shows its verdict row). Runs `inspect.queue` over the whole queue (state): at once where reading
- * changes nothing, after confirmation where it does.
+ * changes nothing, after confirmation where it does — reading the queue, or reading the dead-letter
+ * partners the analysis compares it with (their side effects are named in the confirmation).
  */
 export function InspectSummary({
   connectionId,
@@ -52,7 +53,10 @@ export function InspectSummary({
   const [editing, setEditing] = useState(false);
   const [picked, setPicked] = useState<string | null>(null);
   const caps = summary.capabilities;
-  const hasSideEffects = caps.peekSideEffects.length > 0;
+  const compared = useComparedQueues(connectionId, summary);
+  // The analysis reads the queue and its dead-letter partners: any of those reads that changes a
+  // queue (or partners not looked up yet) waits for the user's consent.
+  const hasSideEffects = caps.peekSideEffects.length > 0 || compared.status === 'loading' || compared.queues.some(comparedReadChanges);
   const settings = rulesEntry?.state?.settings;
   const stale = run !== undefined && run.state !== state;
 
@@ -62,9 +66,9 @@ export function InspectSummary({
     void runInspection({ connectionId, queueId: summary.id, state, acceptSideEffects: false, limit: AUTO_INSPECT_LIMIT });
   }, [hasSideEffects, settings, connectionId, summary.id, state, runInspection]);
 
-  const start = (accept: boolean): void => {
+  const start = (accept: boolean, compareDeadLetter?: boolean): void => {
     setConfirming(false);
-    void runInspection({ connectionId, queueId: summary.id, state, acceptSideEffects: accept });
+    void runInspection({ connectionId, queueId: summary.id, state, acceptSideEffects: accept, ...(compareDeadLetter === false ? { compareDeadLetter } : {}) });
   };
   const report = run?.report ?? null;
   // When the report read the queue, and the queue's count (of the analysed state) then, from the
@@ -99,7 +103,13 @@ export function InspectSummary({
           {run === undefined ? (hasSideEffects ? 'Analyse…' : 'Analyse') : 'Analyse all'}
         </button>
       </h3>
-      {run === undefined && hasSideEffects && <div className="muted">Reading this queue changes it (see above): the analysis reads every message it can, so it waits for you.</div>}
+      {run === undefined && hasSideEffects && compared.status === 'ready' && (
+        <div className="muted">
+          {caps.peekSideEffects.length > 0
+            ? 'Reading this queue changes it (see above): the analysis reads every message it can, so it waits for you.'
+            : 'The analysis also reads the queues it compares duplicate keys with, and reading them changes them, so it waits for you.'}
+        </div>
+      )}
       {run?.status === 'running' && (
         <div className="progress" role="status">
           Analysing… {count(run.operation?.processed ?? 0)}
@@ -143,7 +153,7 @@ export function InspectSummary({
           </button>
         </div>
       )}
-      {confirming && <PeekConfirm queueName={summary.name} capabilities={caps} action="Analyse all messages" onConfirm={() => start(true)} onCancel={() => setConfirming(false)} />}
+      {confirming && compared.status === 'ready' && <AnalyseConfirm queue={summary} compared={compared.queues} onConfirm={(compare) => start(true, compare)} onCancel={() => setConfirming(false)} />}
       {editing && <InspectRuleEditor connectionId={connectionId} queue={summary} onClose={() => setEditing(false)} />}
     </section>
   );

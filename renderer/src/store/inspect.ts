@@ -35,7 +35,7 @@ export interface InspectSlice {
   /** `inspect.rules.set` (replaces the connection's whole `inspect` section). @throws ApiError */
   saveInspectRules: (connectionId: string, settings: ProjectConfig['inspect']) => Promise<InspectRulesState>;
   /** Starts `inspect.queue` and polls the operation until it ends; the report lands in `inspectRuns`. */
-  runInspection: (input: { connectionId: string; queueId: string; state?: string | undefined; acceptSideEffects: boolean; limit?: number | undefined }) => Promise<void>;
+  runInspection: (input: { connectionId: string; queueId: string; state?: string | undefined; acceptSideEffects: boolean; limit?: number | undefined; compareDeadLetter?: boolean | undefined }) => Promise<void>;
   cancelInspection: (connectionId: string, queueId: string) => Promise<void>;
 }
 
@@ -77,11 +77,11 @@ export const createInspectSlice: StateCreator<All, [], [], InspectSlice> = (set,
       return state;
     },
 
-    async runInspection({ connectionId, queueId, state, acceptSideEffects, limit }) {
+    async runInspection({ connectionId, queueId, state, acceptSideEffects, limit, compareDeadLetter }) {
       const key = queueKey(connectionId, queueId);
       putRun(key, { status: 'running', state, operation: null, report: null, error: null });
       try {
-        let op = await call('inspect.queue', { connectionId, queueId, ...(state !== undefined ? { state } : {}), ...(limit !== undefined ? { limit } : {}), acceptSideEffects });
+        let op = await call('inspect.queue', { connectionId, queueId, ...(state !== undefined ? { state } : {}), ...(limit !== undefined ? { limit } : {}), ...(compareDeadLetter !== undefined ? { compareDeadLetter } : {}), acceptSideEffects });
         putRun(key, { status: 'running', state, operation: op, report: null, error: null });
         while (!TERMINAL_STATUSES.includes(op.status)) {
           await new Promise((r) => setTimeout(r, POLL_MS));
