@@ -36,13 +36,13 @@ const MIN_ADAPTIVE_PAGE = 10;
 export const INSPECT_MAX_BODY_BYTES = 1024 * 1024 + 1024;
 /**
  * Largest {@link ReadQueueOptions.maxBodyBytes} accepted: 256 MiB (above RabbitMQ 3.x's 128 MiB
- * default `max_message_size`; a snapshot line holds at most 64 MiB). Each page still aims at
+ * default `max_message_size`; a snapshot line holds at most 256 MiB, `MAX_SNAPSHOT_LINE_BYTES`). Each page still aims at
  * {@link INSPECT_PAGE_BYTES}, so memory grows with one body, not with a page of them.
  */
 export const MAX_INSPECT_BODY_BYTES = 256 * 1024 * 1024;
 /**
  * Default body read limit for a snapshot file (the adapter `broker` `snapshot`): its longest line
- * (64 MiB), i.e. every body whole. The snapshot adapter parses each line whole anyway, then cuts
+ * (256 MiB), i.e. every body whole. The snapshot adapter parses each line whole anyway, then cuts
  * the body to the limit asked for; with the broker default a 3 MB body exported whole
  * (`truncated: false`) was analysed as cut.
  */

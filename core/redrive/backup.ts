@@ -1,7 +1,7 @@
 import { mkdir, open, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { QueuescopeError, type QueueMessage } from '../../shared/domain';
-import { formatMessageLine, formatPendingHeaderLine, formatWrittenHeaderLine, type SnapshotHeaderInput } from '../snapshot/format';
+import { assertHeaderLineFits, checkedMessageLine, formatPendingHeaderLine, formatWrittenHeaderLine, type SnapshotHeaderInput } from '../snapshot/format';
 
 /**
  * The backup a redrive writes before it moves anything: a snapshot file in the export format
@@ -40,6 +40,8 @@ export class RedriveBackup {
    *   `PERMISSION_DENIED`; `INTERNAL` for other write errors (naming the path).
    */
   static async create(path: string, header: SnapshotHeaderInput): Promise<RedriveBackup> {
+    const line = formatPendingHeaderLine(header);
+    assertHeaderLineFits(line);
     let fh: FileHandle;
     try {
       await mkdir(dirname(path), { recursive: true, mode: 0o700 });
@@ -48,7 +50,6 @@ export class RedriveBackup {
       throw backupError(e, path);
     }
     const b = new RedriveBackup(fh, path, header);
-    const line = formatPendingHeaderLine(header);
     await b.write(line);
     b.headerBytes = Buffer.byteLength(line);
     return b;
@@ -60,24 +61,30 @@ export class RedriveBackup {
   }
 
   /**
-   * Appends messages with one write and fsyncs. Resolves only when they are on disk.
-   * @throws QueuescopeError when writing or syncing fails (the caller must then not move them).
+   * Appends messages and fsyncs once. Resolves only when they are on disk. Each line is checked
+   * first: the movers leave a message whose line a reader would reject in the DLQ
+   * (`snapshotLineProblem`), so one reaching here is a bug and nothing of the batch is written.
+   * @throws QueuescopeError when writing or syncing fails (the caller must then not move them);
+   *   `INVALID_INPUT` with `details.reason` `SNAPSHOT_LINE_TOO_LONG` for a line longer than
+   *   `MAX_SNAPSHOT_LINE_BYTES` (nothing written).
    */
   async append(messages: readonly QueueMessage[]): Promise<void> {
     if (messages.length === 0) return;
-    await this.write(messages.map((m) => formatMessageLine(m)).join(''));
+    // One buffer per line: a batch of large bodies joined into one string could pass V8's string limit.
+    await this.write(messages.map((m) => Buffer.from(checkedMessageLine(m), 'utf8')));
     this.messageCount += messages.length;
   }
 
-  private async write(text: string): Promise<void> {
+  private async write(parts: string | readonly Buffer[]): Promise<void> {
     const fh = this.fh;
     if (fh === null || this.closed) throw new QueuescopeError('INTERNAL', `The redrive backup ${this.path} is already closed.`);
     try {
-      const data = Buffer.from(text, 'utf8');
-      let off = 0;
-      while (off < data.length) {
-        const { bytesWritten } = await fh.write(data, off, data.length - off);
-        off += bytesWritten;
+      for (const data of typeof parts === 'string' ? [Buffer.from(parts, 'utf8')] : parts) {
+        let off = 0;
+        while (off < data.length) {
+          const { bytesWritten } = await fh.write(data, off, data.length - off);
+          off += bytesWritten;
+        }
       }
       await fh.sync();
     } catch (e) {

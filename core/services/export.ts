@@ -1,5 +1,6 @@
 import { QueuescopeError, type PeekPage, type QueueMessage, type QueueSummary } from '../../shared/domain';
 import type { BrokerAdapter } from '../adapters/types';
+import { isSnapshotLineTooLong, MAX_SNAPSHOT_LINE_BYTES } from '../snapshot/format';
 import { SnapshotWriter } from '../snapshot/writer';
 import { PageMoves } from './page-moves';
 import type { OperationContext } from './operations';
@@ -8,6 +9,9 @@ import type { OperationContext } from './operations';
 export const EXPORT_PAGE_SIZE = 500;
 /** Bodies up to this size are exported whole (the largest `maxBodyBytes` the API allows: 8 MiB). */
 export const EXPORT_MAX_BODY_BYTES = 8 * 1024 * 1024;
+
+/** At most this many messages are listed in {@link ExportResult.notWritten}. */
+export const MAX_NOT_WRITTEN_LISTED = 100;
 
 /** Options of {@link exportQueue}. */
 export interface ExportOptions {
@@ -48,6 +52,15 @@ export interface ExportResult {
    * may have been skipped or written twice. Absent = no move seen.
    */
   notes?: string[];
+  /**
+   * Messages read but not written because their line would be longer than
+   * `MAX_SNAPSHOT_LINE_BYTES` (256 MiB), the longest a snapshot reader accepts: `{ id, reason }`,
+   * at most {@link MAX_NOT_WRITTEN_LISTED} listed (`notWrittenCount` has them all). Such an export
+   * is also `partial` with the reason. Absent = every message read was written.
+   */
+  notWritten?: { id: string; reason: string }[];
+  /** How many messages were not written (see {@link notWritten}); absent when none. */
+  notWrittenCount?: number;
   /** Queue id and name exported. */
   queueId: string;
   queueName: string;
@@ -120,6 +133,8 @@ export async function exportQueue(adapter: BrokerAdapter, queueId: string, optio
   const found = new Set<string>();
   let written = 0;
   let scanned = 0;
+  const notWritten: { id: string; reason: string }[] = [];
+  let notWrittenCount = 0;
 
   const writer = await SnapshotWriter.create(options.path, { overwrite: options.overwrite === true }, signal);
   try {
@@ -130,7 +145,16 @@ export async function exportQueue(adapter: BrokerAdapter, queueId: string, optio
           if (!wanted.has(m.id) || found.has(m.id)) continue;
           found.add(m.id);
         }
-        await writer.writeMessage(m, signal);
+        try {
+          await writer.writeMessage(m, signal);
+        } catch (e) {
+          // A line no reader would accept: leave it out (the writer stays usable) and say so.
+          if (!isSnapshotLineTooLong(e)) throw e;
+          notWrittenCount++;
+          if (notWritten.length < MAX_NOT_WRITTEN_LISTED) notWritten.push({ id: m.id, reason: e.message });
+          ctx.addError?.(e);
+          continue;
+        }
         written++;
       }
       ctx.report({ processed: written, skipped: scanned - written });
@@ -204,8 +228,16 @@ export async function exportQueue(adapter: BrokerAdapter, queueId: string, optio
       const missing = wanted.size - found.size;
       reason = `${missing} of the ${wanted.size} chosen message${wanted.size === 1 ? '' : 's'} ${missing === 1 ? 'was' : 'were'} not found (consumed, moved, or beyond the ${caps.canPageFromCursor ? 'queue' : 'peek window'}).`;
     }
+    if (notWrittenCount > 0) {
+      partial = true;
+      const left = `${String(notWrittenCount)} message${notWrittenCount === 1 ? ' was' : 's were'} not written: ${notWrittenCount === 1 ? 'its line' : 'their lines'} would be longer than ${String(MAX_SNAPSHOT_LINE_BYTES)} bytes, the longest line a snapshot reader accepts (${notWritten
+        .slice(0, 5)
+        .map((n) => n.id.slice(0, 80))
+        .join(', ')}${notWrittenCount > 5 ? ', …' : ''}).`;
+      reason = reason === undefined ? left : `${reason} ${left}`;
+    }
     // The header went out before the messages: mark it now, so the file itself says it is partial.
-    if (partial && caps.canPageFromCursor && wanted === null && reason !== undefined) writer.amendFirstHeader({ ...header, partial: true, partialReason: reason });
+    if (partial && (notWrittenCount > 0 || (caps.canPageFromCursor && wanted === null)) && reason !== undefined) writer.amendFirstHeader({ ...header, partial: true, partialReason: reason });
     const done = await writer.finish(signal);
     return {
       path: done.path,
@@ -216,6 +248,7 @@ export async function exportQueue(adapter: BrokerAdapter, queueId: string, optio
       ...(wanted !== null ? { notFound: wanted.size - found.size } : {}),
       sideEffects: [...sideEffects],
       ...(moves.notes().length > 0 ? { notes: moves.notes() } : {}),
+      ...(notWrittenCount > 0 ? { notWritten, notWrittenCount } : {}),
       queueId: queue.id,
       queueName: queue.name,
     };

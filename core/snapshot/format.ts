@@ -71,8 +71,17 @@ import { QueuescopeError, type BrokerKind, type QueueMessage, type QueueSummary 
 /** The only version this code reads and writes. */
 export const SNAPSHOT_VERSION = 1;
 
-/** Longest line a reader accepts, in bytes (a 1 MiB body base64-encoded plus headers fits easily). */
-export const MAX_SNAPSHOT_LINE_BYTES = 64 * 1024 * 1024;
+/**
+ * Longest line, in bytes (UTF-8, without the `\n`), that a reader accepts and therefore that a
+ * writer writes: 256 MiB. The largest body a redrive reads whole (`--max-body-bytes`, at most
+ * 128 MiB, RabbitMQ's largest message) fits with its headers: base64 makes 128 MiB of binary
+ * 171 MiB, and text up to 128 MiB fits while JSON escaping adds less than half again (a JSON body's
+ * `"` become `\"`). A line this long is still a legal JavaScript string (V8's limit is 2^29 − 24
+ * UTF-16 units) and reads with about 4× its size in memory. Writers check every line with
+ * {@link snapshotLineProblem} / {@link checkedMessageLine} and refuse a longer one (a body of
+ * control characters, `\u0001` taking 6 bytes each), so every line a writer writes reads back.
+ */
+export const MAX_SNAPSHOT_LINE_BYTES = 256 * 1024 * 1024;
 
 const brokerKindSchema = z.enum(['redis', 'rabbitmq', 'sqs', 'snapshot']) satisfies z.ZodType<BrokerKind>;
 const queueKindSchema = z.enum([
@@ -390,6 +399,77 @@ export function isRedriveBackupHeader(header: Pick<SnapshotHeaderLine, 'partialR
 /** Serialises a message as one line (with trailing `\n`). `type` comes first so readers can sniff it. */
 export function formatMessageLine(message: QueueMessage): string {
   return `${JSON.stringify({ type: 'message', ...message })}\n`;
+}
+
+/** `details.reason` of the error a writer throws for a line longer than {@link MAX_SNAPSHOT_LINE_BYTES}. */
+export const SNAPSHOT_LINE_TOO_LONG = 'snapshot-line-too-long';
+
+/**
+ * The byte length (UTF-8, without the `\n`) of `message`'s line, or null when it is longer than
+ * {@link MAX_SNAPSHOT_LINE_BYTES} or too long to serialise at all (a string beyond V8's limit).
+ * Cheap for the usual message: an upper bound (6 bytes per UTF-16 unit of the body, the longest
+ * JSON escape) decides without serialising the body; only a body near the limit is serialised.
+ */
+function messageLineBytes(message: QueueMessage): number | null {
+  try {
+    const rest = Buffer.byteLength(formatMessageLine({ ...message, body: { ...message.body, data: '' } })) - 1;
+    if (rest + 6 * message.body.data.length <= MAX_SNAPSHOT_LINE_BYTES) return rest;
+    const bytes = Buffer.byteLength(formatMessageLine(message)) - 1;
+    return bytes <= MAX_SNAPSHOT_LINE_BYTES ? bytes : null;
+  } catch (e) {
+    if (e instanceof RangeError) return null; // "Invalid string length": longer than any line can be
+    throw e;
+  }
+}
+
+/**
+ * Why `message` cannot be written to a snapshot (an export or a redrive backup), in words, or null
+ * when it can: its line would be longer than {@link MAX_SNAPSHOT_LINE_BYTES}, the most a snapshot
+ * reader accepts, so the file could not be read back. The words name the body's size and encoding.
+ */
+export function snapshotLineProblem(message: QueueMessage): string | null {
+  if (messageLineBytes(message) !== null) return null;
+  const mib = (n: number): string => `${(n / (1024 * 1024)).toFixed(1)} MiB`;
+  return (
+    `its snapshot line (the message as JSON, body ${mib(message.body.sizeBytes)} stored as ${message.body.encoding}) would be longer than ` +
+    `${String(MAX_SNAPSHOT_LINE_BYTES)} bytes (${mib(MAX_SNAPSHOT_LINE_BYTES)}), the longest line a snapshot reader accepts, so it cannot be backed up or exported readably`
+  );
+}
+
+/**
+ * {@link formatMessageLine}, refusing a line a reader would reject.
+ * @throws QueuescopeError `INVALID_INPUT` with `details: { reason: SNAPSHOT_LINE_TOO_LONG, id, maxLineBytes }`
+ *   when the line would be longer than {@link MAX_SNAPSHOT_LINE_BYTES} (see {@link isSnapshotLineTooLong}).
+ */
+export function checkedMessageLine(message: QueueMessage): string {
+  const problem = snapshotLineProblem(message);
+  if (problem !== null) {
+    throw new QueuescopeError('INVALID_INPUT', `Message ${message.id.slice(0, 200)} cannot be written: ${problem}.`, {
+      reason: SNAPSHOT_LINE_TOO_LONG,
+      id: message.id,
+      maxLineBytes: MAX_SNAPSHOT_LINE_BYTES,
+    });
+  }
+  return formatMessageLine(message);
+}
+
+/**
+ * Refuses a header line a reader would reject (a header holds a queue's summary and configuration,
+ * normally a few KiB).
+ * @throws QueuescopeError `INVALID_INPUT` with `details.reason` {@link SNAPSHOT_LINE_TOO_LONG}.
+ */
+export function assertHeaderLineFits(line: string): void {
+  if (Buffer.byteLength(line) - 1 > MAX_SNAPSHOT_LINE_BYTES) {
+    throw new QueuescopeError('INVALID_INPUT', `The snapshot header would be longer than ${String(MAX_SNAPSHOT_LINE_BYTES)} bytes, the longest line a snapshot reader accepts.`, {
+      reason: SNAPSHOT_LINE_TOO_LONG,
+      maxLineBytes: MAX_SNAPSHOT_LINE_BYTES,
+    });
+  }
+}
+
+/** True when `e` is the error {@link checkedMessageLine} (or a writer) throws for a line that is too long. */
+export function isSnapshotLineTooLong(e: unknown): e is QueuescopeError {
+  return e instanceof QueuescopeError && e.details?.reason === SNAPSHOT_LINE_TOO_LONG;
 }
 
 /** Drops the `type` discriminator from a message line, giving the domain object. */

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { QueueMessage, QueueSummary } from '../../shared/domain';
+import { formatMessageLine, isSnapshotLineTooLong, MAX_SNAPSHOT_LINE_BYTES } from './format';
 import { readSnapshotFile } from './reader';
 import { SnapshotWriter } from './writer';
 
@@ -142,4 +143,34 @@ describe('SnapshotWriter', () => {
     const sections = await readSnapshotFile(copy);
     expect(sections[0]?.header.written).toBeNull();
   });
+
+  it('writes a line of exactly the readers\' limit (it reads back) and refuses one byte more, staying usable', async () => {
+    const path = join(dir, 'limit.jsonl');
+    const withData = (id: string, data: string): QueueMessage => ({ ...m(0), id, body: { encoding: 'utf8', data, sizeBytes: MAX_SNAPSHOT_LINE_BYTES, truncated: false } });
+    const rest = Buffer.byteLength(formatMessageLine(withData('fits', ''))) - 1;
+    const fits = withData('fits', 'x'.repeat(MAX_SNAPSHOT_LINE_BYTES - rest));
+    expect(Buffer.byteLength(formatMessageLine(fits)) - 1).toBe(MAX_SNAPSHOT_LINE_BYTES);
+    // One byte more: the same length with one character JSON escapes to two bytes.
+    const over = withData('over', `"${'x'.repeat(MAX_SNAPSHOT_LINE_BYTES - rest - 1)}`);
+    const w = await SnapshotWriter.create(path);
+    await w.writeHeader({ exportedAt: 1, source: { broker: 'redis', connection: 'redis://h:6379', queue } });
+    await w.writeMessage(m(1));
+    const refused = await w.writeMessage(over).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(isSnapshotLineTooLong(refused)).toBe(true);
+    expect((refused as Error).message).toBe(
+      `Message over cannot be written: its snapshot line (the message as JSON, body 256.0 MiB stored as utf8) would be longer than ${String(MAX_SNAPSHOT_LINE_BYTES)} bytes (256.0 MiB), the longest line a snapshot reader accepts, so it cannot be backed up or exported readably.`,
+    );
+    await w.writeMessage(fits);
+    await w.writeMessage(m(2));
+    expect(await w.finish()).toMatchObject({ messages: 3 });
+    const sections = await readSnapshotFile(path);
+    expect(sections[0]?.messages.map((x) => [x.id, x.body.data.length])).toEqual([
+      ['1', m(1).body.data.length],
+      ['fits', MAX_SNAPSHOT_LINE_BYTES - rest],
+      ['2', m(2).body.data.length],
+    ]);
+  }, 60_000);
 });

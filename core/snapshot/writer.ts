@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 import { gunzip as gunzipCb, gzip as gzipCb } from 'node:zlib';
 import { QueuescopeError, type QueueMessage } from '../../shared/domain';
-import { formatMessageLine, formatPendingHeaderLine, formatWrittenHeaderLine, type SnapshotHeaderInput } from './format';
+import { assertHeaderLineFits, checkedMessageLine, formatPendingHeaderLine, formatWrittenHeaderLine, type SnapshotHeaderInput } from './format';
 import { throwIfAborted } from './lines';
 
 const gzip = promisify(gzipCb) as (data: Buffer, options?: { level?: number }) => Promise<Buffer>;
@@ -117,6 +117,7 @@ export class SnapshotWriter {
     // The header goes out as a write (gzip member) of its own, so finish() can overwrite it in place.
     await this.flush();
     const line = formatPendingHeaderLine(header);
+    assertHeaderLineFits(line);
     if (this.closed) throw new QueuescopeError('INTERNAL', 'SnapshotWriter: the writer is already finished or aborted.');
     throwIfAborted(signal);
     const diskOffset = this.diskBytes;
@@ -142,11 +143,14 @@ export class SnapshotWriter {
 
   /**
    * Appends one message to the current section.
-   * @throws QueuescopeError `INVALID_INPUT` when no header was written yet.
+   * @throws QueuescopeError `INVALID_INPUT` with `details.reason` `SNAPSHOT_LINE_TOO_LONG` (see
+   *   `isSnapshotLineTooLong`) when its line would be longer than `MAX_SNAPSHOT_LINE_BYTES`, the
+   *   longest a reader accepts: nothing is written and the writer stays usable (the caller reports
+   *   the message as not written); `INTERNAL` when no header was written yet.
    */
   async writeMessage(message: QueueMessage, signal?: AbortSignal): Promise<void> {
     if (this.sectionCount === 0) throw new QueuescopeError('INTERNAL', 'SnapshotWriter: writeHeader must be called before writeMessage.');
-    await this.push(formatMessageLine(message), signal);
+    await this.push(checkedMessageLine(message), signal);
     this.messageCount++;
     const current = this.headers[this.headers.length - 1];
     if (current !== undefined) current.messages++;

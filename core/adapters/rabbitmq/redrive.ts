@@ -15,6 +15,7 @@ import { DEFAULT_MAX_BODY_BYTES } from './body';
 import { cancelledError, channelError, messageOf, throwIfAborted } from './errors';
 import { deliveryCount, normaliseXDeath } from './headers';
 import { toQueueMessage } from './peek';
+import { snapshotLineProblem } from '../../snapshot/format';
 import { decodeQueueId, encodeQueueId } from './queue-id';
 import { ConfirmPublisher, bodyBytes, copyFingerprint, copyKey, publishOptionsFromJson, publishOutcomeUnknown, republishOptions } from './redrive-publish';
 import { lowerLimit, readPolicyDeliveryLimit } from './policy-limit';
@@ -478,6 +479,8 @@ class ClientRun {
         if (item.refused === null && m.content.length > this.cfg.maxBodyBytes) {
           item.refused = { code: 'INVALID_INPUT', message: `The body (${m.content.length} bytes) is larger than the ${this.cfg.maxBodyBytes}-byte read limit: it is not moved.` };
         }
+        const unwritable = item.refused === null ? snapshotLineProblem(qm) : null;
+        if (unwritable !== null) item.refused = { code: 'INVALID_INPUT', message: `It is not moved: ${unwritable}.` };
         const userId = m.properties.userId as unknown;
         if (item.refused === null && typeof userId === 'string' && userId !== this.d.username) item.refused = userIdError(userId, this.d.username);
         if (item.refused !== null) item.target = null;

@@ -15,6 +15,7 @@ import {
   type RedriveMover,
 } from '../redrive-types';
 import { DEFAULT_MAX_BODY_BYTES } from './body';
+import { snapshotLineProblem } from '../../snapshot/format';
 import { checkPendingMinIdle } from '../../../shared/redrive/types';
 import { ensureDatabase, mapRedisError } from './connection';
 import { num, throwIfAborted, type RedisContext } from './context';
@@ -557,7 +558,7 @@ async function drive(
       }
       const bad = m.body.truncated
         ? `its body (${m.body.sizeBytes} bytes) is larger than the read limit of ${options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES} bytes, so it cannot be backed up whole`
-        : source.checkTarget(d.targetQueueId);
+        : (snapshotLineProblem(m) ?? source.checkTarget(d.targetQueueId));
       if (bad !== null) result.failed.push({ id: m.id, error: { code: 'INVALID_INPUT', message: `Message ${m.id} was not moved: ${bad}` } });
       else moves.push({ message: m, targetQueueId: d.targetQueueId });
     }

@@ -1,7 +1,9 @@
 import { resolve as resolvePath } from 'node:path';
 import type { Command } from 'commander';
 import { QueuescopeError } from '../../../shared/domain';
-import { assertPeekAllowed, exportQueue } from '../../services/export';
+import { assertPeekAllowed, EXPORT_MAX_BODY_BYTES, exportQueue } from '../../services/export';
+import { MAX_SNAPSHOT_LINE_BYTES } from '../../snapshot/format';
+import { EXIT } from '../exit-codes';
 import { OperationManager } from '../../services/operations';
 import { connectionOptions, flagsOf, resolveQueue, splitPositionals, throwOperationFailure, waitWithProgress, type CliContext, type CommonOpts } from '../context';
 import { cell, escapeForTerminal, toJson } from '../format';
@@ -19,7 +21,13 @@ export function register(program: Command, ctx: CliContext): void {
       .option('--ids <ids>', 'export only these message ids (comma-separated)')
       .option('--page-size <n>', 'messages per read, 1-1000', '500')
       .option('--force', 'replace --out if it exists')
-      .option('--accept-side-effects', 'export even where reading can move messages to a dead-letter queue'),
+      .option('--accept-side-effects', 'export even where reading can move messages to a dead-letter queue')
+      .addHelpText(
+        'after',
+        `\nBodies over ${String(EXPORT_MAX_BODY_BYTES)} bytes (8 MiB) are exported cut (body.truncated). A message whose line would be longer than\n` +
+          `${String(MAX_SNAPSHOT_LINE_BYTES)} bytes (256 MiB, the longest line a snapshot reader accepts) is not written: it is listed, the export is\n` +
+          'partial, and the exit code is 7.',
+      ),
   ).action(
     async (
       a1: string | undefined,
@@ -58,11 +66,18 @@ export function register(program: Command, ctx: CliContext): void {
         if (final.status === 'cancelled') throw new QueuescopeError('CANCELLED', `Export cancelled; ${path} was not written.`);
         if (final.status === 'failed') throwOperationFailure(final, 'The export failed.');
         const r = final.result ?? {};
+        // Messages left out because no reader could read their line back: the file is not the queue.
+        const notWritten = typeof r.notWrittenCount === 'number' ? r.notWrittenCount : 0;
+        if (notWritten > 0) ctx.setExitCode(EXIT.PARTIAL);
         if (opts.json === true) ctx.out(toJson(r));
         else {
           ctx.out(`Exported ${String(r.messages)} message${r.messages === 1 ? '' : 's'} of ${cell(q.name)} to ${cell(path, 300)} (${String(r.bytes)} bytes).\n`);
           // The queue moved while it was read (a Redis list popped/pushed between pages): re-aligned, or lines may be missing or doubled.
           for (const n of Array.isArray(r.notes) ? (r.notes as unknown[]) : []) if (typeof n === 'string') ctx.err(`note: ${escapeForTerminal(n)}\n`);
+          for (const n of Array.isArray(r.notWritten) ? (r.notWritten as unknown[]) : []) {
+            const reason = (n as { reason?: unknown } | null)?.reason;
+            if (typeof reason === 'string') ctx.err(`error: ${escapeForTerminal(reason)}\n`);
+          }
           if (r.partial === true) ctx.err(`warning: the export is partial: ${escapeForTerminal(typeof r.reason === 'string' ? r.reason : '')}\n`);
         }
       });

@@ -10,6 +10,7 @@ import { AuditLog, type AuditEntry } from '../../services/audit-log';
 import { OperationManager } from '../../services/operations';
 import { defaultConfigDir } from '../../services/profile-store';
 import { brokerConnectionOptions, flagsOf, refuseSnapshot, resolveQueue, splitPositionals, waitWithProgress, type CliContext, type CommonOpts } from '../context';
+import { MAX_SNAPSHOT_LINE_BYTES } from '../../snapshot/format';
 import { EXIT, exitCodeFor } from '../exit-codes';
 import { cell, escapeForTerminal, formatTime, NOTE_MAX, toJson } from '../format';
 import type { ResolvedConnection } from '../resolve-config';
@@ -35,6 +36,8 @@ Body read limit: a message whose body is larger than --max-body-bytes (default $
 1 MiB + 1 KiB) cannot be moved (it could not be backed up whole); the dry run lists each one with its
 id. Raise the limit up to ${MAX_REDRIVE_MAX_BODY_BYTES} (128 MiB, RabbitMQ's largest message) to move them:
 memory grows with it (a batch holds up to batch × limit bytes; lower --batch for big bodies).
+A message whose backup line (JSON, base64 for binary bodies) would be longer than ${MAX_SNAPSHOT_LINE_BYTES}
+bytes (256 MiB, the longest line a snapshot reader accepts) cannot be moved either: it stays in the DLQ.
 Redis stream DLQ: entries pending in one of its consumer groups (read with XREADGROUP, not yet
 XACKed) that were delivered less than 60 s ago stay in the DLQ (a consumer is likely processing
 them) unless --include-pending; the dry run and the result warn per group and consumer with counts
