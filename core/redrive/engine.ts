@@ -9,6 +9,7 @@ import { readSnapshot, type SnapshotItem } from '../snapshot/reader';
 import { REDRIVE_BACKUP_PARTIAL_REASON } from '../snapshot/format';
 import type { AuditLog } from '../services/audit-log';
 import type { OperationContext, OperationManager } from '../services/operations';
+import { snapshotLineProblem } from '../snapshot/format';
 import { RedriveBackup, defaultBackupPath } from './backup';
 import { checkPendingMinIdle, DEFAULT_PENDING_MIN_IDLE_MS, DEFAULT_REDRIVE_MAX_BODY_BYTES, formatIdleThreshold, MAX_CANNOT_MOVE_LISTED, MAX_REDRIVE_MAX_BODY_BYTES, type MovedOnByReading, type RedrivePlan, type RedriveResult } from '../../shared/redrive/types';
 import { Decider, describeTarget, type RedriveSelection } from './decider';
@@ -748,7 +749,9 @@ async function nativePath(
   let pending: QueueMessage[] = [];
   let failed = 0;
   const flush = async (): Promise<void> => {
-    const batch = pending;
+    // A message whose line no snapshot reader accepts cannot be backed up: its mover reports it as
+    // failed (it cannot move), which sends the run client-side, where it stays in the DLQ.
+    const batch = pending.filter((m) => snapshotLineProblem(m) === null);
     pending = [];
     await backup.append(batch);
   };

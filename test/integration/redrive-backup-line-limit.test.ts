@@ -6,7 +6,8 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_SNAPSHOT_LINE_BYTES } from '../../core/snapshot/format';
 import { runCli } from './fixtures/run-cli';
-import { REDIS_URL, uniqueName } from './env';
+import { AMQP_URL, REDIS_URL, uniqueName } from './env';
+import { closeNative, nativeChannel, nativeCount, nativeDeleteQueue } from './rabbitmq-native';
 
 /**
  * A redrive backup must read back. A 70 MiB Redis list element redriven with
@@ -20,6 +21,7 @@ import { REDIS_URL, uniqueName } from './env';
 
 const native = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
 const keys: string[] = [];
+const queues: string[] = [];
 let dir = '';
 
 beforeAll(async () => {
@@ -29,6 +31,8 @@ beforeAll(async () => {
 afterAll(async () => {
   if (keys.length > 0) await native.del(...keys);
   native.disconnect();
+  for (const q of queues) await nativeDeleteQueue(q);
+  await closeNative();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -121,5 +125,31 @@ describe('redrive backup of a message larger than the old 64 MiB line limit', ()
     expect(r.code).toBe(0);
     const peeked = JSON.parse(r.stdout) as { messages: { id: string }[] };
     expect(peeked.messages.map((m) => m.id)).toEqual([first, last]);
+  }, 120_000);
+
+  it('RabbitMQ: such a message stays in the DLQ with its bytes, reported as not moved (exit 7); the others move', async () => {
+    const dlq = uniqueName('line-limit-dlq');
+    const target = uniqueName('line-limit-target');
+    queues.push(dlq, target);
+    const ch = await nativeChannel();
+    await ch.assertQueue(dlq, { durable: true });
+    await ch.assertQueue(target, { durable: true });
+    const body = Buffer.alloc(46 * 1024 * 1024, 1);
+    ch.sendToQueue(dlq, Buffer.from('{"orderId":"R-1"}'), { messageId: 'small-1', persistent: true });
+    ch.sendToQueue(dlq, body, { messageId: 'control-1', persistent: true });
+    await ch.waitForConfirms();
+    await ch.close();
+
+    const r = await runCli(dir, ['redrive', AMQP_URL, dlq, '--to', target, '--max-body-bytes', '100000000', '--yes']);
+    expect(r.code, r.stdout + r.stderr).toBe(7);
+    expect(r.stdout + r.stderr).toMatch(/would be longer than 268435456 bytes \(256\.0 MiB\), the longest line a snapshot reader accepts/);
+    expect(await nativeCount(target)).toBe(1);
+    expect(await nativeCount(dlq)).toBe(1);
+    const get = await nativeChannel();
+    const left = await get.get(dlq, { noAck: false });
+    expect(left && left.properties.messageId).toBe('control-1');
+    expect(left && sha(left.content)).toBe(sha(body));
+    if (left) get.nack(left, false, true);
+    await get.close();
   }, 120_000);
 });
