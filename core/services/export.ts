@@ -99,6 +99,9 @@ export function assertPeekAllowed(queue: QueueSummary, acceptSideEffects: boolea
  * - Non-pageable queues (RabbitMQ classic/quorum, SQS): one peek of up to `maxPeekWindow`
  *   (≤ 1000) messages; the result says `partial: true` with the reason when that is not all.
  * - With `messageIds`, only those messages are written (the scan stops once all are found).
+ * - A message whose line would be longer than `MAX_SNAPSHOT_LINE_BYTES` (no reader would accept
+ *   it) is not written: it is listed in `notWritten` (and `ctx.addError`), and the result and the
+ *   file's header are `partial` with the reason.
  *
  * Progress: `setTotal` (expected messages), `report({ processed, skipped })` after each page;
  * `checkpoint()` between pages (pause/cancel).
