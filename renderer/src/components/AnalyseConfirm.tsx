@@ -2,6 +2,7 @@ import { useEffect, useId, useRef, useState } from 'react';
 import type { QueueSummary } from '../../../shared/domain/queue';
 import { call, errorInfoOf } from '../api';
 import { useStore } from '../store';
+import { useDialogClose } from '../lib/hooks';
 
 /**
  * A queue the redelivery-safety analysis also reads to compare duplicate keys: the inspected
@@ -124,14 +125,7 @@ export function AnalyseConfirm({
   const titleId = useId();
   const cancelRef = useRef<HTMLButtonElement>(null);
   const [accepted, setAccepted] = useState<Record<string, boolean>>({});
-  useEffect(() => {
-    cancelRef.current?.focus();
-    const onKey = (e: KeyboardEvent): void => {
-      if (e.key === 'Escape') onCancel();
-    };
-    document.addEventListener('keydown', onKey);
-    return () => document.removeEventListener('keydown', onKey);
-  }, [onCancel]);
+  useDialogClose(onCancel, cancelRef);
 
   const caps = queue.capabilities;
   const ownChanges = caps.peekSideEffects.length > 0;

@@ -1,4 +1,4 @@
-import { useEffect, useId, useState } from 'react';
+import { useId, useState } from 'react';
 import { suggestedSnapshotName } from '../../../shared/api/contract';
 import type { ErrorInfo } from '../../../shared/domain/errors';
 import type { QueueSummary } from '../../../shared/domain/queue';
@@ -7,6 +7,7 @@ import { count } from '../lib/format';
 import { useStore } from '../store';
 import { ErrorState } from './common';
 import { withTrailingSeparator } from './OpenSnapshotDialog';
+import { useDialogClose } from '../lib/hooks';
 
 /**
  * Export to a JSONL snapshot: the ticked messages or the whole queue/state. For queues whose
@@ -29,13 +30,7 @@ export function ExportDialog({ summary, connectionId, state, selectedIds, onClos
   const needsAccept = hasSideEffects && caps.peekMayDeadLetter !== false;
   const total = state !== undefined ? summary.counts[state] : summary.depth;
 
-  useEffect(() => {
-    const onKey = (e: KeyboardEvent): void => {
-      if (e.key === 'Escape') onClose();
-    };
-    document.addEventListener('keydown', onKey);
-    return () => document.removeEventListener('keydown', onKey);
-  }, [onClose]);
+  useDialogClose(onClose);
 
   const onExport = async (): Promise<void> => {
     setBusy(true);

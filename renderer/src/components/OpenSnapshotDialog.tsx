@@ -1,8 +1,9 @@
-import { useEffect, useId, useState } from 'react';
+import { useId, useState } from 'react';
 import type { ErrorInfo } from '../../../shared/domain/errors';
 import { errorInfoOf } from '../api';
 import { useStore } from '../store';
 import { ErrorState } from './common';
+import { useDialogClose } from '../lib/hooks';
 
 /**
  * File › Open snapshot where the runtime has no native file dialog (the browser bridge): a text
@@ -20,13 +21,7 @@ export function OpenSnapshotDialog() {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<ErrorInfo | null>(null);
 
-  useEffect(() => {
-    const onKey = (e: KeyboardEvent): void => {
-      if (e.key === 'Escape') close();
-    };
-    document.addEventListener('keydown', onKey);
-    return () => document.removeEventListener('keydown', onKey);
-  }, [close]);
+  useDialogClose(close);
 
   const onOpen = async (): Promise<void> => {
     setBusy(true);

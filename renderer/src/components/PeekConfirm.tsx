@@ -1,5 +1,6 @@
-import { useEffect, useId, useRef, useState } from 'react';
+import { useId, useRef, useState } from 'react';
 import type { QueueCapabilities } from '../../../shared/domain/queue';
+import { useDialogClose } from '../lib/hooks';
 
 /**
  * Asks before an action that reads a queue whose peek changes it (RabbitMQ requeue, quorum
@@ -25,14 +26,7 @@ export function PeekConfirm({
   const mayDeadLetter = capabilities.peekMayDeadLetter !== false;
   const [accepted, setAccepted] = useState(false);
   const cancelRef = useRef<HTMLButtonElement>(null);
-  useEffect(() => {
-    cancelRef.current?.focus();
-    const onKey = (e: KeyboardEvent): void => {
-      if (e.key === 'Escape') onCancel();
-    };
-    document.addEventListener('keydown', onKey);
-    return () => document.removeEventListener('keydown', onKey);
-  }, [onCancel]);
+  useDialogClose(onCancel, cancelRef);
 
   return (
     <div className="modal-backdrop">

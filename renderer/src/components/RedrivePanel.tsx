@@ -8,6 +8,7 @@ import { queueKey } from '../store/types';
 import { ErrorState, Loading } from './common';
 import { RedriveHistory } from './RedriveHistory';
 import { escapeHidden } from '../lib/visible-text';
+import { useDialogClose } from '../lib/hooks';
 import './redrive.css';
 
 /** True when the queue is something to redrive from: a DLQ, or a queue with failed jobs (BullMQ). */
@@ -439,14 +440,7 @@ export function startLimit(plan: RedrivePlan | null, selection: 'all' | 'filter'
 export function RedriveConfirm({ plan, dlqName, rate, loopConfirmed, onConfirm, onCancel }: { plan: RedrivePlan; dlqName: string; rate: number | null; loopConfirmed: boolean; onConfirm: () => void; onCancel: () => void }) {
   const titleId = useId();
   const cancelRef = useRef<HTMLButtonElement>(null);
-  useEffect(() => {
-    cancelRef.current?.focus();
-    const onKey = (e: KeyboardEvent): void => {
-      if (e.key === 'Escape') onCancel();
-    };
-    document.addEventListener('keydown', onKey);
-    return () => document.removeEventListener('keydown', onKey);
-  }, [onCancel]);
+  useDialogClose(onCancel, cancelRef);
   const blocked = plan.loops.length > 0 && !loopConfirmed;
   return (
     <div className="modal-backdrop">

@@ -1,7 +1,8 @@
 // @vitest-environment jsdom
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { act, cleanup, render } from '@testing-library/react';
-import { useAutoRefresh, useNow } from './hooks';
+import { act, cleanup, fireEvent, render, screen } from '@testing-library/react';
+import { useRef, useState } from 'react';
+import { useAutoRefresh, useDialogClose, useNow } from './hooks';
 
 let hidden = false;
 beforeEach(() => {
@@ -96,5 +97,38 @@ describe('useNow', () => {
     expect(vi.getTimerCount()).toBe(1);
     unmount();
     expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
+function Dialog({ onClose }: { onClose: () => void }) {
+  const cancel = useRef<HTMLButtonElement>(null);
+  const [ticked, setTicked] = useState(false);
+  useDialogClose(onClose, cancel);
+  return (
+    <div role="dialog">
+      <input type="checkbox" aria-label="accept" checked={ticked} onChange={() => setTicked(!ticked)} />
+      <button type="button" ref={cancel}>
+        Cancel
+      </button>
+    </div>
+  );
+}
+
+describe('useDialogClose', () => {
+  it('focuses Cancel once on mount (not again on a re-render) and closes on Esc', () => {
+    const onClose = vi.fn();
+    render(<Dialog onClose={onClose} />);
+    expect(document.activeElement?.textContent).toBe('Cancel');
+    const box = screen.getByLabelText('accept');
+    box.focus();
+    fireEvent.click(box);
+    expect(document.activeElement).toBe(box);
+    fireEvent.keyDown(document, { key: 'Enter' });
+    expect(onClose).not.toHaveBeenCalled();
+    fireEvent.keyDown(document, { key: 'Escape' });
+    expect(onClose).toHaveBeenCalledTimes(1);
+    cleanup();
+    fireEvent.keyDown(document, { key: 'Escape' });
+    expect(onClose).toHaveBeenCalledTimes(1);
   });
 });

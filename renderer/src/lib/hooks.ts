@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useRef, useState, useSyncExternalStore } from 'react';
+import { useCallback, useEffect, useRef, useState, useSyncExternalStore, type RefObject } from 'react';
 
 /** True while the page is visible (Page Visibility API). */
 export function usePageVisible(): boolean {
@@ -118,4 +118,25 @@ export function useEscapeKey(onEscape: () => void): void {
     window.addEventListener('keydown', onKey, true);
     return () => window.removeEventListener('keydown', onKey, true);
   }, []);
+}
+
+/**
+ * A dialog's own Esc: calls `onClose` when Esc is pressed while the dialog is mounted (a `document`
+ * listener in the bubbling phase, so {@link useEscapeKey}'s capture-phase check, which defers to an
+ * open dialog, has already run). When `focus` is given, focuses it once on mount (the Cancel
+ * button: the safe default for a confirmation).
+ */
+export function useDialogClose(onClose: () => void, focus?: RefObject<HTMLElement | null>): void {
+  useEffect(() => {
+    focus?.current?.focus();
+    // Mount only: a re-render must not pull the focus back to Cancel.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, []);
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent): void => {
+      if (e.key === 'Escape') onClose();
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, [onClose]);
 }
