@@ -59,7 +59,7 @@ export function useComparedQueues(connectionId: string, queue: QueueSummary): Co
   useEffect(() => {
     let live = true;
     if (signature === '') return;
-    const partners = signature === '' ? [] : signature.split('\n').map((line) => {
+    const partners = signature.split('\n').map((line) => {
       const i = line.indexOf(':');
       return { relation: line.slice(0, i) as ComparedQueue['relation'], queueId: line.slice(i + 1) };
     });
