@@ -61,7 +61,7 @@ describe('Analysed copies on a queue whose read changes it (RabbitMQ quorum)', (
 
     const summary = page.getByTestId('inspect-summary');
     await summary.getByRole('button', { name: 'Analyse…' }).click();
-    const dialog = page.getByRole('dialog', { name: 'Peeking this queue changes it' });
+    const dialog = page.getByRole('dialog', { name: 'Analysing this queue changes it' });
     if ((await dialog.getByRole('checkbox').count()) > 0) await dialog.getByRole('checkbox').check();
     await dialog.getByRole('button', { name: 'Analyse all messages' }).click();
     await summary.getByTestId('inspect-report').waitFor({ timeout: 30_000 });
