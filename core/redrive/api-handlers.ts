@@ -116,7 +116,7 @@ export function createRedriveHandlers(deps: RedriveHandlerDeps): Pick<ApiHandler
       }
       const env = envFor(input.connectionId);
       await resolveReinjectTarget(env, entry.backupPath, input.queueId); // QUEUE_NOT_FOUND before starting
-      return startReinject(operations, env, { path: entry.backupPath, targetQueueId: input.queueId, ratePerSecond: input.ratePerSecond ?? null });
+      return startReinject(operations, env, { path: entry.backupPath, targetQueueId: input.queueId, ratePerSecond: input.ratePerSecond ?? null, ...(input.includeNotMoved === true ? { includeNotMoved: true } : {}) });
     },
     'operations.pause': (input) => Promise.resolve(operations.pause(input.operationId)),
     'operations.resume': (input) => Promise.resolve(operations.resume(input.operationId)),

@@ -472,6 +472,34 @@ describe('runReinject', () => {
     expect(ids('other')).toEqual(['1', '3', '3', '6']);
     expect((await env.auditLog.read()).entries[0]).toMatchObject({ action: 'reinject', target: 'other', counts: { published: 3 } });
   });
+
+  // The backup also holds a message whose publish failed after it was backed up (it stayed in the
+  // DLQ); re-injecting the backup published it again: a duplicate of the one still in the DLQ.
+  it('leaves out what the redrive backed up but did not move (it stayed in the DLQ), naming it; includeNotMoved publishes it too', async () => {
+    fill();
+    mover.failIds.add('6');
+    const ops = new OperationManager();
+    const backupPath = join(dir, 'failed.jsonl');
+    const { result } = await run(ops, { dlqId: 'dlq', selection: { kind: 'all' }, backupPath });
+    expect(result).toMatchObject({ moved: 2, failed: 1 });
+    expect((await readSnapshotFile(backupPath))[0]?.messages.map((m) => m.id).sort()).toEqual(['1', '3', '6']);
+    const redrive = (await env.auditLog.read()).entries[0];
+    expect(redrive?.details.notMoved).toMatchObject({ count: 1, stayed: 1, taken: 0, unknown: 0, complete: true, sample: [{ id: '6', why: 'stayed' }] });
+    queues.push(summary('back'), summary('all'));
+    mover.queues.set('back', []);
+    const final = await ops.wait(startReinject(ops, env, { path: backupPath, targetQueueId: 'back' }).id);
+    expect(final.status).toBe('completed');
+    expect(final.result).toMatchObject({ read: 3, published: 2, failed: 0, leftOut: 1 });
+    expect(ids('back').sort()).toEqual(['1', '3']);
+    const notes = (final.result as { notes: string[] }).notes.join('\n');
+    expect(notes).toContain(`1 of the 3 messages in ${backupPath} were not moved by the redrive that wrote it`);
+    expect(notes).toContain('1 stayed in the DLQ (its move failed). Not moved: 6. They are left out: 2 are published.');
+    expect((await env.auditLog.read()).entries[0]).toMatchObject({ action: 'reinject', counts: { read: 3, published: 2, leftOut: 1 } });
+    mover.queues.set('all', []);
+    const whole = await ops.wait(startReinject(ops, env, { path: backupPath, targetQueueId: 'all', includeNotMoved: true }).id);
+    expect(whole.result).toMatchObject({ read: 3, published: 3, leftOut: 0 });
+    expect(ids('all').sort()).toEqual(['1', '3', '6']);
+  });
 });
 
 async function waitFor(cond: () => boolean, ms = 5000): Promise<void> {

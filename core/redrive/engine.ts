@@ -13,6 +13,7 @@ import { snapshotLineProblem } from '../snapshot/format';
 import { RedriveBackup, defaultBackupPath } from './backup';
 import { checkPendingMinIdle, DEFAULT_PENDING_MIN_IDLE_MS, DEFAULT_REDRIVE_MAX_BODY_BYTES, formatIdleThreshold, MAX_CANNOT_MOVE_LISTED, MAX_REDRIVE_MAX_BODY_BYTES, type MovedOnByReading, type RedrivePlan, type RedriveResult } from '../../shared/redrive/types';
 import { Decider, describeTarget, type RedriveSelection } from './decider';
+import { describeNotMovedKinds, notMovedKindAt, notMovedRecordOf, NotMovedTracker, type NotMovedRecord } from '../../shared/redrive/not-moved';
 
 export type { RedrivePlan, RedriveResult };
 
@@ -103,6 +104,12 @@ export interface ReinjectRequest {
   targetQueueId: string;
   ratePerSecond?: number | null;
   batchSize?: number;
+  /**
+   * Publish the messages of a redrive backup that its redrive did not move too (default false: they
+   * are left out — see {@link reinjectSelection}; they are still in the DLQ, or another client took
+   * them, so publishing them makes duplicates).
+   */
+  includeNotMoved?: boolean;
 }
 
 /** What a finished re-inject did. */
@@ -110,11 +117,14 @@ export interface ReinjectResult extends Record<string, unknown> {
   path: string;
   targetQueueId: string;
   targetName: string;
+  /** Messages read from the file (published + failed + left out, when it ran to the end). */
   read: number;
   published: number;
   failed: number;
+  /** Messages of a redrive backup left out because its redrive did not move them ({@link reinjectSelection}); 0 with `includeNotMoved`. */
+  leftOut: number;
   auditId: string | null;
-  /** What the re-inject could not restore (see {@link olderSnapshotCheck}); empty when nothing. */
+  /** What the re-inject could not restore (see {@link olderSnapshotCheck}) or left out (see {@link reinjectSelection}); empty when nothing. */
   notes: string[];
 }
 
@@ -575,6 +585,8 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
   let status = 'completed';
   let error: unknown = null;
   const movedOn: (MovedOnByReading | undefined)[] = [];
+  // Which backed-up messages the client-side run did not move (the native path's backup is of the whole DLQ: not tracked).
+  let tracker: NotMovedTracker | null = null;
   try {
     backup = await RedriveBackup.create(backupPath, header);
     // A "started" entry first: a process killed mid-run (a second Ctrl+C, SIGKILL, a crash) writes
@@ -606,7 +618,8 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
       }
     }
     if (mode === 'client-side') {
-      const s = await clientSide(r, p, backup, ctx, totals);
+      tracker = new NotMovedTracker();
+      const s = await clientSide(r, p, backup, ctx, totals, tracker);
       movedOn.push(s.movedOn);
       stoppedBecause = s.stoppedBecause;
       notes.push(...(s.notes ?? []));
@@ -620,6 +633,7 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
     if (pending !== undefined) movedOn.push(pending);
   }
   const keptBackup = backup === null ? null : await backup.close({ removeIfEmpty: true });
+  const notMoved = keptBackup !== null && tracker !== null ? tracker.finish() : null;
   const result: RedriveResult = {
     mode,
     mechanism,
@@ -669,6 +683,8 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
         notes,
         ...(warnings.length > 0 ? { warnings } : {}),
         ...(movedOnTotal !== undefined ? { movedOn: movedOnTotal } : {}),
+        // What `reinject` leaves out of this backup unless told to include it (see shared/redrive/not-moved.ts).
+        ...(notMoved !== null ? { notMoved } : {}),
       },
     });
     result.auditId = entry.id;
@@ -689,7 +705,7 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
   return result;
 }
 
-async function clientSide(r: RedriveRequest, p: Prepared, backup: RedriveBackup, ctx: OperationContext, totals: Totals): Promise<MoveSummary> {
+async function clientSide(r: RedriveRequest, p: Prepared, backup: RedriveBackup, ctx: OperationContext, totals: Totals, tracker: NotMovedTracker): Promise<MoveSummary> {
   const limiter = new MoveRateLimiter(r.ratePerSecond ?? null, p.batchSize);
   const report = (): void => {
     ctx.report({ processed: totals.examined, moved: totals.moved, skipped: totals.skipped, failed: totals.failed, possibleDuplicates: totals.possibleDuplicates });
@@ -703,8 +719,13 @@ async function clientSide(r: RedriveRequest, p: Prepared, backup: RedriveBackup,
         await ctx.checkpoint();
       },
       decide: (m) => p.decider.decide(m),
-      beforeMove: (messages) => backup.append(messages),
+      beforeMove: async (messages) => {
+        const first = backup.messages;
+        await backup.append(messages);
+        tracker.written(messages, first);
+      },
       onBatch: (b: MoveBatchResult) => {
+        tracker.settle(b);
         totals.examined += b.examined;
         totals.moved += b.moved.length;
         totals.skipped += b.skipped.length;
@@ -961,6 +982,128 @@ export function olderSnapshotCheck(env: RedriveEnv, targetQueueId: string): { se
   };
 }
 
+/** What the audit log says about the messages of a redrive backup that its redrive did not move. */
+export interface BackupNotMoved {
+  /** The redrive's per-message record (`details.notMoved`); null when its entry has none. */
+  record: NotMovedRecord | null;
+  /**
+   * With no record: the messages the redrive reported as failed (`counts.failed`) — a native move
+   * that ended partly, a run logged before records were kept, or an entry whose details were dropped
+   * — so up to this many of the backup's messages were not moved, and which ones is not known. 0 with a record.
+   */
+  unrecordedFailed: number;
+  /** When the redrive ended, ISO 8601 (UTC, seconds). */
+  when: string;
+}
+
+/**
+ * The not-moved record of the redrive that wrote the backup at `path` (its newest ended entry in
+ * the audit log, paths compared resolved; the newest 1,000 entries are read), or null when there
+ * is no such entry, it moved every message it backed up, or the log cannot be read.
+ */
+export async function notMovedOfBackup(env: Pick<RedriveEnv, 'auditLog'>, path: string, signal?: AbortSignal): Promise<BackupNotMoved | null> {
+  let page: Awaited<ReturnType<RedriveEnv['auditLog']['read']>>;
+  try {
+    page = await env.auditLog.read({ limit: 1000, action: 'redrive' }, signal);
+  } catch (e) {
+    if (e instanceof QueuescopeError && e.code === 'CANCELLED') throw e;
+    return null;
+  }
+  const want = resolvePath(path);
+  const e = page.entries.find((x) => x.action === 'redrive' && x.status !== 'started' && x.backupPath !== null && resolvePath(x.backupPath) === want);
+  if (e === undefined) return null;
+  const when = new Date(e.time).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const record = notMovedRecordOf(e.details);
+  if (record !== null) return record.count > 0 ? { record, unrecordedFailed: 0, when } : null;
+  const failed = e.counts.failed ?? 0;
+  return failed > 0 ? { record: null, unrecordedFailed: failed, when } : null;
+}
+
+/** The messages of a snapshot a re-inject publishes (see {@link reinjectSelection}). */
+export interface ReinjectSelection {
+  /** Message lines in the file. */
+  total: number;
+  /** Messages left out (not moved by the redrive that wrote the backup); 0 with `includeNotMoved`. */
+  leftOut: number;
+  /** The ids of the first {@link MAX_LEFT_OUT_NAMED} left out, or — with `includeNotMoved` — not moved and published anyway. */
+  ids: string[];
+  /** True when the message at 0-based ordinal `n` (among the file's message lines) is left out. */
+  skip(n: number): boolean;
+  /** What to tell the user before publishing, one sentence each (plain text, untrusted ids: escape for terminals). */
+  warnings: string[];
+}
+
+/** Ids of not-moved messages named in a warning. */
+export const MAX_LEFT_OUT_NAMED = 20;
+
+/**
+ * Which messages of the snapshot at `path` a re-inject publishes. For a redrive backup whose
+ * redrive recorded messages it backed up but did not move ({@link notMovedOfBackup}: they stayed in
+ * the DLQ, another client took them, or their outcome is unknown), those are left out — unless
+ * `includeNotMoved` — and a warning names how many, why and their ids. When the record does not
+ * match the file (a listed message has another id: the file was changed), nothing is left out and
+ * the warning says so; when the redrive reported failures without a record (a native move that
+ * ended partly, an older entry), nothing is left out and the warning gives the count. Reads the file once.
+ * @throws QueuescopeError like {@link readSnapshot}; `CANCELLED`.
+ */
+export async function reinjectSelection(env: Pick<RedriveEnv, 'auditLog'>, path: string, includeNotMoved: boolean, signal?: AbortSignal): Promise<ReinjectSelection> {
+  const info = await notMovedOfBackup(env, path, signal);
+  const record = info?.record ?? null;
+  const samples = new Map((record?.sample ?? []).map((x) => [x.n, x.id]));
+  let total = 0;
+  let listed = 0;
+  const ids: string[] = [];
+  let mismatch: string | null = null;
+  for await (const item of readSnapshot(path, signal)) {
+    if (item.type !== 'message') continue;
+    const n = total++;
+    if (record === null) continue;
+    const want = samples.get(n);
+    if (want !== undefined && want !== item.message.id.slice(0, 200) && mismatch === null) mismatch = `message ${String(n + 1)} of the file is ${item.message.id.slice(0, 80)}, the record says ${want.slice(0, 80)}`;
+    if (notMovedKindAt(record, n) !== null) {
+      listed++;
+      if (ids.length < MAX_LEFT_OUT_NAMED) ids.push(item.message.id.length > 120 ? `${item.message.id.slice(0, 120)}…` : item.message.id);
+    }
+  }
+  const warnings: string[] = [];
+  const none: ReinjectSelection = { total, leftOut: 0, ids: [], skip: () => false, warnings };
+  if (info === null) return none;
+  const of = path;
+  if (record === null) {
+    const n = info.unrecordedFailed;
+    warnings.push(
+      `the redrive that wrote ${of} (${info.when}) reported ${String(n)} message${n === 1 ? '' : 's'} not moved but did not record which (a native move that ended partly, or a run logged before Queuescope recorded them): up to ${String(n)} of the ${String(total)} messages in this backup may still be in the DLQ, or with another client, so publishing all of them can duplicate those; compare the backup with the DLQ first`,
+    );
+    return none;
+  }
+  if (mismatch !== null) {
+    warnings.push(`${of} does not match the record of the redrive that wrote it (${info.when}; ${mismatch}): it was changed since, so which of its messages that redrive did not move (${String(record.count)}: ${describeNotMovedKinds(record)}) cannot be told; all ${String(total)} are published, which can duplicate those`);
+    return none;
+  }
+  const more = listed > ids.length ? `, and ${String(listed - ids.length)} more` : '';
+  const named = `${ids.join(', ')}${more}`;
+  const unlisted = record.count - listed;
+  const rest =
+    unlisted <= 0
+      ? ''
+      : !record.complete
+        ? `; the audit log lists only ${String(listed)} of them: the other ${String(unlisted)} cannot be told apart and are published`
+        : `; only ${String(listed)} of them are in this file (it holds fewer messages than the redrive wrote)`;
+  const head = `${String(record.count)} of the ${String(total)} messages in ${of} were not moved by the redrive that wrote it (${info.when}): ${describeNotMovedKinds(record)}. Not moved: ${named}${rest}`;
+  if (includeNotMoved) {
+    warnings.push(`${head}. They are published too (--include-not-moved), which duplicates those still in the DLQ and those the other client took`);
+    return { total, leftOut: 0, ids, skip: () => false, warnings };
+  }
+  warnings.push(`${head}. They are left out: ${String(total - listed)} are published. To publish them too (duplicates of what is still in the DLQ or was taken), pass --include-not-moved (in the app: "Also publish the messages it did not move")`);
+  return { total, leftOut: listed, ids, skip: (n) => notMovedKindAt(record, n) !== null, warnings };
+}
+
+/**
+ * Runs a re-inject as an operation (see {@link startReinject}): publishes the snapshot's messages
+ * but those {@link reinjectSelection} leaves out (`ReinjectResult.leftOut`, named in `notes`), and
+ * logs an audit entry (`counts.leftOut`) whatever the outcome.
+ * @throws like {@link startReinject}'s operation: `INVALID_INPUT`, `SNAPSHOT_INVALID`, `QUEUE_NOT_FOUND`, `UNSUPPORTED`, connection codes, `CANCELLED`.
+ */
 export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: OperationContext, operationId: string | null = null): Promise<ReinjectResult> {
   const mover = moverOf(env);
   const batch = r.batchSize ?? DEFAULT_BATCH_SIZE;
@@ -975,10 +1118,11 @@ export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: Oper
     if (item.type === 'message') total++;
   }
   const olderNote = older.note(r.path);
-  ctx.setTotal(total);
+  const selection = await reinjectSelection(env, r.path, r.includeNotMoved === true, ctx.signal);
+  ctx.setTotal(total - selection.leftOut);
   const size = Math.max(1, Math.min(batch, rate === null ? 1000 : Math.ceil(rate)));
   const limiter = new MoveRateLimiter(rate, size);
-  const res: ReinjectResult = { path: r.path, targetQueueId: target.id, targetName: target.name, read: 0, published: 0, failed: 0, auditId: null, notes: olderNote !== null ? [olderNote] : [] };
+  const res: ReinjectResult = { path: r.path, targetQueueId: target.id, targetName: target.name, read: 0, published: 0, failed: 0, leftOut: 0, auditId: null, notes: [...(olderNote !== null ? [olderNote] : []), ...selection.warnings] };
   let status = 'completed';
   let error: unknown = null;
   const send = async (messages: QueueMessage[]): Promise<void> => {
@@ -989,13 +1133,17 @@ export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: Oper
     res.failed += out.failed.length;
     limiter.refund(out.failed.length);
     for (const f of out.failed) ctx.addError(new QueuescopeError(f.error.code, `Message ${f.id} was not published: ${f.error.message}`, { id: f.id }));
-    ctx.report({ processed: res.read, moved: res.published, failed: res.failed });
+    ctx.report({ processed: res.read - res.leftOut, moved: res.published, failed: res.failed });
   };
   try {
     let buf: QueueMessage[] = [];
     for await (const item of readSnapshot(r.path, ctx.signal)) {
       if (item.type !== 'message') continue;
-      res.read++;
+      const n = res.read++;
+      if (selection.skip(n)) {
+        res.leftOut++;
+        continue;
+      }
       buf.push(item.message);
       if (buf.length >= size) {
         const b = buf;
@@ -1017,10 +1165,10 @@ export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: Oper
       target: target.name,
       filter: null,
       status,
-      counts: { read: res.read, published: res.published, failed: res.failed },
+      counts: { read: res.read, published: res.published, failed: res.failed, ...(res.leftOut > 0 ? { leftOut: res.leftOut } : {}) },
       operationId,
       backupPath: r.path,
-      details: { targetQueueId: target.id, rate, batchSize: size, ...(res.notes.length > 0 ? { notes: res.notes } : {}), ...(error !== null ? { error: toErrorInfo(error) } : {}) },
+      details: { targetQueueId: target.id, rate, batchSize: size, ...(r.includeNotMoved === true ? { includeNotMoved: true } : {}), ...(res.notes.length > 0 ? { notes: res.notes } : {}), ...(error !== null ? { error: toErrorInfo(error) } : {}) },
     });
     res.auditId = entry.id;
   } catch (e) {

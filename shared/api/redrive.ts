@@ -74,6 +74,11 @@ export const redriveReinjectInputSchema = z
     /** The audit-log entry whose `backupPath` is re-injected. */
     auditEntryId: z.string().min(1).max(128),
     ratePerSecond: z.number().positive().max(1_000_000).nullable().optional(),
+    /**
+     * Also publish the backup's messages that its redrive did not move (its audit entry's
+     * `details.notMoved`, see shared/redrive/not-moved.ts). Default false: they are left out.
+     */
+    includeNotMoved: z.boolean().optional(),
   })
   .strict();
 

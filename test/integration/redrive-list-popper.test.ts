@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisAdapter } from '../../core/adapters/redis';
 import type { MoveHooks, MoveSummary, RedriveDecision } from '../../core/adapters/redrive-types';
 import { QueuescopeError, type QueueMessage } from '../../shared/domain';
+import { readSnapshotFile } from '../../core/snapshot/reader';
 import { runCli, type CliRun } from './fixtures/run-cli';
 import { REDIS_URL, uniqueName } from './env';
 
@@ -133,6 +134,58 @@ describe('list DLQ redrive while another client pops it', () => {
     expect(res.failed > 0 || res.notes.some((n) => /where the pops had put them/.test(n))).toBe(true);
     // Exit 7 when something selected was taken (or the popper took entries before the run read them: fewer examined than the dry run).
     if (res.failed > 0) expect(r.code).toBe(7);
+  }, 60_000);
+
+  // The backup also held the entries the popper took (written before the move), and reinject --from
+  // published the whole backup: every taken entry a second time, a duplicate of what that client has.
+  it('reinject of the backup publishes what the run moved, leaves out what the popper took (naming them), and publishes them only with --include-not-moved', async () => {
+    const dlq = key('dlq-back');
+    const target = key('target-back');
+    const restored = key('restored');
+    const restoredAll = key('restored-all');
+    const N = 3000;
+    const all = Array.from({ length: N }, (_, i) => JSON.stringify({ orderId: `R-${String(i)}`, error: 'HTTP 503' }));
+    await native.rpush(dlq, ...all);
+    const { r, popped } = await redriveWhilePopping(dlq, ['redrive', REDIS_URL, `list:${dlq}`, '--to', `list:${target}`, '--batch', '50', '--yes', '--json']);
+    expect(r.code, r.stderr + r.stdout).toBe(7);
+    const out = JSON.parse(r.stdout) as { result: { moved: number; failed: number; backupPath: string }; errors: { message: string }[] };
+    const { moved: movedCount, failed: taken, backupPath } = out.result;
+    expect(taken).toBeGreaterThan(0);
+    const moved = await native.lrange(target, 0, -1);
+    expect(moved.length).toBe(movedCount);
+    // The backup holds the moved entries and the taken ones (each written before its move).
+    const backup = (await readSnapshotFile(backupPath))[0]?.messages ?? [];
+    expect(backup.length).toBe(movedCount + taken);
+    // The backed-up entries that did not move are the ones the popper took (the run's errors name them; --json lists the first 20).
+    const takenEntries = backup.filter((m) => !moved.includes(m.body.data));
+    expect(takenEntries.length).toBe(taken);
+    const takenBodies = takenEntries.map((m) => m.body.data);
+    const takenIds = takenEntries.map((m) => m.id);
+    expect(takenBodies.every((b) => popped.includes(b))).toBe(true);
+    for (const e of out.errors) expect(takenIds).toContain(/^Message (#\d+~[0-9a-f]{8}) was not moved/.exec(e.message)?.[1]);
+
+    // Undo into a fresh list: exactly what the run moved, in order; no entry the popper has.
+    const back = await runCli(dir, ['reinject', REDIS_URL, `list:${restored}`, '--from', backupPath, '--yes', '--json']);
+    expect(back.code, back.stderr + back.stdout).toBe(0);
+    const got = await native.lrange(restored, 0, -1);
+    expect(got).toEqual(moved);
+    expect(got.filter((b) => takenBodies.includes(b))).toEqual([]);
+    const res = (JSON.parse(back.stdout) as { result: { read: number; published: number; leftOut: number; notes: string[] } }).result;
+    expect(res).toMatchObject({ read: movedCount + taken, published: movedCount, leftOut: taken });
+    // Said before publishing: how many, why, which.
+    const plural = taken === 1 ? 'it' : 'them';
+    expect(back.stderr).toContain(`warning: ${String(taken)} of the ${String(movedCount + taken)} messages in ${backupPath} were not moved by the redrive that wrote it`);
+    expect(back.stderr).toContain(`${String(taken)} taken by another client (it popped ${plural} from the DLQ after the run read ${plural}: not in the DLQ, that client has ${plural})`);
+    expect(back.stderr).toContain(`Not moved: ${takenIds.slice(0, 20).join(', ')}${taken > 20 ? `, and ${String(taken - 20)} more` : ''}.`);
+    expect(back.stderr).toContain(`They are left out: ${String(movedCount)} are published.`);
+    expect(back.stderr).toContain('--include-not-moved');
+
+    // Asked for: all of the backup, with the warning that they are duplicates.
+    const whole = await runCli(dir, ['reinject', REDIS_URL, `list:${restoredAll}`, '--from', backupPath, '--include-not-moved', '--yes', '--json']);
+    expect(whole.code, whole.stderr + whole.stdout).toBe(0);
+    expect(await native.lrange(restoredAll, 0, -1)).toEqual(backup.map((m) => m.body.data));
+    expect(whole.stderr).toContain('They are published too (--include-not-moved), which duplicates those still in the DLQ and those the other client took');
+    expect((JSON.parse(whole.stdout) as { result: { published: number; leftOut: number } }).result).toMatchObject({ published: movedCount + taken, leftOut: 0 });
   }, 60_000);
 
   /**

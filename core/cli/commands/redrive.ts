@@ -3,7 +3,7 @@ import { resolve as resolvePath } from 'node:path';
 import type { Command } from 'commander';
 import { QueuescopeError, type OperationSnapshot, type QueueSummary } from '../../../shared/domain';
 import { parseFilter } from '../../../shared/redrive/filter';
-import { checkRate, olderSnapshotCheck, planRedrive, priorUsesOfBackup, resolveReinjectTarget, startRedrive, startReinject, type RedriveEnv, type RedrivePlan, type RedriveRequest, type RedriveResult, type ReinjectResult } from '../../redrive/engine';
+import { checkRate, olderSnapshotCheck, planRedrive, priorUsesOfBackup, reinjectSelection, resolveReinjectTarget, startRedrive, startReinject, type RedriveEnv, type RedrivePlan, type RedriveRequest, type RedriveResult, type ReinjectResult } from '../../redrive/engine';
 import { readSnapshot } from '../../snapshot/reader';
 import { isRedriveBackupHeader, type SnapshotHeaderLine } from '../../snapshot/format';
 import { AuditLog, type AuditEntry } from '../../services/audit-log';
@@ -52,6 +52,17 @@ queue's growth during the reads: SQS returns nothing for a message it moves on),
 dry run exits 7 — those messages left the DLQ without being redriven.
 Picked --ids that are not in the DLQ are listed and make the exit code 7, as does a run that examined
 fewer messages than its dry run (the others were held by another reader, or left the DLQ another way).`;
+
+const REINJECT_HELP = `
+A redrive backup holds every message its redrive was about to move, written before the move. Those
+the redrive then did not move — their move failed (they stayed in the DLQ), another client took them
+from the DLQ between the read and the move (a Redis list popped by a consumer), or their outcome is
+unknown — are recorded in the redrive's audit-log entry. reinject leaves them out (publishing them
+would duplicate what is still in the DLQ or what the other client has) and warns before asking,
+with how many, why and their ids; --include-not-moved publishes them too. A backup whose redrive
+reported failures without recording which (a native move that ended partly) is published whole,
+with a warning giving the count. reinject also warns when the redrive moved messages (they are in the
+target already), has no end recorded, or the backup was re-injected before.`;
 
 interface RedriveOpts extends CommonOpts {
   to?: string;
@@ -393,8 +404,10 @@ export function register(program: Command, ctx: CliContext): void {
       .requiredOption('--from <snapshot>', 'snapshot file (.jsonl / .jsonl.gz)')
       .option('--rate <n>', 'at most N messages per second (0.01-1000000; bursts of at most one batch, which --rate caps at N)')
       .option('--batch <n>', 'messages per batch, 1-1000 (default 100)')
-      .option('-y, --yes', 'do not ask for confirmation'),
-  ).action(async (a1: string | undefined, a2: string | undefined, opts: CommonOpts & { from: string; rate?: string; batch?: string; yes?: boolean }) => {
+      .option('--include-not-moved', 'also publish the messages of a redrive backup that its redrive did not move (default: they are left out, with a warning naming them: they stayed in the DLQ, another client took them, or their outcome is unknown, so publishing them makes duplicates)')
+      .option('-y, --yes', 'do not ask for confirmation')
+      .addHelpText('after', REINJECT_HELP),
+  ).action(async (a1: string | undefined, a2: string | undefined, opts: CommonOpts & { from: string; rate?: string; batch?: string; yes?: boolean; includeNotMoved?: boolean }) => {
     refuseSnapshot('reinject', SNAPSHOT_WHY.reinject, opts, 'redrive');
     const rate = positiveNumber(opts.rate, '--rate');
     checkRate(rate, '--rate');
@@ -437,9 +450,13 @@ export function register(program: Command, ctx: CliContext): void {
       }
       const olderNote = older.note(path);
       if (olderNote !== null) prior.push(olderNote);
+      // A redrive backup also holds what its redrive backed up and then did not move: left out unless --include-not-moved.
+      const selection = await reinjectSelection(env, path, opts.includeNotMoved === true, ctx.signal);
+      prior.push(...selection.warnings);
+      const publishing = count - selection.leftOut;
       for (const w of prior) ctx.err(`warning: ${escapeForTerminal(w)}.\n`);
       if (opts.yes !== true) {
-        const ok = await confirm(ctx, `Publish ${count} message${count === 1 ? '' : 's'} from ${cell(path, 200)} to ${cell(q.name, 80)}${prior.length > 0 ? ' despite the warning above' : ''}?`);
+        const ok = await confirm(ctx, `Publish ${publishing} message${publishing === 1 ? '' : 's'} from ${cell(path, 200)} to ${cell(q.name, 80)}${selection.leftOut > 0 ? ` (${selection.leftOut} not moved by its redrive left out)` : ''}${prior.length > 0 ? ' despite the warning above' : ''}?`);
         if (ok !== true) {
           ctx.err(ok === null ? 'error: not publishing without confirmation: pass --yes (no terminal to ask on).\n' : 'Nothing was published.\n');
           ctx.setExitCode(EXIT.NOT_CONFIRMED);
@@ -447,11 +464,12 @@ export function register(program: Command, ctx: CliContext): void {
         }
       }
       const ops = new OperationManager();
-      const op = startReinject(ops, env, { path, targetQueueId: q.id, ratePerSecond: rate, ...(batch !== null ? { batchSize: batch } : {}) });
+      const op = startReinject(ops, env, { path, targetQueueId: q.id, ratePerSecond: rate, ...(batch !== null ? { batchSize: batch } : {}), ...(opts.includeNotMoved === true ? { includeNotMoved: true } : {}) });
       const final = await waitWithProgress(ctx, ops, op.id, { label: 'reinject', ...(opts.json === true ? { json: true } : {}) });
       finish(ctx, final, opts.json === true, (r) => {
         const x = r as ReinjectResult;
-        return `Re-injected ${x.published} of ${x.read} message${x.read === 1 ? '' : 's'} from ${cell(x.path, 300)} into ${cell(x.targetName, 120)}${x.failed > 0 ? ` (${x.failed} failed)` : ''}.\n`;
+        const left = x.leftOut > 0 ? ` ${x.leftOut} not moved by the redrive that wrote it ${x.leftOut === 1 ? 'was' : 'were'} left out (--include-not-moved publishes them).` : '';
+        return `Re-injected ${x.published} of ${x.read} message${x.read === 1 ? '' : 's'} from ${cell(x.path, 300)} into ${cell(x.targetName, 120)}${x.failed > 0 ? ` (${x.failed} failed)` : ''}.${left}\n`;
       });
     });
   });

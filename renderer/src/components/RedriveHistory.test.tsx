@@ -4,7 +4,7 @@ import { act, cleanup, fireEvent, render, screen } from '@testing-library/react'
 import type { AuditEntryView, AuditLogPageView } from '../../../shared/api/redrive';
 import { useStore } from '../store';
 import { operationSnapshot, summary } from '../test/fixtures';
-import { installFakeApi, removeFakeApi } from '../test/fake-api';
+import { installFakeApi, removeFakeApi, type FakeApi } from '../test/fake-api';
 import { RedriveHistory } from './RedriveHistory';
 
 // fresh-user pass: "Put back…" on a run killed mid-run (only its "started" entry, no counts) said
@@ -25,8 +25,9 @@ afterEach(() => {
   removeFakeApi();
 });
 
+let api: FakeApi;
 async function openPutBack(e: AuditEntryView): Promise<HTMLElement> {
-  installFakeApi({ 'redrive.history': () => page(e) });
+  api = installFakeApi({ 'redrive.history': () => page(e), 'redrive.reinject': () => operationSnapshot({ type: 'reinject', status: 'completed' }), 'queues.list': () => [] });
   render(<RedriveHistory connectionId="c1" queues={queues} />);
   fireEvent.click(await screen.findByRole('button', { name: 'Put back…' }));
   return screen.getByTestId('redrive-putback');
@@ -56,5 +57,36 @@ describe('Put back… in the redrive history', () => {
     });
     expect(box.textContent).toContain('completed: 3 of 3 published');
     expect(screen.getByTestId('redrive-putback-note').textContent).toBe(note);
+  });
+
+  // A Redis list redrive while another client popped the DLQ: the backup also holds entries that client
+  // took (and one whose move failed). Put back… published them all — duplicates of what the other client has.
+  it('a run that backed up messages it did not move: names them, leaves them out, and publishes them only when ticked', async () => {
+    const e = {
+      ...entry('completed', { examined: 5, moved: 3, failed: 2 }),
+      details: { notMoved: { count: 2, stayed: 1, taken: 1, unknown: 0, ranges: [[1, 1, 'taken'], [4, 4, 'stayed']], complete: true, sample: [{ n: 1, id: '#0~c60eb7b8', why: 'taken' }, { n: 4, id: '#3~0badf00d', why: 'stayed' }] } },
+    };
+    const box = await openPutBack(e);
+    const warn = screen.getByTestId('redrive-putback-not-moved').textContent;
+    expect(warn).toMatch(/^2 messages in this backup were not moved by this redrive: 1 taken by another client \(.*not in the DLQ, that client has it\), 1 stayed in the DLQ .*They are left out/);
+    expect(warn).toContain('Not moved: #0~c60eb7b8, #3~0badf00d');
+    expect(box.textContent).toContain('Put the backup of 3 messages back into');
+    fireEvent.click(screen.getByRole('button', { name: 'Re-inject' }));
+    await screen.findByTestId('redrive-putback-status');
+    expect(api.calls.find((c) => c.method === 'redrive.reinject')?.input).toEqual({ connectionId: 'c1', queueId: 'list:orders.dlq', auditEntryId: 'a1' });
+    fireEvent.click(screen.getByRole('checkbox', { name: /Also publish the messages it did not move \(2\)/ }));
+    expect(box.textContent).toContain('Put the backup of 5 messages back into');
+    expect(screen.getByTestId('redrive-putback-not-moved').textContent).toContain('They are published too: duplicates');
+    fireEvent.click(screen.getByRole('button', { name: 'Re-inject' }));
+    await act(async () => {
+      await Promise.resolve();
+    });
+    expect(api.calls.filter((c) => c.method === 'redrive.reinject').at(-1)?.input).toEqual({ connectionId: 'c1', queueId: 'list:orders.dlq', auditEntryId: 'a1', includeNotMoved: true });
+  });
+
+  it('a run that reported failures without recording which (a native move that ended partly): says the whole backup goes back and how many may be duplicates', async () => {
+    await openPutBack({ ...entry('completed', { examined: 5, moved: 3, failed: 2 }), details: { mode: 'native' } });
+    expect(screen.getByTestId('redrive-putback-not-moved-unrecorded').textContent).toMatch(/reported 2 messages not moved but did not record which.*the whole backup is put back, so up to 2/);
+    expect(screen.queryByTestId('redrive-putback-not-moved')).toBeNull();
   });
 });

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'react';
 import type { AuditEntryView } from '../../../shared/api/redrive';
 import type { QueueSummary } from '../../../shared/domain';
+import { describeNotMovedKinds, notMovedRecordOf } from '../../../shared/redrive/not-moved';
 import { count, absoluteTime } from '../lib/format';
 import { useStore } from '../store';
 import { Empty, ErrorState, Loading } from './common';
@@ -104,6 +105,12 @@ function PutBack({ entry, connectionId, queues }: { entry: AuditEntryView; conne
   const op = mine?.operation ?? null;
   // A run with no end recorded (killed, crashed, or still running) has only its "started" entry: no counts.
   const moved = entry.counts.moved;
+  // Messages the redrive backed up and then did not move: left out unless the user ticks the box.
+  const notMoved = notMovedRecordOf(entry.details);
+  const [includeNotMoved, setIncludeNotMoved] = useState(false);
+  const unrecorded = notMoved === null && entry.status !== 'started' ? (entry.counts.failed ?? 0) : 0;
+  const putting = moved === undefined ? undefined : moved + (includeNotMoved && notMoved !== null ? notMoved.count : 0);
+  const named = notMoved === null ? '' : `${notMoved.sample.map((x) => x.id).join(', ')}${notMoved.count > notMoved.sample.length ? `, and ${count(notMoved.count - notMoved.sample.length)} more` : ''}`;
   return (
     <div className="redrive-putback" data-testid="redrive-putback">
       {moved === undefined && (
@@ -112,8 +119,29 @@ function PutBack({ entry, connectionId, queues }: { entry: AuditEntryView; conne
           already; putting them back makes duplicates unless the consumer deduplicates. Compare the backup with the target and the DLQ first.
         </p>
       )}
+      {notMoved !== null && notMoved.count > 0 && (
+        <div className="notice notice-warn" role="note" data-testid="redrive-putback-not-moved">
+          <p>
+            {count(notMoved.count)} message{notMoved.count === 1 ? '' : 's'} in this backup {notMoved.count === 1 ? 'was' : 'were'} not moved by this redrive: {describeNotMovedKinds(notMoved)}.{' '}
+            {includeNotMoved
+              ? 'They are published too: duplicates of what is still in the DLQ or what the other client took.'
+              : 'They are left out; only what the redrive moved is put back.'}
+            {!notMoved.complete && ' The audit log lists only some of them: the others cannot be told apart and are published.'}
+          </p>
+          <p className="mono reason">Not moved: {named}</p>
+          <label>
+            <input type="checkbox" checked={includeNotMoved} onChange={(ev) => setIncludeNotMoved(ev.target.checked)} /> Also publish the messages it did not move ({count(notMoved.count)})
+          </label>
+        </div>
+      )}
+      {unrecorded > 0 && (
+        <p className="notice notice-warn" role="note" data-testid="redrive-putback-not-moved-unrecorded">
+          This redrive reported {count(unrecorded)} message{unrecorded === 1 ? '' : 's'} not moved but did not record which (a native move that ended partly, or a run logged before
+          Queuescope recorded them): the whole backup is put back, so up to {count(unrecorded)} of its messages may be duplicates of what is still in the DLQ. Compare the backup with the DLQ first.
+        </p>
+      )}
       <label>
-        {moved === undefined ? 'Put the backup' : `Put the backup of ${count(moved)} message${moved === 1 ? '' : 's'}`} back into{' '}
+        {putting === undefined ? 'Put the backup' : `Put the backup of ${count(putting)} message${putting === 1 ? '' : 's'}`} back into{' '}
         <select value={target} onChange={(ev) => setTarget(ev.target.value)} aria-label="Re-inject into queue">
           {queues.map((q) => (
             <option key={q.id} value={q.id}>
@@ -122,7 +150,7 @@ function PutBack({ entry, connectionId, queues }: { entry: AuditEntryView; conne
           ))}
         </select>
       </label>{' '}
-      <button type="button" className="btn btn-small btn-primary" disabled={target === '' || (op !== null && op.status === 'running')} onClick={() => void reinject({ connectionId, queueId: target, auditEntryId: entry.id })}>
+      <button type="button" className="btn btn-small btn-primary" disabled={target === '' || (op !== null && op.status === 'running')} onClick={() => void reinject({ connectionId, queueId: target, auditEntryId: entry.id, ...(includeNotMoved ? { includeNotMoved: true } : {}) })}>
         Re-inject
       </button>
       {op !== null && (
