@@ -118,8 +118,10 @@ function receiveTimestampAfter(m: Message, cutoffMs: number): boolean {
  *    one empty receive ends the run —, VisibilityTimeout {@link SqsRedriveOptions.visibilityTimeoutS},
  *    all system and message attributes);
  * 2. `decide` each new message; `beforeMove` with the ones to move;
- * 3. `SendMessageBatch` to each target (10 entries / 256 KiB per call; FIFO targets one call at a time
- *    to keep group order), body and MessageAttributes unchanged plus {@link REDRIVE_COUNT_HEADER};
+ * 3. `SendMessageBatch` to each target (10 entries / 256 KiB per call), body and MessageAttributes
+ *    unchanged plus {@link REDRIVE_COUNT_HEADER}; FIFO targets at most one message per message group
+ *    per call, a group's next message only after SQS confirmed the previous one
+ *    ({@link SqsRedriveMover.sendInGroupOrder});
  * 4. `DeleteMessageBatch` of exactly the entries SendMessageBatch reported `Successful`. Failed entries
  *    stay in the DLQ and are reported; a failed delete is reported as a possible duplicate.
  * On a standard DLQ and target without a rate limit ({@link ClientMoveOptions.rateLimited}), a
@@ -131,9 +133,14 @@ function receiveTimestampAfter(m: Message, cutoffMs: number): boolean {
  * So a whole-DLQ move costs 3 calls per 10 messages (0.3 per message) plus a few per run, and a
  * filtered one 0.1 per message examined (receive) + 0.2 per message moved (send, delete) + 0.1 per
  * message left (made visible again at the end): e.g. 0.4 per message moved when 2 of 3 move.
+ * A FIFO target pays one send per round of a batch instead ({@link SqsRedriveMover.sendInGroupOrder}):
+ * the same 0.1 per message when a batch's messages are spread over ≥ 10 groups each round, up to 1
+ * per message when they are all of one group (so ≈ 1.2 calls per message moved from a single-group DLQ).
  *
  * FIFO DLQ: a message of a group of which an earlier message stays (skipped or failed) in this run
- * is not moved either (reported `failed`, with why), so no message overtakes one of its group.
+ * is not moved either (reported `failed`, with why), so no message overtakes one of its group — a
+ * message SQS did not accept into a FIFO target included: the later messages of its group are not
+ * sent (reported `failed`, naming it) and stay in the DLQ behind it, in order.
  * SQS returns no later message of a group while an earlier one is in flight, so a run that holds a
  * message of a group (a dry run holds all it reads) does not see the messages behind it: it reports
  * how many it could not see as `MoveSummary.unseen` (the DLQ's count at the start less the messages
@@ -307,7 +314,10 @@ export class SqsRedriveMover implements RedriveMover {
    * backup, or of an earlier re-inject, within its 5-minute window; SDK retries of one call keep
    * the id). `published` lists the ids SQS reported
    * `Successful`; every other message is in `failed` with why (not sendable, a per-entry failure,
-   * or the call itself failing — then it may or may not have arrived).
+   * or the call itself failing — then it may or may not have arrived). A FIFO target is sent to
+   * with {@link sendInGroupOrder}: a message of a group after one SQS did not
+   * accept is not published (in `failed`, naming that message), so none overtakes it; within this
+   * call only — a later call starts every group afresh.
    * @throws QueuescopeError QUEUE_NOT_FOUND (target), INVALID_INPUT (not an sqs: id), CANCELLED before the first call.
    */
   async publish(targetQueueId: string, messages: readonly QueueMessage[], signal?: AbortSignal): Promise<{ published: string[]; failed: { id: string; error: ErrorInfo }[] }> {
@@ -322,6 +332,11 @@ export class SqsRedriveMover implements RedriveMover {
       if ('error' in b) failed.push({ id: m.id, error: b.error });
       else built.push({ ...b, messageId: m.id });
     });
+    if (target.fifo) {
+      // At most one message per group per call, a group stopping at its first message not accepted.
+      const r = await this.sendInGroupOrder(target, built, this.options.concurrency, 'it is not published', signal);
+      return { published: r.ok.map((e) => e.messageId), failed: [...failed, ...r.failed.map((f) => ({ id: f.entry.messageId, error: f.error }))] };
+    }
     const chunks = chunkEntries(built);
     for (const chunk of chunks) {
       if (isAborted(signal)) {
@@ -390,6 +405,86 @@ export class SqsRedriveMover implements RedriveMover {
         })),
       };
     }
+  }
+
+  /**
+   * Sends `entries` (in their DLQ or snapshot order) to the FIFO queue `target` so that no message
+   * reaches it ahead of an earlier message of its MessageGroupId.
+   *
+   * Why not 10 of a group per call: SendMessageBatch reports each entry on its own ("the batch
+   * request can result in a combination of successful and unsuccessful actions", SQS API Reference)
+   * and promises nothing for the later entries of a group whose earlier entry failed. fauxqs
+   * accepts them: with an entry refused (InvalidMessageContents, over the target's
+   * MaximumMessageSize; on AWS also e.g. an internal error) and a later one of its group accepted,
+   * the later one was in the target and the earlier one still in the DLQ — the group out of order,
+   * beyond repair. (local-aws-sqs refuses the whole call when one FIFO entry is invalid.)
+   *
+   * So it sends in rounds: each round sends the next message of every group still going, at most
+   * one message per group per call ({@link chunkEntries}: ≤ 10 entries, ≤ 256 KiB), the round's calls
+   * — which share no group — `concurrency` at a time; a group's next message goes in a later round
+   * only once SQS reported the previous one `Successful`. When a message is not confirmed (a failed
+   * entry, or a failed call, after which it may or may not have arrived), its group stops: the
+   * group's later messages are not sent and are returned in `failed` (same error code as the
+   * message that stopped them, `details.blockedBy` its MessageId), and the caller keeps them where
+   * they are (`leftText` says where, e.g. "it stays in orders-dlq.fifo, behind it"), in order behind it. Nothing is lost or sent
+   * twice: every entry ends in exactly one of `ok` and `failed`, and only `ok` ones were accepted.
+   *
+   * Cost: one SendMessageBatch per 10 groups per round — ⌈n/10⌉ calls for n messages of ≥ n
+   * distinct groups (as a plain batched send), n calls for n messages of one group.
+   * With `signal` aborted before a round, the entries not sent yet fail with CANCELLED.
+   * Never throws.
+   */
+  async sendInGroupOrder<T extends BuiltEntry & { messageId: string }>(
+    target: TargetInfo,
+    entries: readonly T[],
+    concurrency: number,
+    leftText: string,
+    signal?: AbortSignal,
+  ): Promise<{ ok: T[]; failed: { entry: T; error: ErrorInfo }[] }> {
+    const groups = new Map<string, T[]>();
+    for (const e of entries) {
+      const g = e.entry.MessageGroupId ?? '';
+      const q = groups.get(g);
+      if (q === undefined) groups.set(g, [e]);
+      else q.push(e);
+    }
+    const ok: T[] = [];
+    const failed: { entry: T; error: ErrorInfo }[] = [];
+    while (groups.size > 0) {
+      if (isAborted(signal)) {
+        for (const q of groups.values()) for (const e of q) failed.push({ entry: e, error: cancelled().toInfo() });
+        break;
+      }
+      const heads: T[] = [];
+      for (const q of groups.values()) if (q[0] !== undefined) heads.push(q[0]);
+      const results = await mapWithConcurrency(chunkEntries(heads), concurrency, (chunk) => this.sendChunk(target, chunk));
+      for (const r of results) {
+        for (const e of r.ok) {
+          const g = e.entry.MessageGroupId ?? '';
+          const q = groups.get(g) ?? [];
+          q.shift();
+          if (q.length === 0) groups.delete(g);
+          ok.push(e);
+        }
+        for (const f of r.failed) {
+          const g = f.entry.entry.MessageGroupId ?? '';
+          const later = (groups.get(g) ?? []).slice(1);
+          groups.delete(g);
+          failed.push(f);
+          for (const e of later) {
+            failed.push({
+              entry: e,
+              error: {
+                code: f.error.code,
+                message: `Not sent to ${target.name}: ${target.name} did not accept message ${f.entry.messageId}, an earlier message of its FIFO message group "${g.slice(0, 128)}", and sending this one would put it ahead of that message; ${leftText}.`,
+                details: { messageId: e.messageId, messageGroupId: g, blockedBy: f.entry.messageId },
+              },
+            });
+          }
+        }
+      }
+    }
+    return { ok, failed };
   }
 
   // ------------------------------------------------------------------ native
@@ -1095,8 +1190,10 @@ class ClientRun {
         this.carry.set(targetQueueId, last);
         for (const p of last) this.carriedIds.add(p.messageId);
       }
-      // FIFO targets: one call at a time so each message group keeps its order.
-      const results = await mapWithConcurrency(chunks, target.fifo ? 1 : this.mover._options.concurrency, (chunk) => this.mover.sendChunk(target, chunk));
+      // FIFO targets: one message per group per call, a group stopping at its first message not accepted.
+      const results = target.fifo
+        ? [await this.mover.sendInGroupOrder(target, chunks.flat(), this.mover._options.concurrency, `it stays in ${this.name}, behind it`)]
+        : await mapWithConcurrency(chunks, this.mover._options.concurrency, (chunk) => this.mover.sendChunk(target, chunk));
       for (const r of results) {
         settled += r.ok.length + r.failed.length;
         confirmed.push(...r.ok);
