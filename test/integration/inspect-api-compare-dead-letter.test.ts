@@ -1,15 +1,13 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import type { ConfirmChannel } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiHandlers, dispatchApi } from '../../core/services/api';
-import { ConnectionManager } from '../../core/services/connection-manager';
-import { OperationManager } from '../../core/services/operations';
-import { ProfileStore } from '../../core/services/profile-store';
-import type { ApiHandlers, ApiResult } from '../../shared/api/contract';
+import { dispatchApi } from '../../core/services/api';
+import type { ConnectionManager } from '../../core/services/connection-manager';
+import type { OperationManager } from '../../core/services/operations';
+import type { ApiHandlers } from '../../shared/api/contract';
 import type { InspectReport } from '../../shared/api/inspect';
 import type { ConnectionProfile, OperationSnapshot } from '../../shared/domain';
+import { apiHarness, ok } from './fixtures/api-harness';
 import { AMQP_URL, uniqueName } from './env';
 import { closeNative, nativeChannel, nativeCount, nativeDeleteQueue } from './rabbitmq-native';
 
@@ -32,11 +30,6 @@ const work2 = uniqueName('analyse-confirm-work2');
 const qdlq = uniqueName('analyse-confirm-qdlq');
 const dlx = uniqueName('analyse-confirm-dlx');
 
-async function ok<T>(p: Promise<ApiResult<unknown>>): Promise<T> {
-  const r = await p;
-  if (!r.ok) throw new Error(`${r.error.code}: ${r.error.message}`);
-  return r.value as T;
-}
 const call = (method: string, input: unknown) => dispatchApi(handlers, method, input);
 
 async function report(input: Record<string, unknown>): Promise<InspectReport> {
@@ -50,17 +43,7 @@ async function report(input: Record<string, unknown>): Promise<InspectReport> {
 }
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'qs-analyse-confirm-'));
-  const store = await ProfileStore.open({ configDir: join(dir, 'config') });
-  connections = new ConnectionManager({ store });
-  operations = new OperationManager();
-  handlers = createApiHandlers({
-    connections,
-    operations,
-    dialogs: { pickSnapshotSavePath: () => Promise.resolve(null), pickSnapshotOpenPath: () => Promise.resolve(null) },
-    runtime: 'web',
-    version: '0.1.0',
-  });
+  ({ dir, handlers, connections, operations } = await apiHarness('qs-analyse-confirm-'));
   rabbit = await ok<ConnectionProfile>(call('connections.save', { name: 'Analyse confirm', config: { kind: 'rabbitmq', url: AMQP_URL } }));
   ch = await nativeChannel();
   await ch.assertExchange(dlx, 'direct', { durable: false, autoDelete: false });

@@ -1,16 +1,15 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiHandlers, dispatchApi } from '../../core/services/api';
-import { ConnectionManager } from '../../core/services/connection-manager';
-import { OperationManager } from '../../core/services/operations';
-import { ProfileStore } from '../../core/services/profile-store';
-import type { ApiHandlers, ApiResult } from '../../shared/api/contract';
+import { dispatchApi } from '../../core/services/api';
+import type { ConnectionManager } from '../../core/services/connection-manager';
+import type { OperationManager } from '../../core/services/operations';
+import type { ApiHandlers } from '../../shared/api/contract';
 import type { InspectReport, InspectRulesState } from '../../shared/api/inspect';
 import type { ConnectionProfile, OperationSnapshot } from '../../shared/domain';
+import { apiHarness, ok } from './fixtures/api-harness';
 import { AMQP_URL, REDIS_URL, uniqueName } from './env';
 import { closeNative, nativeChannel, nativeDeleteQueue } from './rabbitmq-native';
 
@@ -30,11 +29,6 @@ const quorum = uniqueName('insp-api-quorum');
 const redis = new Redis(REDIS_URL);
 let bull: Queue;
 
-async function ok<T>(p: Promise<ApiResult<unknown>>): Promise<T> {
-  const r = await p;
-  if (!r.ok) throw new Error(`${r.error.code}: ${r.error.message}`);
-  return r.value as T;
-}
 const call = (method: string, input: unknown) => dispatchApi(handlers, method, input);
 
 async function finished(op: OperationSnapshot): Promise<OperationSnapshot> {
@@ -47,17 +41,7 @@ async function finished(op: OperationSnapshot): Promise<OperationSnapshot> {
 }
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'qs-inspect-api-'));
-  const store = await ProfileStore.open({ configDir: join(dir, 'config') });
-  connections = new ConnectionManager({ store });
-  operations = new OperationManager();
-  handlers = createApiHandlers({
-    connections,
-    operations,
-    dialogs: { pickSnapshotSavePath: () => Promise.resolve(null), pickSnapshotOpenPath: () => Promise.resolve(null) },
-    runtime: 'web',
-    version: '0.1.0',
-  });
+  ({ dir, handlers, connections, operations } = await apiHarness('qs-inspect-api-'));
   bull = new Queue(bullName, { connection: { url: REDIS_URL } });
   // Custom job ids are BullMQ's idempotency key; one job embeds a whole mutable order.
   await bull.add('charge', { orderId: 'B-1', operation: 'charge', amountCents: 1200 }, { jobId: 'B-1-charge' });
