@@ -28,6 +28,7 @@ import { intAttr, parseArn, parseRedrivePolicy, queueKind, queueNameFromUrl } fr
 import { mapWithConcurrency } from './concurrency';
 import { DEFAULT_MAX_BODY_BYTES, toQueueMessage } from './message';
 import { SQS_MAX_BATCH_ENTRIES, buildSendEntry, chunkEntries, type BuiltEntry, type SendTarget } from './redrive-entry';
+import { DEFAULT_STEADY_READ, readUntilSteady, type SteadyReading } from './steady-count';
 
 /** What the mover needs from {@link SqsAdapter}: its mapped SDK calls and queue-id resolution. */
 export interface SqsRedriveHost {
@@ -84,6 +85,13 @@ interface Hidden {
 const RECEIVE_WAIT_S = 1;
 
 const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/** How the moved-on count's last reading was taken, for `measuredBy` ('' for a single reading). */
+function settleNote(r: SteadyReading): string {
+  if (r.readings === 1) return '';
+  const span = `${r.readings} readings over ${(r.spanMs / 1000).toFixed(1)} s after the messages left in the DLQ were made visible again`;
+  return r.steady ? ` (${span}, until it held still for ${DEFAULT_STEADY_READ.steadyMs / 1000} s)` : ` (${span}; it was still changing when the reading stopped, so the count may be off by what moved on later)`;
+}
 
 function asQs(e: unknown): QueuescopeError {
   return e instanceof QueuescopeError ? e : new QueuescopeError('INTERNAL', e instanceof Error ? e.message : String(e));
@@ -673,6 +681,8 @@ class ClientRun {
   private movedOn: MovedOnByReading | undefined = undefined;
   /** Dry run: messages whose receive count reached the DLQ's own maxReceiveCount (see {@link processBatch}). */
   private atOwnLimit = 0;
+  /** Held messages {@link finish} made visible again (ChangeMessageVisibility 0 accepted): they may still move on afterwards. */
+  private madeVisibleAgain = 0;
   /**
    * A target found not to exist during the run (deleted meanwhile): its name. The run stops after
    * the batch in which that was found ({@link stopIfTargetGone}) instead of failing every later message.
@@ -891,7 +901,10 @@ class ClientRun {
    * in-flight + delayed messages (GetQueueAttributes before the first receive and after the last),
    * less the messages this run itself moved there — exact on the emulators; on AWS the counts are
    * approximate and another producer or consumer of that queue, or another reader of the DLQ,
-   * during the run makes it off by as much. Never throws.
+   * during the run makes it off by as much. When the run made held messages visible again, the
+   * count after is read until it holds still ({@link readUntilSteady}: 0.5 s steady, at most 3 s):
+   * local-aws-sqs moves a message at the limit on in a timer after that visibility change, so one
+   * reading right after it missed them. Never throws.
    */
   private async noteMovedOn(): Promise<void> {
     if (this.ownUnreadable !== null) {
@@ -912,14 +925,18 @@ class ClientRun {
       unknown(own.unmeasured ?? `the message count of ${own.next} could not be read`);
       return;
     }
-    let now: number | null;
+    const nextUrl = own.nextUrl;
+    let reading: SteadyReading;
     try {
-      // Not abortable: a cancelled run still measures what its reads moved on (one quick call).
-      now = await this.depthOf(own.nextUrl, undefined);
+      // Not abortable: a cancelled run still measures what its reads moved on (quick calls).
+      // Messages made visible again at the end may still be moving on (local-aws-sqs moves them in
+      // a timer after the visibility change returns): read until the count holds still, bounded.
+      reading = this.madeVisibleAgain > 0 ? await readUntilSteady(() => this.depthOf(nextUrl, undefined), DEFAULT_STEADY_READ) : { value: await this.depthOf(nextUrl, undefined), readings: 1, spanMs: 0, steady: true };
     } catch (e) {
       unknown(`the message count of ${own.next} could not be read after the last receive (${asQs(e).message})`);
       return;
     }
+    const now = reading.value;
     if (now === null) {
       unknown(`GetQueueAttributes on ${own.next} returned no message counts after the last receive`);
       return;
@@ -932,7 +949,7 @@ class ClientRun {
       queue: own.next,
       maxReceiveCount: own.max,
       count: Math.max(0, grew),
-      measuredBy: `measured as the growth of ${own.next}'s visible + in-flight + delayed messages from before the first receive to after the last, ${own.nextAtStart} → ${now}${movedThere > 0 ? `, less the ${movedThere} this run redrove there` : ''}; SQS returns no trace of a message it moves on, and another producer, consumer or reader of these queues during the run would change it`,
+      measuredBy: `measured as the growth of ${own.next}'s visible + in-flight + delayed messages from before the first receive to after the last, ${own.nextAtStart} → ${now}${movedThere > 0 ? `, less the ${movedThere} this run redrove there` : ''}${settleNote(reading)}; SQS returns no trace of a message it moves on, and another producer, consumer or reader of these queues during the run would change it`,
     };
     if (grew > 0) {
       this.notes.push(
@@ -1284,6 +1301,7 @@ class ClientRun {
       if (h !== undefined) items.push([id, h]);
     }
     const failures = await this.changeVisibility(items, 0);
+    this.madeVisibleAgain = Math.max(0, items.length - failures.length);
     const counts = new Map<HeldReason, number>();
     for (const r of this.held.values()) counts.set(r, (counts.get(r) ?? 0) + 1);
     const read = this.decided + this.newer + (counts.get('over-limit') ?? 0) + (counts.get('unsent') ?? 0);
