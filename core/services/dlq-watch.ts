@@ -74,8 +74,9 @@ export function watchedDepth(q: QueueSummary): number | null {
   if (q.capabilities.peekStates.includes('failed') && typeof q.counts.failed === 'number') return q.counts.failed;
   // Messages a consumer holds are still in the DLQ: a DLQ whose consumer takes every dead letter
   // unacknowledged (or in flight) showed depth 0 and never alerted. A total from one reading when
-  // the adapter gives it (RabbitMQ: the management API's ready + unacknowledged; absent with
-  // statistics off, when only the ready count is known), else depth + inFlight (SQS: both from one
+  // the adapter gives it (RabbitMQ: the management API's ready + unacknowledged, raised to the
+  // current ready count when that sample lags behind it; absent with statistics off, when only the
+  // ready count is known), else depth + inFlight (SQS: both from one
   // GetQueueAttributes).
   if (q.capabilities.heldByConsumers !== undefined) {
     if (typeof q.counts.total === 'number') return q.counts.total;

@@ -503,6 +503,23 @@ describe('connection lifecycle', () => {
   });
 });
 
+describe('message counts between statistics samples', () => {
+  it("counts.total is never below the passive declare's current ready count (old code: the management sample, 0 for up to 5 s after 3 arrived)", async () => {
+    const q = await queue('total-fresh');
+    // Wait for a statistics sample of the empty queue (messages: 0), then publish 3 right after one.
+    await waitFor('a statistics sample of the empty queue', async () => {
+      const r = await mgmt('GET', `/api/queues/%2F/${encodeURIComponent(q)}`);
+      return (r.json as { messages?: number } | null)?.messages === 0;
+    });
+    for (let i = 0; i < 3; i++) ch.sendToQueue(q, Buffer.from(`m${i}`));
+    await ch.waitForConfirms();
+    const s = await adapter.getQueue(idOf(q));
+    expect(s.depth).toBe(3);
+    expect(s.counts.total).toBe(3);
+    // A DLQ watch compares this total: it sees the 3 at once, not a sample later.
+  });
+});
+
 describe('queue ids and vanished queues', () => {
   it('a queue deleted while open is QUEUE_NOT_FOUND for getQueue and peek', async () => {
     const q = await queue('vanish');

@@ -519,7 +519,12 @@ export class RabbitmqAdapter implements BrokerAdapter {
 
   // ---------------------------------------------------------------- summaries
 
-  /** `policyLimit`: the delivery limit of the vhost's policy definitions (getQueue, listQueues), lowering a quorum queue's record limit. */
+  /**
+   * `policyLimit`: the delivery limit of the vhost's policy definitions (getQueue, listQueues), lowering a quorum queue's record limit.
+   * `fresh`: the passive declare's current ready and consumer counts (getQueue): they replace the
+   * management API's sampled ones, and `counts.total` (its ready + unacknowledged) is raised to at
+   * least the current ready count.
+   */
   private summary(q: RawQueue, topo: Topology, sources: Map<string, string[]>, fresh?: { messageCount: number; consumerCount: number }, statsOff = false, policyLimit: number | null = null): QueueSummary {
     const kind = queueKind(q.type);
     const settings = kind === 'rabbitmq-quorum' ? withPolicyDeliveryLimit(effectiveSettings(q), policyLimit) : effectiveSettings(q);
@@ -529,7 +534,11 @@ export class RabbitmqAdapter implements BrokerAdapter {
     const counts: Record<string, number> = {};
     if (depth !== null) counts[isStream ? 'messages' : 'ready'] = depth;
     if (!isStream && q.messagesUnacknowledged !== null) counts.unacknowledged = q.messagesUnacknowledged;
-    if (!isStream && q.messages !== null) counts.total = q.messages;
+    // The management API's total (ready + unacknowledged) is a statistics sample, up to
+    // collect_statistics_interval (5 s by default) old, more on a busy broker; the ready count of a
+    // passive declare (getQueue) is current. A total below it is stale: a DLQ watch comparing it
+    // saw its second and third dead letters a sample late. Never more than both readings said.
+    if (!isStream && q.messages !== null) counts.total = fresh !== undefined ? Math.max(q.messages, fresh.messageCount) : q.messages;
     const deadLetterSources = sources.get(q.name) ?? [];
     return {
       id,
