@@ -81,6 +81,20 @@ export interface ClientMoveOptions {
   rateLimited?: boolean;
 }
 
+/**
+ * What one publishing run (a re-inject) carries from one {@link RedriveMover.publish} call to the
+ * next: create it empty once per run, pass it to every call of the run (one target), read it after.
+ * A mover whose target keeps messages in order per key — SQS FIFO: per MessageGroupId — records
+ * here every key with a message it could not get confirmed (refused before sending or by the
+ * broker, or sent with an unknown outcome), and publishes no later message of that key in the run:
+ * those fail with `details.blockedBy` = the MessageId of the message they wait for, so none
+ * overtakes it. Movers whose targets keep no such order leave it empty.
+ */
+export interface PublishRun {
+  /** Ordering key (SQS FIFO: MessageGroupId) → the first message of that key not published in this run: its id and error code. */
+  stopped: Map<string, { messageId: string; code: ErrorInfo['code'] }>;
+}
+
 /** Callbacks from the mover to the engine during {@link RedriveMover.moveClientSide}. */
 export interface MoveHooks {
   /**
@@ -293,8 +307,12 @@ export interface RedriveMover {
    * Publishes messages (e.g. from a snapshot) to `targetQueueId`, preserving body, headers and
    * properties, adding the redrive counter; resolves when each is confirmed. Used to re-inject a
    * backup. Returns which ids were confirmed and which failed (with why).
+   * `run`: the caller's {@link PublishRun} when it publishes one run in several calls (a re-inject
+   * publishes a file batch by batch), so a target that keeps an order per key (SQS FIFO message
+   * groups) is kept in order across the calls; without it each call starts afresh. Comes after
+   * `signal` so the movers that keep no such order need not take it.
    */
-  publish(targetQueueId: string, messages: readonly QueueMessage[], signal?: AbortSignal): Promise<{ published: string[]; failed: { id: string; error: ErrorInfo }[] }>;
+  publish(targetQueueId: string, messages: readonly QueueMessage[], signal?: AbortSignal, run?: PublishRun): Promise<{ published: string[]; failed: { id: string; error: ErrorInfo }[] }>;
 
   /**
    * Optional: what {@link publish} to `targetQueueId` cannot restore of messages from a snapshot

@@ -3,7 +3,7 @@ import { TokenBucket } from 'limiter';
 import type { KeyRule } from '../../shared/analysis/idempotency';
 import { QueuescopeError, toErrorInfo, type OperationSnapshot, type QueueMessage, type QueueSummary } from '../../shared/domain';
 import { formatFilter, type RedriveFilter } from '../../shared/redrive/filter';
-import type { MoveBatchResult, MoveSummary, NativeMoveHandle, NativeMoveStatus, NativeMoveSupport, RedriveMover } from '../adapters/redrive-types';
+import type { MoveBatchResult, MoveSummary, NativeMoveHandle, NativeMoveStatus, NativeMoveSupport, PublishRun, RedriveMover } from '../adapters/redrive-types';
 import type { BrokerAdapter } from '../adapters/types';
 import { readSnapshot, type SnapshotItem } from '../snapshot/reader';
 import { REDRIVE_BACKUP_PARTIAL_REASON } from '../snapshot/format';
@@ -123,6 +123,12 @@ export interface ReinjectResult extends Record<string, unknown> {
   failed: number;
   /** Messages of a redrive backup left out because its redrive did not move them ({@link reinjectSelection}); 0 with `includeNotMoved`. */
   leftOut: number;
+  /**
+   * Of `failed`, the messages held back, not sent: an earlier message of their ordering key (SQS
+   * FIFO message group) was not published in this run — refused, or its outcome unknown — and
+   * publishing them would have put them ahead of it (`details.blockedBy` of their error names it).
+   */
+  heldBack: number;
   auditId: string | null;
   /** What the re-inject could not restore (see {@link olderSnapshotCheck}) or left out (see {@link reinjectSelection}); empty when nothing. */
   notes: string[];
@@ -1100,8 +1106,12 @@ export async function reinjectSelection(env: Pick<RedriveEnv, 'auditLog'>, path:
 
 /**
  * Runs a re-inject as an operation (see {@link startReinject}): publishes the snapshot's messages
- * but those {@link reinjectSelection} leaves out (`ReinjectResult.leftOut`, named in `notes`), and
- * logs an audit entry (`counts.leftOut`) whatever the outcome.
+ * but those {@link reinjectSelection} leaves out (`ReinjectResult.leftOut`, named in `notes`), in
+ * batches of `batchSize` publish calls that share one {@link PublishRun}: on a target that keeps an
+ * order per key (SQS FIFO message groups) a message not published stops its group for the rest of
+ * the run, later batches included, and the group's later messages are held back (counted in
+ * `failed` and `heldBack`, a note saying they are still in the file). Logs an audit entry
+ * (`counts.leftOut`, `counts.heldBack`) whatever the outcome.
  * @throws like {@link startReinject}'s operation: `INVALID_INPUT`, `SNAPSHOT_INVALID`, `QUEUE_NOT_FOUND`, `UNSUPPORTED`, connection codes, `CANCELLED`.
  */
 export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: OperationContext, operationId: string | null = null): Promise<ReinjectResult> {
@@ -1122,15 +1132,18 @@ export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: Oper
   ctx.setTotal(total - selection.leftOut);
   const size = Math.max(1, Math.min(batch, rate === null ? 1000 : Math.ceil(rate)));
   const limiter = new MoveRateLimiter(rate, size);
-  const res: ReinjectResult = { path: r.path, targetQueueId: target.id, targetName: target.name, read: 0, published: 0, failed: 0, leftOut: 0, auditId: null, notes: [...(olderNote !== null ? [olderNote] : []), ...selection.warnings] };
+  const res: ReinjectResult = { path: r.path, targetQueueId: target.id, targetName: target.name, read: 0, published: 0, failed: 0, leftOut: 0, heldBack: 0, auditId: null, notes: [...(olderNote !== null ? [olderNote] : []), ...selection.warnings] };
   let status = 'completed';
   let error: unknown = null;
+  // One run across the batches: a FIFO group stopped in one batch stays stopped in the next.
+  const run: PublishRun = { stopped: new Map() };
   const send = async (messages: QueueMessage[]): Promise<void> => {
     await ctx.checkpoint();
     await limiter.take(messages.length, ctx.signal);
-    const out = await mover.publish(target.id, messages, ctx.signal);
+    const out = await mover.publish(target.id, messages, ctx.signal, run);
     res.published += out.published.length;
     res.failed += out.failed.length;
+    res.heldBack += out.failed.filter((f) => typeof f.error.details?.blockedBy === 'string').length;
     limiter.refund(out.failed.length);
     for (const f of out.failed) ctx.addError(new QueuescopeError(f.error.code, `Message ${f.id} was not published: ${f.error.message}`, { id: f.id }));
     ctx.report({ processed: res.read - res.leftOut, moved: res.published, failed: res.failed });
@@ -1156,6 +1169,7 @@ export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: Oper
     error = e;
     status = toErrorInfo(e).code === 'CANCELLED' || ctx.signal.aborted ? 'cancelled' : 'failed';
   }
+  if (res.heldBack > 0) res.notes.push(heldBackNote(res));
   try {
     const entry = await env.auditLog.append({
       actor: env.actor,
@@ -1165,7 +1179,7 @@ export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: Oper
       target: target.name,
       filter: null,
       status,
-      counts: { read: res.read, published: res.published, failed: res.failed, ...(res.leftOut > 0 ? { leftOut: res.leftOut } : {}) },
+      counts: { read: res.read, published: res.published, failed: res.failed, ...(res.leftOut > 0 ? { leftOut: res.leftOut } : {}), ...(res.heldBack > 0 ? { heldBack: res.heldBack } : {}) },
       operationId,
       backupPath: r.path,
       details: { targetQueueId: target.id, rate, batchSize: size, ...(r.includeNotMoved === true ? { includeNotMoved: true } : {}), ...(res.notes.length > 0 ? { notes: res.notes } : {}), ...(error !== null ? { error: toErrorInfo(error) } : {}) },
@@ -1177,6 +1191,15 @@ export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: Oper
   if (status === 'cancelled') ctx.addError(new QueuescopeError('CANCELLED', `Cancelled after ${res.published} of ${res.read} published.`, { result: res }));
   if (error !== null) throw asError(error);
   return res;
+}
+
+/**
+ * What a re-inject that held messages back tells the user (one sentence, plain text): how many, why,
+ * that they are still in the file, and that publishing the file again repeats what was published.
+ */
+export function heldBackNote(r: Pick<ReinjectResult, 'heldBack' | 'published' | 'path'>): string {
+  const n = r.heldBack;
+  return `${String(n)} message${n === 1 ? ' was' : 's were'} held back, not sent: an earlier message of ${n === 1 ? 'its' : 'their'} FIFO message group was not published (refused, or its outcome unknown), and sending ${n === 1 ? 'it' : 'them'} would have put ${n === 1 ? 'it' : 'them'} ahead of it (each error names the message it waits for). ${n === 1 ? 'It is' : 'They are'} still in ${r.path}, in order; publishing that file again also publishes the ${String(r.published)} published now a second time`;
 }
 
 /** Starts a re-inject operation on `ops`. */

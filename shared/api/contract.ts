@@ -179,7 +179,7 @@ export interface ApiOutputs {
   /** The `redrive` operation; when completed, `result` is a `RedriveResult` (shared/redrive/types.ts). */
   'redrive.start': OperationSnapshot;
   'redrive.history': AuditLogPageView;
-  /** The `reinject` operation; when completed, `result` is `{ path, targetQueueId, targetName, read, published, failed, leftOut, auditId, notes }` (leftOut: backup messages its redrive did not move, left out unless `includeNotMoved`; notes: what it could not restore, e.g. the field order an older backup did not record, and what it left out). */
+  /** The `reinject` operation; when completed, `result` is `{ path, targetQueueId, targetName, read, published, failed, leftOut, heldBack, auditId, notes }` (leftOut: backup messages its redrive did not move, left out unless `includeNotMoved`; heldBack: of `failed`, messages not sent because an earlier message of their SQS FIFO group was not published in the run; notes: what it could not restore, e.g. the field order an older backup did not record, and what it left out). */
   'redrive.reinject': OperationSnapshot;
   'audit.run': AuditReport;
   'audit.fix.preview': FixPreview;

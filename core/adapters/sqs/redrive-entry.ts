@@ -115,6 +115,16 @@ function toAttribute(message: QueueMessage, name: string, value: HeaderValue): {
 }
 
 /**
+ * The MessageGroupId a FIFO send of `message` carries ({@link buildSendEntry}): `meta.messageGroupId`,
+ * else the `MessageGroupId` property; null when it has none (or an empty one).
+ */
+export function messageGroupOf(message: QueueMessage): string | null {
+  const prop = message.properties.MessageGroupId;
+  const group = message.meta.messageGroupId ?? (typeof prop === 'string' ? prop : null);
+  return group === null || group === '' ? null : group;
+}
+
+/**
  * Builds the `SendMessageBatch` entry that redrives `message` to `target`:
  * - the body exactly as read (UTF-8 text; a `base64` body — binary from another broker — cannot be
  *   an SQS body and is refused, as is a body the read cut short);
@@ -170,9 +180,8 @@ export function buildSendEntry(message: QueueMessage, target: SendTarget, id: st
   const trace = message.properties.AWSTraceHeader;
   if (typeof trace === 'string' && trace !== '') entry.MessageSystemAttributes = { AWSTraceHeader: { DataType: 'String', StringValue: trace } };
   if (target.fifo) {
-    const prop = message.properties.MessageGroupId;
-    const group = message.meta.messageGroupId ?? (typeof prop === 'string' ? prop : null);
-    if (group === null || group === '') {
+    const group = messageGroupOf(message);
+    if (group === null) {
       return fail(`Message ${message.id} has no MessageGroupId (it comes from a standard queue), but ${target.name} is a FIFO queue that requires one.`, { messageId: message.id });
     }
     const dedupProp = message.properties.MessageDeduplicationId;

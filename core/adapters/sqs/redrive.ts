@@ -20,6 +20,7 @@ import type {
   NativeMoveHandle,
   NativeMoveStatus,
   NativeMoveSupport,
+  PublishRun,
   ReadMovesOn,
   RedriveMover,
 } from '../redrive-types';
@@ -27,7 +28,7 @@ import type { MovedOnByReading, UnseenMessages } from '../../../shared/redrive/t
 import { intAttr, parseArn, parseRedrivePolicy, queueKind, queueNameFromUrl } from './attributes';
 import { mapWithConcurrency } from './concurrency';
 import { DEFAULT_MAX_BODY_BYTES, toQueueMessage } from './message';
-import { SQS_MAX_BATCH_ENTRIES, buildSendEntry, chunkEntries, type BuiltEntry, type SendTarget } from './redrive-entry';
+import { SQS_MAX_BATCH_ENTRIES, buildSendEntry, chunkEntries, messageGroupOf, type BuiltEntry, type SendTarget } from './redrive-entry';
 import { DEFAULT_STEADY_READ, readUntilSteady, type SteadyReading } from './steady-count';
 
 /** What the mover needs from {@link SqsAdapter}: its mapped SDK calls and queue-id resolution. */
@@ -110,6 +111,19 @@ function awsCodeOf(err: QueuescopeError): string {
 
 function cancelled(): QueuescopeError {
   return new QueuescopeError('CANCELLED', 'The redrive was cancelled.');
+}
+
+/**
+ * Why `messageId` of FIFO message group `group` is not published to `targetName`: `stop`, an
+ * earlier message of its group, was not (an earlier call of the same {@link PublishRun}, or a
+ * refusal before sending), and this one would overtake it. Code: `stop`'s.
+ */
+function heldBackError(targetName: string, messageId: string, group: string, stop: { messageId: string; code: ErrorInfo['code'] }): ErrorInfo {
+  return {
+    code: stop.code,
+    message: `Held back: message ${stop.messageId}, an earlier message of its FIFO message group "${group.slice(0, 128)}", was not published to ${targetName}, and publishing this one would put it ahead of that message; it is not published.`,
+    details: { messageId, messageGroupId: group, blockedBy: stop.messageId },
+  };
 }
 
 function receiveTimestampAfter(m: Message, cutoffMs: number): boolean {
@@ -322,28 +336,57 @@ export class SqsRedriveMover implements RedriveMover {
    * backup, or of an earlier re-inject, within its 5-minute window; SDK retries of one call keep
    * the id). `published` lists the ids SQS reported
    * `Successful`; every other message is in `failed` with why (not sendable, a per-entry failure,
-   * or the call itself failing — then it may or may not have arrived). A FIFO target is sent to
-   * with {@link sendInGroupOrder}: a message of a group after one SQS did not
-   * accept is not published (in `failed`, naming that message), so none overtakes it; within this
-   * call only — a later call starts every group afresh.
+   * or the call itself failing — then it may or may not have arrived).
+   *
+   * FIFO target: no message is published ahead of an earlier message of its MessageGroupId that was
+   * not. The first message of a group not published — refused before sending ({@link buildSendEntry},
+   * e.g. over the target's MaximumMessageSize), refused by SQS, or sent with an unknown outcome —
+   * stops its group: the group's later messages are not sent and are in `failed`, held back
+   * (`details.blockedBy` = its MessageId). Within the call the sends go
+   * through {@link sendInGroupOrder}; across calls, when the caller passes the same `run` to every
+   * call ({@link PublishRun}: a re-inject publishing a file batch by batch), a group stopped in an
+   * earlier call stays stopped and the call records the groups it stops. Without `run` each call
+   * starts every group afresh.
    * @throws QueuescopeError QUEUE_NOT_FOUND (target), INVALID_INPUT (not an sqs: id), CANCELLED before the first call.
    */
-  async publish(targetQueueId: string, messages: readonly QueueMessage[], signal?: AbortSignal): Promise<{ published: string[]; failed: { id: string; error: ErrorInfo }[] }> {
+  async publish(
+    targetQueueId: string,
+    messages: readonly QueueMessage[],
+    signal?: AbortSignal,
+    run?: PublishRun,
+  ): Promise<{ published: string[]; failed: { id: string; error: ErrorInfo }[] }> {
     if (signal?.aborted === true) throw cancelled();
     const target = await this.targetInfo(targetQueueId, signal);
     const published: string[] = [];
     const failed: { id: string; error: ErrorInfo }[] = [];
     const built: (BuiltEntry & { messageId: string })[] = [];
     const salt = randomUUID();
+    // FIFO: the groups stopped so far (this run's, or this call's alone without one).
+    const stopped = run?.stopped ?? new Map<string, { messageId: string; code: ErrorInfo['code'] }>();
     messages.forEach((m, i) => {
+      const group = target.fifo ? messageGroupOf(m) : null;
+      const stop = group !== null ? stopped.get(group) : undefined;
+      if (group !== null && stop !== undefined) {
+        failed.push({ id: m.id, error: heldBackError(target.name, m.id, group, stop) });
+        return;
+      }
       const b = buildSendEntry(m, target, `p${i % SQS_MAX_BATCH_ENTRIES}`, salt);
-      if ('error' in b) failed.push({ id: m.id, error: b.error });
-      else built.push({ ...b, messageId: m.id });
+      if ('error' in b) {
+        failed.push({ id: m.id, error: b.error });
+        if (group !== null) stopped.set(group, { messageId: m.id, code: b.error.code });
+      } else built.push({ ...b, messageId: m.id });
     });
     if (target.fifo) {
       // At most one message per group per call, a group stopping at its first message not accepted.
       const r = await this.sendInGroupOrder(target, built, this.options.concurrency, 'it is not published', signal);
-      return { published: r.ok.map((e) => e.messageId), failed: [...failed, ...r.failed.map((f) => ({ id: f.entry.messageId, error: f.error }))] };
+      for (const f of r.failed) {
+        const group = f.entry.entry.MessageGroupId;
+        if (group !== undefined && !stopped.has(group)) stopped.set(group, { messageId: f.entry.messageId, code: f.error.code });
+      }
+      return {
+        published: r.ok.map((e) => e.messageId),
+        failed: [...failed, ...r.failed.map((f) => ({ id: f.entry.messageId, error: f.error }))],
+      };
     }
     const chunks = chunkEntries(built);
     for (const chunk of chunks) {

@@ -3,7 +3,7 @@ import { resolve as resolvePath } from 'node:path';
 import type { Command } from 'commander';
 import { QueuescopeError, type OperationSnapshot, type QueueSummary } from '../../../shared/domain';
 import { parseFilter } from '../../../shared/redrive/filter';
-import { checkRate, olderSnapshotCheck, planRedrive, priorUsesOfBackup, reinjectSelection, resolveReinjectTarget, startRedrive, startReinject, type RedriveEnv, type RedrivePlan, type RedriveRequest, type RedriveResult, type ReinjectResult } from '../../redrive/engine';
+import { checkRate, heldBackNote, olderSnapshotCheck, planRedrive, priorUsesOfBackup, reinjectSelection, resolveReinjectTarget, startRedrive, startReinject, type RedriveEnv, type RedrivePlan, type RedriveRequest, type RedriveResult, type ReinjectResult } from '../../redrive/engine';
 import { readSnapshot } from '../../snapshot/reader';
 import { isRedriveBackupHeader, type SnapshotHeaderLine } from '../../snapshot/format';
 import { AuditLog, type AuditEntry } from '../../services/audit-log';
@@ -62,7 +62,12 @@ would duplicate what is still in the DLQ or what the other client has) and warns
 with how many, why and their ids; --include-not-moved publishes them too. A backup whose redrive
 reported failures without recording which (a native move that ended partly) is published whole,
 with a warning giving the count. reinject also warns when the redrive moved messages (they are in the
-target already), has no end recorded, or the backup was re-injected before.`;
+target already), has no end recorded, or the backup was re-injected before.
+
+Into an SQS FIFO queue, a message that is not published (refused, or its outcome unknown) stops its
+message group for the rest of the run, across --batch boundaries: the group's later messages are
+held back, not sent, so none overtakes it; each is named with the message it waits for (exit 7).
+They are still in the file; publishing it again publishes the others a second time.`;
 
 interface RedriveOpts extends CommonOpts {
   to?: string;
@@ -469,7 +474,8 @@ export function register(program: Command, ctx: CliContext): void {
       finish(ctx, final, opts.json === true, (r) => {
         const x = r as ReinjectResult;
         const left = x.leftOut > 0 ? ` ${x.leftOut} not moved by the redrive that wrote it ${x.leftOut === 1 ? 'was' : 'were'} left out (--include-not-moved publishes them).` : '';
-        return `Re-injected ${x.published} of ${x.read} message${x.read === 1 ? '' : 's'} from ${cell(x.path, 300)} into ${cell(x.targetName, 120)}${x.failed > 0 ? ` (${x.failed} failed)` : ''}.${left}\n`;
+        const held = x.heldBack > 0 ? ` ${escapeForTerminal(heldBackNote(x))}.` : '';
+        return `Re-injected ${x.published} of ${x.read} message${x.read === 1 ? '' : 's'} from ${cell(x.path, 300)} into ${cell(x.targetName, 120)}${x.failed > 0 ? ` (${x.failed} failed${x.heldBack > 0 ? `, ${x.heldBack} of them held back` : ''})` : ''}.${left}${held}\n`;
       });
     });
   });
