@@ -5,6 +5,7 @@ import type { ProjectConfig } from '../../shared/config/project-config';
 import type { ConnectionManager } from '../services/connection-manager';
 import type { OperationManager } from '../services/operations';
 import { assertPeekAllowed } from '../services/export';
+import { defaultInspectState } from '../../shared/api/inspect-scope';
 import { inspectQueue, readBrokerVersion } from './inspect';
 import { resolveInspectSettings } from './settings';
 
@@ -25,8 +26,9 @@ export interface InspectHandlerDeps {
  *   connection's adapter reports (`brokerVersion`, read once per adapter; null when none), which
  *   the renderer passes to its own analyses for the size limit.
  * - `inspect.queue`: starts an `inspect` operation (progress: messages analysed) that reads the
- *   queue with the same side-effect gate as peek/export (`PEEK_REFUSED` before anything is read
- *   unless `acceptSideEffects`), with the connection's rules for that queue, and (unless
+ *   queue in `state`, or without one in `defaultInspectState` (every state of a snapshot, `waiting`
+ *   of a live BullMQ queue; the report's `state`/`states` name it), with the same side-effect
+ *   gate as peek/export (`PEEK_REFUSED` before anything is read unless `acceptSideEffects`), with the connection's rules for that queue, and (unless
  *   `compareDeadLetter` is false) its dead-letter partners for the duplicate comparison, with
  *   their own side effects, also under `acceptSideEffects`; the finished operation's
  *   `result.report` is an `InspectReport`.
@@ -85,7 +87,10 @@ export function createInspectHandlers(deps: InspectHandlerDeps): Pick<ApiHandler
       const profile = connections.get(input.connectionId);
       const rulesState = await stateOf(input.connectionId);
       const settings = resolveInspectSettings([{ label: `connection "${profile.name}"`, inspect: rulesState.settings }], queue, profile.name);
-      const label = `Inspect ${input.state !== undefined ? `${input.state} messages of ` : ''}${queue.name}`;
+      // No state given: the one default the CLI applies too (a snapshot: every state in the file;
+      // a live BullMQ queue: waiting), so the same input gives the same report in both.
+      const state = input.state ?? defaultInspectState(queue);
+      const label = `Inspect ${state !== undefined ? `${state} messages of ` : ''}${queue.name}`;
       return operations.start('inspect', label, async (ctx) => {
         const report = await inspectQueue(
           adapter,
@@ -94,7 +99,7 @@ export function createInspectHandlers(deps: InspectHandlerDeps): Pick<ApiHandler
             rules: settings.rules,
             rulesSource: settings.source,
             brokerVersion: rulesState.brokerVersion,
-            ...(input.state !== undefined ? { state: input.state } : {}),
+            ...(state !== undefined ? { state } : {}),
             ...(input.limit !== undefined ? { limit: input.limit } : {}),
             ...(input.acceptSideEffects !== undefined ? { acceptSideEffects: input.acceptSideEffects } : {}),
             ...(input.rowLimit !== undefined ? { rowLimit: input.rowLimit } : {}),

@@ -1,6 +1,7 @@
 import { QueuescopeError, type QueueMessage, type QueueSummary } from '../../shared/domain';
 import type { BrokerAdapter } from '../adapters/types';
 import type { InspectComparison, InspectReport, InspectedMessage } from '../../shared/api/inspect';
+import { inspectedStates } from '../../shared/api/inspect-scope';
 import { analyzeMessage, compareDuplicates, createQueueSummary, type AnalyzeOptions, type KeyVerdictKind, type MessageAnalysis, type PayloadVerdictKind, type RedeliverySummary } from './analysis';
 import { readQueue, type ReadQueueOptions, type ReadQueueResult } from './read';
 
@@ -30,6 +31,11 @@ const BULLMQ_LIVE_STATES = ['waiting', 'prioritized', 'delayed', 'paused', 'acti
 
 /** Options of {@link inspectQueue}. */
 export interface InspectQueueOptions {
+  /**
+   * State to read; absent = no filter (the adapter's default: a snapshot's every state, a live
+   * BullMQ queue's `waiting`). Callers that take a user's input apply `defaultInspectState` first,
+   * so the report names the state; `InspectReport.states` lists what was read.
+   */
   state?: string;
   /** Most messages to analyse (default: the whole queue/state where it can be paged). */
   limit?: number;
@@ -404,6 +410,7 @@ export async function inspectQueue(adapter: BrokerAdapter, queueId: string, opti
   return {
     queue: { id: queue.id, name: queue.name, kind: queue.kind, broker: queue.broker, isDeadLetterQueue: queue.isDeadLetterQueue },
     state: options.state ?? null,
+    ...withStates(inspectedStates(queue, options.state)),
     rulesSource: options.rulesSource ?? 'built-in rules',
     rules,
     analysed,
@@ -642,6 +649,10 @@ export function snapshotCutReason(adapter: BrokerAdapter, queue: QueueSummary): 
 }
 
 /** `{ notes }` with the non-null ones, or nothing when there are none. */
+function withStates(states: string[] | undefined): { states?: string[] } {
+  return states !== undefined ? { states } : {};
+}
+
 function withNotes(notes: (string | null)[]): { notes?: string[] } {
   const kept = notes.filter((n): n is string => n !== null);
   return kept.length > 0 ? { notes: kept } : {};

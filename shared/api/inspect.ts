@@ -16,7 +16,10 @@ export const inspectQueueInputSchema = z
   .object({
     connectionId: id,
     queueId: z.string().min(1).max(2048),
-    /** Peek state (e.g. BullMQ `failed`); absent = the adapter's default. */
+    /**
+     * Peek state (e.g. BullMQ `failed`); absent = `defaultInspectState` (shared/api/inspect-scope.ts):
+     * `waiting` for a live BullMQ queue, every state a snapshot file holds, else the adapter's only state.
+     */
     state: z.string().max(64).optional(),
     /** Most messages to analyse; absent = the whole queue (state) where it can be paged. */
     limit: z.number().int().min(1).max(10_000_000).optional(),
@@ -102,7 +105,14 @@ export interface InspectComparison {
 /** What an inspection reports. JSON-safe (crosses IPC, printed by `inspect --json`). */
 export interface InspectReport {
   queue: { id: string; name: string; kind: QueueSummary['kind']; broker: QueueSummary['broker']; isDeadLetterQueue: boolean };
+  /** The state asked for (given, or the default of `defaultInspectState`, e.g. `waiting` for a live BullMQ queue); null = no state filter. */
   state: string | null;
+  /**
+   * The states read (`inspectedStates`): `[state]`, or for a snapshot read without a state every
+   * state its messages carry (e.g. `waiting`, `delayed`, `failed`). Absent for a live queue read
+   * without a state (it has one, unnamed). `describeInspectScope` puts it in words.
+   */
+  states?: string[];
   /** Where the rules came from (see `resolveInspectSettings`). */
   rulesSource: string;
   rules: NonNullable<AnalyzeOptions['rules']>;

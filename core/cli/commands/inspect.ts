@@ -6,6 +6,7 @@ import { loadProjectConfig } from '../../config/project-file';
 import { DEFAULT_ROW_LIMIT, inspectQueue, snapshotPartialReason, type CompareTarget, type InspectReport } from '../../inspect/inspect';
 import { HELD_BACK, INSPECT_MAX_BODY_BYTES, MAX_INSPECT_BODY_BYTES } from '../../inspect/read';
 import type { InspectedMessage } from '../../../shared/api/inspect';
+import { defaultInspectState, describeInspectScope } from '../../../shared/api/inspect-scope';
 import { resolveInspectSettings, type InspectSettingsSource } from '../../inspect/settings';
 import { OperationManager } from '../../services/operations';
 import { ProfileStore, defaultConfigDir } from '../../services/profile-store';
@@ -36,6 +37,10 @@ What it reports (rules: shared/analysis/README.md):
                 duplicate key groups, keys used for different operations, the same payload
                 under different keys; duplicates shared with the queue's DLQ or source queue
                 (and with --compare, with the same queue in another snapshot)
+
+States read: --state, else a snapshot file's every state (the header says "all states in the
+snapshot: waiting, delayed, failed", as the app's analysis of the file reads it), a live BullMQ
+queue's waiting jobs (header "state waiting"; stderr names its delayed, prioritized… jobs left out).
 
 Rules come from --config FILE, else the project file found upward from here
 (queuescope.config.json/.yaml, section "inspect"; the first entry whose "match" fits the queue
@@ -69,7 +74,7 @@ export function register(program: Command, ctx: CliContext): void {
       .description('tell per message and per queue whether redelivery is safe: idempotency keys and mutable-payload flags')
       .argument('[connection]', 'URL, snapshot file or saved connection (default: from the environment)')
       .argument('[queue]', 'queue name or id (optional for a snapshot with one queue)')
-      .option('--state <state>', 'message state to read (e.g. BullMQ failed; a live BullMQ queue is read in state waiting by default, and stderr names its other live jobs left out)')
+      .option('--state <state>', 'message state to read (e.g. BullMQ failed; by default a snapshot file is read in every state it holds, as the app analyses it, and a live BullMQ queue in state waiting, with stderr naming its other live jobs left out)')
       .option('--limit <n>', 'analyse at most N messages (default: the whole queue where it can be paged)')
       .option('--rows <n>', `per-message rows (0-100000; default 50 in the table, ${String(DEFAULT_ROW_LIMIT)} with --json, which also lists the messages the summary names as examples)`)
       .option('--why', "print each listed message's key verdict reason and payload reasons under its row")
@@ -115,10 +120,11 @@ export function register(program: Command, ctx: CliContext): void {
         ctx.err(`note: reading ${cell(q.name)} changes it:\n${q.capabilities.peekSideEffects.map((s) => `  - ${escapeForTerminal(s.description)}\n`).join('')}`);
       }
 
-      // A live BullMQ queue is read in one state, `waiting` by default (the adapter's default): name
-      // it, and the jobs of the other states that will still run, which that read leaves out.
-      const bullmqDefault = opts.state === undefined && q.kind === 'bullmq' && resolved.config.kind !== 'snapshot';
-      const state = bullmqDefault ? 'waiting' : opts.state;
+      // No --state: the default the app's analysis applies too (defaultInspectState): a snapshot is
+      // read in every state its file holds; a live BullMQ queue in `waiting` (the adapter's
+      // default), and stderr names the jobs of its other states that will still run, left out.
+      const state = opts.state ?? defaultInspectState(q);
+      const bullmqDefault = opts.state === undefined && state === 'waiting' && q.kind === 'bullmq';
       const unreadLive = bullmqDefault ? bullmqUnreadLiveJobs(q.name, q.counts) : null;
 
       const extra = opts.compare !== undefined ? await ctx.connect({ file: opts.compare }) : null;
@@ -242,7 +248,8 @@ export function formatInspectReport(r: InspectReport, options: { rows: number; w
   const s = r.summary;
   const out: string[] = [];
   const of = r.total !== null && r.total !== r.analysed ? ` of ${String(r.total)}` : '';
-  out.push(`Redelivery safety of ${cell(r.queue.name, 120)} (${r.queue.kind}${r.state !== null ? `, state ${cell(r.state, 30)}` : ''}): ${plural(r.analysed, 'message')} analysed${of} in ${String(r.elapsedMs)} ms`);
+  const scope = describeInspectScope(r);
+  out.push(`Redelivery safety of ${cell(r.queue.name, 120)} (${r.queue.kind}${scope !== null ? `, ${cell(scope, 200)}` : ''}): ${plural(r.analysed, 'message')} analysed${of} in ${String(r.elapsedMs)} ms`);
   out.push(`Rules: ${cell(r.rulesSource, 200)}${options.note != null ? ` (${cell(options.note, 200)})` : ''}`);
   if (r.partial) out.push(`Partial: ${cell(r.partialReason ?? 'not every message was read', 400)}`);
   out.push('');

@@ -3,6 +3,7 @@ import type { InspectReport, InspectedMessage } from '../../../shared/api/inspec
 import type { KeyVerdictKind } from '../../../shared/analysis/types';
 import type { QueueMessage } from '../../../shared/domain/message';
 import type { QueueSummary } from '../../../shared/domain/queue';
+import { describeInspectScope } from '../../../shared/api/inspect-scope';
 import { absoluteTime, count } from '../lib/format';
 import { useStore } from '../store';
 import { queueKey } from '../store/types';
@@ -24,7 +25,8 @@ const KEY_ORDER: KeyVerdictKind[] = ['business-derived', 'period-key', 'opaque-r
  * payloads, duplicate groups (within the queue and shared with its DLQ / source), keys used for
  * different operations, the same payload under different keys; each with a drill-down to example
  * messages (opens a loaded message, else the analysed copy through `onShowAnalysed` when given, and
- * shows its verdict row). Runs `inspect.queue` over the whole queue (state): at once where reading
+ * shows its verdict row). Runs `inspect.queue` over the whole queue (`state`; undefined = the
+ * shared default: a snapshot's every state) and names the states read: at once where reading
  * changes nothing, after confirmation where it does — reading the queue, or reading the dead-letter
  * partners the analysis compares it with (their side effects are named in the confirmation).
  */
@@ -58,6 +60,9 @@ export function InspectSummary({
   // queue (or partners not looked up yet) waits for the user's consent.
   const hasSideEffects = caps.peekSideEffects.length > 0 || compared.status === 'loading' || compared.queues.some(comparedReadChanges);
   const settings = rulesEntry?.state?.settings;
+  // The states analysed: the state asked for, or a snapshot's every state (what `inspect.queue` reads without one).
+  const snapStates = snapshotInfo(summary)?.states;
+  const headerScope = state ?? (snapStates !== undefined && Object.keys(snapStates).length > 0 ? 'all states' : null);
   const stale = run !== undefined && run.state !== state;
 
   // Non-destructive queues are inspected at once (and again when the rules or the state change).
@@ -94,7 +99,7 @@ export function InspectSummary({
   return (
     <section className="panel inspect-summary" aria-label="Redelivery safety" data-testid="inspect-summary">
       <h3>
-        Redelivery safety{state !== undefined ? <span className="muted"> · {state}</span> : null}
+        Redelivery safety{headerScope !== null ? <span className="muted"> · {headerScope}</span> : null}
         <span className="spacer" />
         <button type="button" className="btn btn-small" onClick={() => setEditing(true)} data-testid="edit-inspect-rules">
           Rules…
@@ -182,6 +187,8 @@ function readTitle(w: { startedAt: number | null; finishedAt: number | null }): 
 }
 
 function ReportView({ report, stale, readWindow, onPick }: { report: InspectReport; stale: boolean; readWindow: { startedAt: number | null; finishedAt: number | null } | null; onPick: (id: string) => void }) {
+  // Which states were read, as the CLI's header says it ("state waiting", "all states in the snapshot: …").
+  const scope = describeInspectScope(report);
   return (
     <div data-testid="inspect-report">
       <div className="muted">
@@ -192,7 +199,7 @@ function ReportView({ report, stale, readWindow, onPick }: { report: InspectRepo
             <ReadAgo ms={readWindow.finishedAt ?? readWindow.startedAt} absoluteTitle={readTitle(readWindow)} testId="summary-read-at" />
           </>
         )}{' '}
-        · rules: {report.rulesSource}
+        {scope !== null && <span data-testid="inspect-scope"> · {scope}</span>} · rules: {report.rulesSource}
         {stale ? ' · for another state: re-analyse' : ''}
       </div>
       {report.partial && <div className="notice notice-warn">Partial: {report.partialReason}</div>}

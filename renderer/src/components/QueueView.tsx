@@ -1,5 +1,6 @@
 import { useEffect, useMemo, useRef, useState } from 'react';
 import type { PeekSideEffect, QueueSummary } from '../../../shared/domain/queue';
+import { defaultViewState } from '../../../shared/api/inspect-scope';
 import { count, absoluteTime } from '../lib/format';
 import { useStore } from '../store';
 import { queueKey } from '../store/types';
@@ -33,14 +34,17 @@ export function describeSideEffect(reported: string, declared: PeekSideEffect[])
   return reported in SIDE_EFFECT_SHORT ? SIDE_EFFECT_SHORT[reported as PeekSideEffect['kind']] : reported;
 }
 
-/** The state to peek first: the first state with messages, else the first state; undefined when the queue has one state. */
+/**
+ * The state the view peeks and analyses before the user picks one (`defaultViewState`, shared with
+ * the CLI's default): a snapshot's every state (undefined), as `queuescope inspect` reads the file;
+ * a live queue's first state with messages, else its first state; undefined when it has one state.
+ */
 export function defaultPeekState(q: QueueSummary | null | undefined): string | undefined {
-  const states = q?.capabilities.peekStates ?? [];
-  if (states.length === 0 || q === null || q === undefined) return undefined;
-  // a snapshot can only show what the file holds
-  const counts = snapshotInfo(q)?.states ?? q.counts;
-  return states.find((s) => (counts[s] ?? 0) > 0) ?? states[0];
+  return q === null || q === undefined ? undefined : defaultViewState(q);
 }
+
+/** The state menu's "all states" choice (a snapshot's: every state its file holds). */
+const ALL_STATES = '';
 
 /** True when the last load of a queue said it does not exist (any more): the view then shows only that. */
 export function isQueueGone(detail: { status: string; error: { code: string } | null } | undefined): boolean {
@@ -89,7 +93,7 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
 
   const summary = detail?.summary ?? null;
   const caps = summary?.capabilities;
-  const state = chosenState ?? defaultPeekState(summary);
+  const state = chosenState === ALL_STATES ? undefined : (chosenState ?? defaultPeekState(summary));
   const limit = Math.min(prefs.peekLimit, caps?.maxPeekWindow ?? prefs.peekLimit);
   const direction = prefs.peekDirection;
   const hasSideEffects = (caps?.peekSideEffects.length ?? 0) > 0;
@@ -254,7 +258,8 @@ export function QueueView({ connectionId, queueId }: { connectionId: string; que
             {caps.peekStates.length > 0 && (
               <label>
                 State{' '}
-                <select value={state ?? ''} onChange={(e) => setChosenState(e.target.value)} aria-label="State">
+                <select value={state ?? ALL_STATES} onChange={(e) => setChosenState(e.target.value)} aria-label="State">
+                  {snap !== null && <option value={ALL_STATES}>all states ({count(snap.messages)} in snapshot)</option>}
                   {caps.peekStates.map((s) => (
                     <option key={s} value={s}>
                       {s}
