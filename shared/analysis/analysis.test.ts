@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { QueueMessage } from '../domain';
 import { analyzeMessage, summarizeQueue, type MessageAnalysis } from './index';
 import { CORPUS, msg } from './fixtures/corpus';
 import { MAX_ARRAY_ITEMS, MAX_OBJECT_MEMBERS, MAX_WALK_DEPTH, MAX_WALK_NODES } from './payload';
@@ -165,5 +166,54 @@ describe('a Redis stream pending entry whose entry was trimmed', () => {
     expect(empty.payload.findings.map((f) => f.rule)).toEqual(['not-json']);
     // Only a literal true counts (properties are broker data).
     expect(analyzeMessage(msg({ rawBody: '', properties: { entryDeleted: 'true' } })).verdict).toBe('ok');
+  });
+});
+
+describe('several idempotency-key headers (rule K1b)', () => {
+  const ambiguous = { 'Idempotency-Key': 'A-1001:charge', 'idempotency-key': 'A-1001:refund' };
+  const body = { orderId: 'A-1001', operation: 'charge' };
+
+  it('different values make the message review, with the ambiguity first among the review reasons, also in a snapshot queue', () => {
+    const a = analyzeMessage(msg({ headers: ambiguous, body }));
+    expect(a.verdict).toBe('review');
+    expect(a.payload.label).toBe('review');
+    expect(a.keyVerdict.verdict).toBe('business-derived');
+    expect(a.reasons[0]).toMatch(/^ambiguous idempotency key: the headers "Idempotency-Key" \('A-1001:charge'\) and "idempotency-key" \('A-1001:refund'\)/);
+    expect(severities(a)).toEqual(['review', 'ok']);
+    // Marking the payload as a snapshot does not make an ambiguous key safe.
+    const snap = analyzeMessage(msg({ headers: ambiguous, body }), { rules: { queueIsSnapshot: true } });
+    expect(snap.verdict).toBe('review');
+    // A flag stays first; the ambiguity comes before the payload's own review findings.
+    const mixed = analyzeMessage(msg({ headers: ambiguous, body: { orderId: 'A-1001', status: 'paid', order: { id: 'A-1001', status: 'paid' } } }));
+    expect(mixed.payload.findings.map((f) => [f.rule, f.severity])).toEqual([
+      ['embedded-entity', 'flag'],
+      ['key-headers', 'review'],
+      ['loose-state', 'review'],
+    ]);
+    expect(severities(mixed)).toEqual(['flag', 'review', 'review']);
+  });
+
+  it('a text body keeps its own sentence after the ambiguity', () => {
+    const a = analyzeMessage(msg({ headers: { 'Idempotency-Key': 'A-1', 'X-Idempotency-Key': 'B-2' }, rawBody: 'charge A-1' }));
+    expect(a.verdict).toBe('review');
+    expect(a.payload.findings.map((f) => f.rule)).toEqual(['key-headers', 'not-json']);
+    expect(a.reasons[1]).toBe('the body is text, not JSON: its fields were not classified.');
+  });
+
+  it('the same value under two spellings keeps the verdict ok and adds a mention last', () => {
+    const a = analyzeMessage(msg({ headers: { 'Idempotency-Key': 'A-1001:charge', 'idempotency-key': 'A-1001:charge' }, body }));
+    expect(a.verdict).toBe('ok');
+    expect(a.payload.findings.map((f) => [f.rule, f.severity])).toEqual([
+      ['no-mutable-state', 'ok'],
+      ['key-headers', 'ok'],
+    ]);
+    expect(a.reasons[1]).toContain('both hold the key');
+  });
+
+  it('the queue summary counts it as a review reason, the same with or without sentences', () => {
+    const messages = [msg({ id: 'amb', headers: ambiguous, body }), msg({ id: 'one', headers: { 'Idempotency-Key': 'A-1002:charge' }, body: { orderId: 'A-1002', operation: 'charge' } })];
+    const s = summarizeQueue(messages);
+    expect(s.verdicts).toEqual({ ok: 1, review: 1, flag: 0 });
+    expect(s.reasons).toEqual([{ rule: 'key-headers', severity: 'review', count: 1, example: analyzeMessage(messages[0] as QueueMessage).reasons[0], exampleIds: ['amb'] }]);
   });
 });

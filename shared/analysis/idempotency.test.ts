@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import type { HeaderValue, MessageMeta, QueueMessage } from '../domain';
-import { classifyKey, extractIdempotencyKey, readMessagePath, type KeyRule, type KeyVerdictKind } from './idempotency';
+import { MAX_KEY_HEADERS, classifyKey, extractIdempotencyKey, keyHeadersFinding, readMessagePath, type KeyRule, type KeyVerdictKind } from './idempotency';
 import { analyzeMessage } from './index';
 
 interface MsgInit {
@@ -317,7 +317,7 @@ describe('idempotency fixture corpus', () => {
 
 describe('idempotency properties', () => {
   const headerValue: fc.Arbitrary<HeaderValue> = fc.oneof(fc.string(), fc.integer(), fc.boolean(), fc.constant(null), fc.dictionary(fc.string(), fc.string()));
-  const headerName = fc.oneof(fc.constantFrom('Idempotency-Key', 'x-idempotency-key', 'jobId', 'ce-id', 'ce-source', '__proto__', 'constructor'), fc.string());
+  const headerName = fc.oneof(fc.constantFrom('Idempotency-Key', 'idempotency-key', 'IDEMPOTENCY-KEY', 'x-idempotency-key', 'X-Idempotency-Key', 'jobId', 'ce-id', 'ce-source', '__proto__', 'constructor'), fc.string());
 
   it('never throws on arbitrary bodies, headers and rules, and returns bounded keys', () => {
     const rule: fc.Arbitrary<KeyRule> = fc.oneof(
@@ -337,7 +337,38 @@ describe('idempotency properties', () => {
         const v = classifyKey(ex?.key ?? key, m, ex ?? undefined);
         expect(typeof v.reason).toBe('string');
         expect(v.reason.startsWith(`${v.verdict}:`)).toBe(true);
+        const f = keyHeadersFinding(ex, true);
+        if (ex?.headers !== undefined) {
+          expect(ex.headers.length).toBeGreaterThanOrEqual(2);
+          expect(ex.headers[0]?.value?.startsWith(ex.key)).toBe(true);
+          expect(f?.severity).toBe(ex.headers.every((h) => h.value === ex.headers?.[0]?.value) ? 'ok' : 'review');
+        } else expect(f).toBeNull();
         expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('two spellings of a key header: review exactly when their values differ, naming both headers', () => {
+    const spelling = fc.array(fc.boolean(), { minLength: 15, maxLength: 15 }).map((up) => Array.from('idempotency-key', (c, i) => (up[i] === true ? c.toUpperCase() : c)).join(''));
+    const value = fc.oneof(fc.constantFrom('A-1001:charge', 'A-1001:refund', ''), fc.string({ maxLength: 80 }));
+    fc.assert(
+      fc.property(spelling, spelling, value, value, fc.boolean(), (a, b, va, vb, x) => {
+        const nb = x ? `X-${b}` : b;
+        fc.pre(a !== nb);
+        const ex = extractIdempotencyKey(msg({ headers: { [a]: va, [nb]: vb }, body: {} }));
+        const usable = [va, vb].filter((v) => v.length > 0);
+        if (usable.length === 0) {
+          expect(ex).toBeNull();
+          return;
+        }
+        // Idempotency-Key (any case) before X-Idempotency-Key; of two spellings, the first.
+        expect(ex?.key).toBe(va.length > 0 ? va : vb);
+        const f = keyHeadersFinding(ex, true);
+        expect(f?.severity).toBe(va === vb ? 'ok' : 'review');
+        expect(f?.text).toContain(JSON.stringify(a));
+        expect(f?.text).toContain(JSON.stringify(nb));
+        if (f?.severity === 'review') expect(f.text).toMatch(/^ambiguous idempotency key: the headers /);
       }),
       { numRuns: 300 },
     );
@@ -657,5 +688,108 @@ describe('key extraction: binary Idempotency-Key attributes (SQS Binary, { base6
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('key extraction: several key headers (rule K1b)', () => {
+  const body = { orderId: 'A-1001', operation: 'charge' };
+
+  it('two spellings of Idempotency-Key with different values: the first is used, both are listed, and the finding names both with their values', () => {
+    const m = msg({ headers: { 'Idempotency-Key': 'A-1001:charge', 'idempotency-key': 'A-1001:refund' }, body });
+    const ex = extractIdempotencyKey(m);
+    expect(ex).toEqual({
+      key: 'A-1001:charge',
+      source: 'header Idempotency-Key',
+      origin: 'builtin',
+      fields: ['headers.Idempotency-Key'],
+      headers: [
+        { name: 'Idempotency-Key', value: 'A-1001:charge' },
+        { name: 'idempotency-key', value: 'A-1001:refund' },
+      ],
+      headerCount: 2,
+    });
+    expect(keyHeadersFinding(ex, true)).toEqual({
+      rule: 'key-headers',
+      severity: 'review',
+      text: `ambiguous idempotency key: the headers "Idempotency-Key" ('A-1001:charge') and "idempotency-key" ('A-1001:refund') differ only in case but hold different values; this analysis uses "Idempotency-Key" (the first usable spelling in the message), but a consumer that reads "idempotency-key" deduplicates on 'A-1001:refund' instead; send only one of them.`,
+      fields: ['headers.Idempotency-Key', 'headers.idempotency-key'],
+    });
+    // The summary's analyses keep the text of a review finding.
+    expect(keyHeadersFinding(ex, false)?.text).toBe(keyHeadersFinding(ex, true)?.text);
+  });
+
+  it('Idempotency-Key and X-Idempotency-Key with different values: Idempotency-Key is used, whatever the order, and the reason says why', () => {
+    for (const headers of [
+      { 'X-Idempotency-Key': 'A-1001:refund', 'Idempotency-Key': 'A-1001:charge' } as Record<string, string>,
+      { 'Idempotency-Key': 'A-1001:charge', 'x-idempotency-key': 'A-1001:refund' },
+    ]) {
+      const ex = extractIdempotencyKey(msg({ headers, body }));
+      expect(ex?.key).toBe('A-1001:charge');
+      expect(ex?.source).toBe('header Idempotency-Key');
+      const f = keyHeadersFinding(ex, true);
+      expect(f?.severity).toBe('review');
+      expect(f?.text).toContain(`hold different values; this analysis uses "Idempotency-Key" (Idempotency-Key is read before X-Idempotency-Key), but a consumer that reads "${Object.keys(headers).find((k) => k.toLowerCase().startsWith('x-')) ?? ''}" deduplicates on 'A-1001:refund' instead`);
+      expect(f?.text).not.toContain('differ only in case');
+    }
+  });
+
+  it('an unusable Idempotency-Key beside a usable X-Idempotency-Key: X- is used, and a consumer reading the other finds no key', () => {
+    const ex = extractIdempotencyKey(msg({ headers: { 'Idempotency-Key': '', 'X-Idempotency-Key': 'A-1001:charge' }, body }));
+    expect(ex?.key).toBe('A-1001:charge');
+    expect(ex?.source).toBe('header X-Idempotency-Key');
+    expect(ex?.headers).toEqual([
+      { name: 'X-Idempotency-Key', value: 'A-1001:charge' },
+      { name: 'Idempotency-Key', value: null, why: 'empty' },
+    ]);
+    expect(keyHeadersFinding(ex, true)?.text).toBe(
+      `ambiguous idempotency key: the headers "X-Idempotency-Key" ('A-1001:charge') and "Idempotency-Key" (empty) hold different values; this analysis uses "X-Idempotency-Key" (no Idempotency-Key header holds a usable key), but a consumer that reads "Idempotency-Key" finds no usable key; send only one of them.`,
+    );
+    // An unusable first spelling: the next one is used, and the reason does not call it the first.
+    const late = extractIdempotencyKey(msg({ headers: { 'idempotency-key': ['A-1', 'A-2'], 'Idempotency-Key': 'A-1001:charge' }, body }));
+    expect(late?.key).toBe('A-1001:charge');
+    expect(keyHeadersFinding(late, true)?.text).toBe(
+      `ambiguous idempotency key: the headers "Idempotency-Key" ('A-1001:charge') and "idempotency-key" (a list of 2 values, not one key) differ only in case but hold different values; this analysis uses "Idempotency-Key" (the first usable spelling in the message), but a consumer that reads "idempotency-key" finds no usable key; send only one of them.`,
+    );
+  });
+
+  it('the same value under two spellings (one binary) is an ok mention, not an alarm', () => {
+    const ex = extractIdempotencyKey(msg({ headers: { 'idempotency-key': 'A-1001:charge', 'IDEMPOTENCY-KEY': { base64: btoa('A-1001:charge') } }, body }));
+    expect(ex?.source).toBe('header Idempotency-Key');
+    expect(keyHeadersFinding(ex, true)).toEqual({
+      rule: 'key-headers',
+      severity: 'ok',
+      text: `the headers "idempotency-key" and "IDEMPOTENCY-KEY", whose names differ only in case, both hold the key 'A-1001:charge', so a consumer gets the same key whichever it reads.`,
+      fields: ['headers.idempotency-key', 'headers.IDEMPOTENCY-KEY'],
+    });
+    expect(keyHeadersFinding(ex, false)).toEqual({ rule: 'key-headers', severity: 'ok', text: '', fields: [] });
+  });
+
+  it('one key header: nothing listed, no finding', () => {
+    const cases: Record<string, string>[] = [{ 'Idempotency-Key': 'A-1' }, { 'iDeMpOtEnCy-KeY': 'A-1', 'Idempotency-Keys': 'B-2', 'x-idempotency-key2': 'C' }];
+    for (const headers of cases) {
+      const ex = extractIdempotencyKey(msg({ headers }));
+      expect(ex).toEqual({ key: 'A-1', source: 'header Idempotency-Key', origin: 'builtin', fields: [`headers.${Object.keys(headers)[0] ?? ''}`] });
+      expect(keyHeadersFinding(ex, true)).toBeNull();
+    }
+  });
+
+  it('a user header rule checks the spellings of its name the same way', () => {
+    const m = msg({ headers: { 'X-Order-Key': 'A-1001', 'x-order-key': 'A-1002', 'Idempotency-Key': 'Z-1' }, body });
+    const ex = extractIdempotencyKey(m, [{ kind: 'header', name: 'x-order-key' }]);
+    expect(ex).toMatchObject({ key: 'A-1001', source: 'header X-Order-Key', origin: 'user', headerCount: 2 });
+    expect(keyHeadersFinding(ex, true)?.text).toContain(`the headers "X-Order-Key" ('A-1001') and "x-order-key" ('A-1002') differ only in case but hold different values; this analysis uses "X-Order-Key"`);
+  });
+
+  it('many spellings: at most MAX_KEY_HEADERS are kept, the rest counted, and the reason says so', () => {
+    const headers: Record<string, HeaderValue> = {};
+    const name = 'idempotency-key';
+    for (let i = 0; i < 12; i++) headers[Array.from(name, (c, j) => ((i >> j) & 1 ? c.toUpperCase() : c)).join('')] = `K-${String(i)}`;
+    const ex = extractIdempotencyKey(msg({ headers }));
+    expect(ex?.key).toBe('K-0');
+    expect(ex?.headers).toHaveLength(MAX_KEY_HEADERS);
+    expect(ex?.headerCount).toBe(12);
+    const text = keyHeadersFinding(ex, true)?.text ?? '';
+    expect(text).toContain("('K-7') and 4 more differ only in case");
+    expect(text).toContain('a consumer that reads another of them deduplicates on a different key or finds none');
   });
 });

@@ -2,6 +2,7 @@ import type { HeaderValue, QueueMessage } from '../domain';
 import { exactNumberText, mayBeRounded } from './exact-number';
 import * as fieldNames from './field-names';
 import type { NameInfo } from './field-names';
+import type { Finding } from './types';
 import * as jsonBody from './json-body';
 import * as sort from './sort';
 
@@ -67,7 +68,32 @@ export interface KeyExtraction {
    * same verdict as the template `{body.orderId}`.
    */
   composed?: boolean;
+  /**
+   * Set only when the header rule that found the key (K1, or a user `header` rule) matched more than
+   * one header / message attribute: names equal ignoring case (`Idempotency-Key` and
+   * `idempotency-key`), or K1's `Idempotency-Key` and `X-Idempotency-Key` both present. The one
+   * used comes first, then the others in the message's order; at most {@link MAX_KEY_HEADERS}
+   * (`headerCount` counts all). When another one's value differs from the one used, the key is
+   * ambiguous — a consumer that reads that header deduplicates on another key — and the message
+   * verdict is at least `review` (finding `key-headers`, see {@link keyHeadersFinding}).
+   */
+  headers?: KeyHeader[];
+  /** How many headers the rule matched when {@link headers} is set (may exceed its length). */
+  headerCount?: number;
 }
+
+/** One header / message attribute a header rule matched (see {@link KeyExtraction.headers}). */
+export interface KeyHeader {
+  /** The name as the message spells it. */
+  name: string;
+  /** Its text as a key (a binary value as its UTF-8 text); null when it cannot be a key. */
+  value: string | null;
+  /** Why it cannot be a key (`empty`, `a list of 2 values, not one key`, `not text (null)`…); only when {@link value} is null. */
+  why?: string;
+}
+
+/** At most this many matched headers are kept in {@link KeyExtraction.headers}. */
+export const MAX_KEY_HEADERS = 8;
 
 /** Verdict names, see {@link classifyKey}. */
 export type KeyVerdictKind = 'business-derived' | 'opaque-random' | 'time-derived' | 'period-key' | 'missing';
@@ -152,14 +178,28 @@ function unusableKeyHeader(headers: Record<string, HeaderValue> | undefined): { 
     if (++seen > MAX_BODY_FIELDS) break;
     const lower = k.toLowerCase();
     if (lower !== 'idempotency-key' && lower !== 'x-idempotency-key') continue;
-    const raw = own(headers, k);
-    const shown = JSON.stringify(k.slice(0, 100));
-    const str = typeof raw === 'string' ? raw : isRecord(raw) ? (own(raw, 'StringValue') ?? own(raw, 'stringValue')) : undefined;
-    if (typeof str === 'string' && str.trim().length === 0) return { name: shown, why: 'empty' };
-    if (Array.isArray(raw)) return { name: shown, why: `a list of ${String(raw.length)} value${raw.length === 1 ? '' : 's'}, not one key` };
-    if (isRecord(raw) && typeof own(raw, 'base64') === 'string' && binaryText(raw) === undefined) return { name: shown, why: 'binary that is not printable UTF-8 text' };
-    if (raw === null || typeof raw === 'boolean' || isRecord(raw)) return { name: shown, why: `not text (${raw === null ? 'null' : typeof raw === 'boolean' ? String(raw) : 'an object'})` };
+    const why = unusableWhy(own(headers, k));
+    if (why !== undefined) return { name: shownName(k), why };
   }
+  return undefined;
+}
+
+/** A header name as reasons cite it: quoted, its first 100 characters. */
+function shownName(name: string): string {
+  return JSON.stringify(name.slice(0, 100));
+}
+
+/**
+ * Why a header value cannot be a key, in words (`empty`, `a list of 2 values, not one key`,
+ * `binary that is not printable UTF-8 text`, `not text (null)`…); undefined when none of these
+ * applies (it may still be usable, or a number).
+ */
+function unusableWhy(raw: unknown): string | undefined {
+  const str = typeof raw === 'string' ? raw : isRecord(raw) ? (own(raw, 'StringValue') ?? own(raw, 'stringValue')) : undefined;
+  if (typeof str === 'string' && str.trim().length === 0) return 'empty';
+  if (Array.isArray(raw)) return `a list of ${String(raw.length)} value${raw.length === 1 ? '' : 's'}, not one key`;
+  if (isRecord(raw) && typeof own(raw, 'base64') === 'string' && binaryText(raw) === undefined) return 'binary that is not printable UTF-8 text';
+  if (raw === null || typeof raw === 'boolean' || isRecord(raw)) return `not text (${raw === null ? 'null' : typeof raw === 'boolean' ? String(raw) : 'an object'})`;
   return undefined;
 }
 
@@ -235,6 +275,190 @@ export function readMessagePath(message: QueueMessage, path: string): unknown {
 // Extraction
 
 const KEY_HEADERS = ['Idempotency-Key', 'X-Idempotency-Key'];
+/** {@link KEY_HEADERS} in lower case, for {@link headerKey}. */
+const KEY_HEADER_NAMES = KEY_HEADERS.map((n) => n.toLowerCase());
+/** The lower-cased name of the last user `header` rule, as {@link headerKey} takes it (a summary applies the same rules to every message). */
+let lastRuleName: readonly string[] = [''];
+let lastRuleAscii = true;
+
+/** A header a header rule matched: its name as spelled, which of the rule's names it is, its value. */
+interface HeaderHit {
+  name: string;
+  group: number;
+  raw: unknown;
+}
+
+/**
+ * What the last {@link scanHeaders} found: how many headers, the first one, and — only when there
+ * were several — all of them in {@link hitsAll}. Module state, not a result object: analysis is
+ * synchronous, and the one-header case (every keyed message) then allocates nothing here.
+ */
+let hitCount = 0;
+let hitName = '';
+let hitGroup = 0;
+let hitRaw: unknown = undefined;
+let hitsAll: HeaderHit[] | null = null;
+
+/** True when `s` is ASCII only. */
+function isAscii(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false;
+  return true;
+}
+
+/**
+ * Finds the headers / message attributes whose name equals one of `wanted` (lower case) ignoring
+ * case, in the message's order, into {@link hitCount} and the `hit…` variables; returns the count.
+ * At most {@link MAX_BODY_FIELDS} names are looked at, like {@link findHeader}. A name whose length
+ * differs from an ASCII wanted name cannot lower-case to it, so most headers cost a length check.
+ */
+function scanHeaders(headers: Record<string, HeaderValue> | undefined, wanted: readonly string[], asciiWanted: boolean): number {
+  hitCount = 0;
+  hitsAll = null;
+  hitRaw = undefined;
+  if (!isRecord(headers) || !hasOwnKeys(headers)) return 0;
+  let seen = 0;
+  for (const k of Object.keys(headers)) {
+    if (++seen > MAX_BODY_FIELDS) break;
+    let lower: string | undefined;
+    for (let g = 0; g < wanted.length; g++) {
+      const w = wanted[g] as string;
+      if (asciiWanted && w.length !== k.length) continue;
+      lower ??= k.toLowerCase();
+      if (lower !== w) continue;
+      if (hitCount === 0) {
+        hitName = k;
+        hitGroup = g;
+        hitRaw = own(headers, k);
+      } else {
+        hitsAll ??= [{ name: hitName, group: hitGroup, raw: hitRaw }];
+        hitsAll.push({ name: k, group: g, raw: own(headers, k) });
+      }
+      hitCount++;
+      break;
+    }
+  }
+  return hitCount;
+}
+
+/** A header value's text as a key (a string, a number, an SQS `StringValue`); undefined otherwise. */
+function plainHeaderText(raw: unknown): string | undefined {
+  return scalarText(raw) ?? scalarText(own(raw, 'StringValue')) ?? scalarText(own(raw, 'stringValue'));
+}
+
+/** The extraction of a header rule (see {@link headerKey}). */
+function headerExtraction(name: string, group: number, value: string, binary: boolean, canonical: readonly string[] | null, origin: KeyExtraction['origin']): KeyExtraction {
+  return { key: value, source: `header ${canonical !== null ? (canonical[group] ?? name) : name}${binary ? BINARY_NOTE : ''}`, origin, fields: [`headers.${name}`] };
+}
+
+/**
+ * The key a header rule finds: rule K1 (`wanted`: `idempotency-key`, `x-idempotency-key`;
+ * `canonical`: their spellings for the source) or a user `header` rule (`wanted`: its name in lower
+ * case; `canonical` null: the source names the header as the message spells it). The key is the
+ * first usable value (text, a number, binary read as printable UTF-8) of the first of `wanted`
+ * that has one, in the message's order. When the rule matched several headers, every one is read
+ * and listed in {@link KeyExtraction.headers} (the ambiguity check, {@link keyHeadersFinding});
+ * with one, nothing more is done. Null when none is usable.
+ */
+function headerKey(headers: Record<string, HeaderValue> | undefined, wanted: readonly string[], asciiWanted: boolean, canonical: readonly string[] | null, origin: KeyExtraction['origin']): KeyExtraction | null {
+  const n = scanHeaders(headers, wanted, asciiWanted);
+  if (n === 0) return null;
+  const hits = hitsAll;
+  hitsAll = null;
+  if (hits === null) {
+    const raw = hitRaw;
+    hitRaw = undefined;
+    const text = plainHeaderText(raw);
+    if (text !== undefined) return headerExtraction(hitName, hitGroup, text, false, canonical, origin);
+    const bin = binaryText(raw);
+    return bin !== undefined ? headerExtraction(hitName, hitGroup, bin, true, canonical, origin) : null;
+  }
+  hitRaw = undefined;
+  // Several headers: read them all, so a reason can say when they disagree.
+  const texts: (string | undefined)[] = [];
+  const binary: boolean[] = [];
+  for (const hit of hits) {
+    let text = plainHeaderText(hit.raw);
+    const bin = text === undefined ? binaryText(hit.raw) : undefined;
+    if (bin !== undefined) text = bin;
+    texts.push(text);
+    binary.push(bin !== undefined);
+  }
+  let used = -1;
+  for (let g = 0; g < wanted.length && used < 0; g++) {
+    for (let i = 0; i < n; i++) {
+      if ((hits[i] as HeaderHit).group === g && texts[i] !== undefined) {
+        used = i;
+        break;
+      }
+    }
+  }
+  if (used < 0) return null;
+  const hit = hits[used] as HeaderHit;
+  const ex = headerExtraction(hit.name, hit.group, texts[used] as string, binary[used] === true, canonical, origin);
+  const listed: KeyHeader[] = [{ name: hit.name, value: texts[used] as string }];
+  for (let i = 0; i < n && listed.length < MAX_KEY_HEADERS; i++) {
+    if (i === used) continue;
+    const h = hits[i] as HeaderHit;
+    const text = texts[i];
+    listed.push(text !== undefined ? { name: h.name, value: text } : { name: h.name, value: null, why: unusableWhy(h.raw) ?? 'not text' });
+  }
+  ex.headers = listed;
+  ex.headerCount = n;
+  return ex;
+}
+
+/**
+ * The finding (rule K1b, `key-headers`) for a key whose header rule matched several headers
+ * ({@link KeyExtraction.headers}); null for any other key.
+ * - Some value differs from the key (or cannot be a key): `review`, one sentence naming every
+ *   header with its value, the one this analysis used, and what a consumer reading another one
+ *   gets: "ambiguous idempotency key: the headers "Idempotency-Key" ('A-1001:charge') and
+ *   "idempotency-key" ('A-1001:refund') differ only in case but hold different values; this
+ *   analysis uses "Idempotency-Key" (the first usable spelling in the message), but a consumer
+ *   that reads "idempotency-key" deduplicates on 'A-1001:refund' instead; send only one of them."
+ * - All hold the key: `ok`, a mention that they agree (its text `''` when `sentences` is false).
+ *
+ * @internal for shared/analysis/payload.ts, which adds it to the payload findings.
+ */
+export function keyHeadersFinding(key: KeyExtraction | null, sentences: boolean): Finding | null {
+  const hs = key?.headers;
+  if (key === null || hs === undefined || hs.length < 2) return null;
+  const used = hs[0] as KeyHeader;
+  const usedLower = used.name.toLowerCase();
+  const more = Math.max(0, (key.headerCount ?? hs.length) - hs.length);
+  const differing = hs.filter((h, i) => i > 0 && h.value !== used.value);
+  const caseOnly = hs.every((h) => h.name.toLowerCase() === usedLower);
+  const fields = hs.map((h) => `headers.${h.name}`);
+  if (differing.length === 0 && more === 0) {
+    if (!sentences) return { rule: 'key-headers', severity: 'ok', text: '', fields: [] };
+    const names = hs.map((h) => shownName(h.name));
+    return {
+      rule: 'key-headers',
+      severity: 'ok',
+      text: `the headers ${list(names)}${caseOnly ? ', whose names differ only in case,' : ''} ${hs.length === 2 ? 'both' : 'all'} hold the key '${clip(used.value ?? '', 60)}', so a consumer gets the same key whichever it reads.`,
+      fields,
+    };
+  }
+  const parts = hs.map((h) => `${shownName(h.name)} (${h.value !== null ? `'${clip(h.value, 60)}'` : (h.why ?? 'not text')})`);
+  const listed = more > 0 ? `${parts.join(', ')} and ${String(more)} more` : list(parts);
+  const relation = caseOnly ? 'differ only in case but hold different values' : 'hold different values';
+  const lowerOf = (h: KeyHeader): string => h.name.toLowerCase();
+  let note = '';
+  if (key.origin === 'builtin' && usedLower === 'idempotency-key' && differing.some((h) => lowerOf(h) === 'x-idempotency-key')) note = ' (Idempotency-Key is read before X-Idempotency-Key)';
+  else if (key.origin === 'builtin' && usedLower === 'x-idempotency-key' && hs.some((h) => lowerOf(h) === 'idempotency-key')) note = ' (no Idempotency-Key header holds a usable key)';
+  else if (differing.some((h) => lowerOf(h) === usedLower)) note = ' (the first usable spelling in the message)';
+  const other = differing.length === 1 && more === 0 ? differing[0] : undefined;
+  const consumer =
+    other !== undefined
+      ? `a consumer that reads ${shownName(other.name)} ${other.value !== null ? `deduplicates on '${clip(other.value, 60)}' instead` : 'finds no usable key'}`
+      : 'a consumer that reads another of them deduplicates on a different key or finds none';
+  return {
+    rule: 'key-headers',
+    severity: 'review',
+    text: `ambiguous idempotency key: the headers ${listed} ${relation}; this analysis uses ${shownName(used.name)}${note}, but ${consumer}; send only one of them.`,
+    fields,
+  };
+}
 /** Appended to a header source when the value was binary, read as UTF-8 ({@link binaryText}). */
 const BINARY_NOTE = ' (binary, read as UTF-8)';
 /** {@link KeyExtraction.source} of an SQS MessageDeduplicationId that the adapter found to be the body's SHA-256 (`meta.deduplicationIdSource: 'content'`). */
@@ -248,8 +472,12 @@ const ENVELOPES = ['data', 'payload', 'detail', 'body', 'message', 'args'];
 
 function fromRule(message: QueueMessage, rule: KeyRule): KeyExtraction | null {
   if (rule.kind === 'header') {
-    const h = findHeader(message.headers, rule.name);
-    return h ? { key: h.value, source: `header ${h.name}${h.binary ? BINARY_NOTE : ''}`, origin: 'user', fields: [`headers.${h.name}`] } : null;
+    const wanted = rule.name.toLowerCase();
+    if (wanted !== lastRuleName[0]) {
+      lastRuleName = [wanted];
+      lastRuleAscii = isAscii(wanted);
+    }
+    return headerKey(message.headers, lastRuleName, lastRuleAscii, null, 'user');
   }
   if (rule.kind === 'jsonPath') {
     const path = rule.path.trim();
@@ -282,7 +510,12 @@ function isBullmq(message: QueueMessage): boolean {
  * client libraries often fill per send (a fresh AMQP `message_id`, SQS `MessageDeduplicationId` or
  * BullMQ job id on every retry would not deduplicate anything):
  * 1. headers / message attributes `Idempotency-Key`, `X-Idempotency-Key` (any case; a binary
- *    value — an SQS `Binary` attribute — as its UTF-8 text when that is valid and printable);
+ *    value — an SQS `Binary` attribute — as its UTF-8 text when that is valid and printable). Of
+ *    several spellings of one name, the first usable in the message's order; `X-Idempotency-Key`
+ *    only when no `Idempotency-Key` is usable. When more than one header matched, all are listed
+ *    in {@link KeyExtraction.headers}, and values that differ make the key ambiguous (rule K1b,
+ *    {@link keyHeadersFinding}: the message verdict is then at least `review`). A user `header`
+ *    rule picks among spellings of its name the same way and is checked the same way;
  * 2. body fields `idempotencyKey`, `idempotency_key`, `dedupKey`, `dedup_key` at the top level of a
  *    JSON body, then one level inside `data`, `payload`, `detail`, `body`, `message`, `args[0]`;
  * 3. AMQP `message_id` (`properties.messageId`);
@@ -349,10 +582,8 @@ const CE_PREFIXES = ['ce-', 'ce_'];
 
 function builtin(message: QueueMessage): KeyExtraction | null {
   // 1. Explicit idempotency-key headers / message attributes.
-  for (const name of KEY_HEADERS) {
-    const h = findHeader(message.headers, name);
-    if (h) return b(h.value, `header ${name}${h.binary ? BINARY_NOTE : ''}`, [`headers.${h.name}`]);
-  }
+  const header = headerKey(message.headers, KEY_HEADER_NAMES, true, KEY_HEADERS, 'builtin');
+  if (header) return header;
   // 2. Explicit body fields: set by the sender on purpose, so they beat transport ids.
   const json = bodyJson(message);
   const bodyKey = isRecord(json) ? bodyKeyField(json) : null;

@@ -58,7 +58,7 @@ describe('analysis properties', () => {
   it('arbitrary JSON bodies, headers and rules never throw and give well-formed, JSON-safe results', () => {
     const headerValue: fc.Arbitrary<HeaderValue> = fc.oneof(fc.string(), fc.integer(), fc.boolean(), fc.constant(null));
     fc.assert(
-      fc.property(json, fc.dictionary(fc.constantFrom('type', 'X-GitHub-Event', 'Idempotency-Key', 'task', '__proto__', 'ce-type'), headerValue), rules, fc.constantFrom('sqs:q', 'rabbitmq:%2F/q', 'bullmq:q', 'stream:s', 'x'), (body, headers, r, queueId) => {
+      fc.property(json, fc.dictionary(fc.constantFrom('type', 'X-GitHub-Event', 'Idempotency-Key', 'idempotency-key', 'X-Idempotency-Key', 'task', '__proto__', 'ce-type'), headerValue), rules, fc.constantFrom('sqs:q', 'rabbitmq:%2F/q', 'bullmq:q', 'stream:s', 'x'), (body, headers, r, queueId) => {
         const m = msg({ body, headers, queueId, meta: queueId === 'bullmq:q' ? { jobName: 'update-order' } : {} });
         checkAnalysis(analyzeMessage(m, { rules: r }));
         checkAnalysis(analyzeMessage(m, { rules: r, detail: 'verdict' }));

@@ -5,9 +5,9 @@
  * shared/analysis/README.md, in the order they are applied.
  */
 import type { QueueMessage } from '../domain';
-import type { KeyExtraction, KeyRule, KeyVerdict, KeyVerdictKind } from './idempotency';
+import type { KeyExtraction, KeyHeader, KeyRule, KeyVerdict, KeyVerdictKind } from './idempotency';
 
-export type { KeyExtraction, KeyRule, KeyVerdict, KeyVerdictKind };
+export type { KeyExtraction, KeyHeader, KeyRule, KeyVerdict, KeyVerdictKind };
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -96,6 +96,10 @@ export type PayloadVerdictKind = 'ok' | 'review' | 'flag';
  * `invalid-json` (rule P1b, review): a whole text body declared or opening as JSON that does not parse.
  * `analysis-limit` (rule P10, review): the walk stopped at one of its bounds (members per object,
  * elements per array, depth, values, JSON strings) and the fields beyond were not classified.
+ * `key-headers` (rule K1b): the key's header rule matched several headers (`Idempotency-Key` and
+ * `idempotency-key`, or `Idempotency-Key` and `X-Idempotency-Key`): review when their values
+ * differ (the key is ambiguous), ok when they agree. It is a finding of the payload part so it
+ * counts in the verdict, the reasons and the summary like the payload rules.
  */
 export type PayloadRuleId =
   | 'not-json'
@@ -111,7 +115,8 @@ export type PayloadRuleId =
   | 'user-snapshot'
   | 'no-mutable-state'
   | 'large-payload'
-  | 'over-limit';
+  | 'over-limit'
+  | 'key-headers';
 
 /** One reason behind a verdict, in words, with the fields it cites. */
 export interface Finding {
