@@ -15,6 +15,10 @@ export default defineConfig({
           name: 'unit',
           include: ['shared/**/*.test.ts', 'core/**/*.test.ts', 'electron/**/*.test.ts', 'renderer/**/*.test.{ts,tsx}'],
           environment: 'node',
+          // The property tests (fast-check, up to 60 runs of 1,000-member bodies) take 2–3 s on a
+          // quiet 2-core machine and over 5 s (vitest's default) beside the integration tests in CI.
+          // Speed is the bench's job (`npm run bench`), not a test timeout's.
+          testTimeout: 30_000,
         },
       },
       {
