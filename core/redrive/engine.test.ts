@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -124,11 +124,18 @@ class MemoryMover implements RedriveMover {
     return Promise.resolve();
   }
 
-  publish(targetQueueId: string, messages: readonly QueueMessage[]): Promise<{ published: string[]; failed: { id: string; error: { code: 'BROKER_ERROR'; message: string } }[] }> {
+  /** Ids `publish` refuses (a re-inject's target refusing them). */
+  publishFailIds = new Set<string>();
+  /** Called at the start of each `publish` call with its ids (tests cancel or interfere). */
+  onPublishCall: ((ids: string[]) => Promise<void>) | null = null;
+
+  async publish(targetQueueId: string, messages: readonly QueueMessage[]): Promise<{ published: string[]; failed: { id: string; error: { code: 'BROKER_ERROR'; message: string } }[] }> {
+    await this.onPublishCall?.(messages.map((m) => m.id));
     const t = this.queues.get(targetQueueId) ?? [];
-    for (const m of messages) t.push({ ...m, queueId: targetQueueId });
+    const ok = messages.filter((m) => !this.publishFailIds.has(m.id));
+    for (const m of ok) t.push({ ...m, queueId: targetQueueId });
     this.queues.set(targetQueueId, t);
-    return Promise.resolve({ published: messages.map((m) => m.id), failed: [] });
+    return { published: ok.map((m) => m.id), failed: messages.filter((m) => this.publishFailIds.has(m.id)).map((m) => ({ id: m.id, error: { code: 'BROKER_ERROR' as const, message: 'nack' } })) };
   }
 }
 
@@ -499,6 +506,99 @@ describe('runReinject', () => {
     const whole = await ops.wait(startReinject(ops, env, { path: backupPath, targetQueueId: 'all', includeNotMoved: true }).id);
     expect(whole.result).toMatchObject({ read: 3, published: 3, leftOut: 0 });
     expect(ids('all').sort()).toEqual(['1', '3', '6']);
+  });
+});
+
+describe('runReinject: remainder file', () => {
+  /** A backup of 1, 3, 6 whose redrive did not move 6 (its move failed: it stayed in the DLQ). */
+  async function backupWithNotMoved(ops: OperationManager): Promise<string> {
+    fill();
+    mover.failIds.add('6');
+    const backupPath = join(dir, 'failed.jsonl');
+    const { result } = await run(ops, { dlqId: 'dlq', selection: { kind: 'all' }, backupPath });
+    expect(result).toMatchObject({ moved: 2, failed: 1 });
+    queues.push(summary('back'));
+    mover.queues.set('back', []);
+    return backupPath;
+  }
+
+  // Old code: the refused 3 stayed only in the backup, with 1 (published) and 6 (not moved).
+  it('writes the messages not published (not those left out) to a remainder file that re-injects only them', async () => {
+    const ops = new OperationManager();
+    const backupPath = await backupWithNotMoved(ops);
+    const original = await readFile(backupPath);
+    mover.publishFailIds.add('3');
+    env = { ...env, now: () => Date.UTC(2026, 11, 3, 10, 0) };
+    const final = await ops.wait(startReinject(ops, env, { path: backupPath, targetQueueId: 'back', batchSize: 1 }).id);
+    expect(final.status).toBe('completed');
+    const remainderPath = join(dir, 'failed.remainder-2026-12-03T10-00-00-000Z.jsonl');
+    expect(final.result).toMatchObject({ read: 3, published: 1, failed: 1, leftOut: 1, remainder: { path: remainderPath, messages: 1 }, remainderError: null });
+    expect((await readSnapshotFile(remainderPath)).map((s) => s.messages.map((m) => m.id))).toEqual([['3']]);
+    // The line is the backup's own line, byte for byte.
+    const line3 = original.toString('utf8').split('\n').find((l) => l.includes('"id":"3"'));
+    expect((await readFile(remainderPath, 'utf8')).split('\n')[1]).toBe(line3);
+    expect(await readFile(backupPath)).toEqual(original);
+    const notes = (final.result as { notes: string[] }).notes.join('\n');
+    expect(notes).toContain(`the 1 message not published — 1 failed — is in the remainder file ${remainderPath}, in their order in ${backupPath}: re-inject that file`);
+    const entry = (await env.auditLog.read()).entries[0];
+    expect(entry).toMatchObject({ action: 'reinject', details: { remainder: { path: remainderPath, messages: 1 } } });
+    // Re-injecting the remainder: its path has no redrive record, so nothing is left out; 3 only.
+    mover.publishFailIds.clear();
+    const again = await ops.wait(startReinject(ops, env, { path: remainderPath, targetQueueId: 'back' }).id);
+    expect(again.result).toMatchObject({ read: 1, published: 1, failed: 0, leftOut: 0, remainder: null });
+    expect(ids('back')).toEqual(['1', '3']);
+    // The backup's next re-inject is warned where the rest went.
+    const { priorUsesOfBackup } = await import('./engine');
+    expect((await priorUsesOfBackup(env, backupPath)).join('\n')).toContain(`the 1 it did not publish are in ${remainderPath}: re-inject that file to publish only them`);
+  });
+
+  it('a cancelled run writes what it did not get to, a failed one the batch whose call failed too (outcome unknown), each result carried by the last error', async () => {
+    const ops = new OperationManager();
+    const backupPath = await backupWithNotMoved(ops);
+    let snapId = '';
+    mover.onPublishCall = (batch) => {
+      if (batch.includes('1')) ops.cancel(snapId);
+      return Promise.resolve();
+    };
+    const rest = join(dir, 'out', 'rest.jsonl');
+    const snap = startReinject(ops, env, { path: backupPath, targetQueueId: 'back', batchSize: 1, remainderPath: rest });
+    snapId = snap.id;
+    const final = await ops.wait(snap.id);
+    expect(final.status).toBe('cancelled');
+    const result = final.errors.at(-1)?.details?.result as { published: number; remainder: unknown; notes: string[] };
+    expect(result).toMatchObject({ published: 1, remainder: { path: rest, messages: 1 } });
+    // 3 was not sent; 6 (not moved by the redrive) is not in it.
+    expect((await readSnapshotFile(rest)).flatMap((s) => s.messages.map((m) => m.id))).toEqual(['3']);
+    expect(result.notes.join('\n')).toContain('the 1 message not published — 1 not sent before the run stopped — is in the remainder file');
+    // A publish call that throws: its outcome is unknown, its messages go into the remainder, said so.
+    mover.onPublishCall = (batch) => (batch.includes('3') ? Promise.reject(new QueuescopeError('HOST_UNREACHABLE', 'connection lost')) : Promise.resolve());
+    const failed = await ops.wait(startReinject(ops, env, { path: backupPath, targetQueueId: 'back', batchSize: 1 }).id);
+    expect(failed.status).toBe('failed');
+    expect(failed.errors.at(-1)).toMatchObject({ code: 'HOST_UNREACHABLE', message: 'connection lost' });
+    const r2 = failed.errors.at(-1)?.details?.result as { remainder: { path: string; messages: number }; notes: string[] };
+    expect(r2.remainder.messages).toBe(1);
+    expect((await readSnapshotFile(r2.remainder.path)).flatMap((s) => s.messages.map((m) => m.id))).toEqual(['3']);
+    expect(r2.notes.join('\n')).toContain('1 in a publish call that failed without an answer (they may have been published');
+  });
+
+  it('an explicit remainder path that exists is refused before publishing; one that appears during the run is not overwritten, and the result says the backup still holds everything', async () => {
+    const ops = new OperationManager();
+    const backupPath = await backupWithNotMoved(ops);
+    const taken = join(dir, 'taken.jsonl');
+    await writeFile(taken, 'mine\n');
+    const refused = await ops.wait(startReinject(ops, env, { path: backupPath, targetQueueId: 'back', remainderPath: taken }).id);
+    expect(refused.status).toBe('failed');
+    expect(refused.errors.at(-1)).toMatchObject({ code: 'INVALID_INPUT', message: expect.stringContaining('already exists') as unknown });
+    expect(ids('back')).toEqual([]);
+    const later = join(dir, 'later.jsonl');
+    mover.publishFailIds.add('3');
+    mover.onPublishCall = () => writeFile(later, 'someone else\n', { flag: 'a' });
+    const final = await ops.wait(startReinject(ops, env, { path: backupPath, targetQueueId: 'back', remainderPath: later }).id);
+    expect(final.status).toBe('completed');
+    expect(final.result).toMatchObject({ published: 1, failed: 1, remainder: null, remainderError: expect.stringContaining('already exists') as unknown });
+    expect(await readFile(later, 'utf8')).toBe('someone else\n');
+    expect((final.result as { notes: string[] }).notes.join('\n')).toContain(`${backupPath} still holds them (1 of them known), in order, with the 1 published now`);
+    expect((await env.auditLog.read()).entries[0]?.details).toMatchObject({ remainderError: expect.stringContaining('already exists') as unknown });
   });
 });
 

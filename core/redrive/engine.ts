@@ -11,6 +11,7 @@ import type { AuditLog } from '../services/audit-log';
 import type { OperationContext, OperationManager } from '../services/operations';
 import { snapshotLineProblem } from '../snapshot/format';
 import { RedriveBackup, defaultBackupPath } from './backup';
+import { checkRemainderPath, writeRemainder } from './remainder';
 import { checkPendingMinIdle, DEFAULT_PENDING_MIN_IDLE_MS, DEFAULT_REDRIVE_MAX_BODY_BYTES, formatIdleThreshold, MAX_CANNOT_MOVE_LISTED, MAX_REDRIVE_MAX_BODY_BYTES, type MovedOnByReading, type RedrivePlan, type RedriveResult } from '../../shared/redrive/types';
 import { Decider, describeTarget, type RedriveSelection } from './decider';
 import { describeNotMovedKinds, notMovedKindAt, notMovedRecordOf, NotMovedTracker, type NotMovedRecord } from '../../shared/redrive/not-moved';
@@ -110,6 +111,14 @@ export interface ReinjectRequest {
    * them, so publishing them makes duplicates).
    */
   includeNotMoved?: boolean;
+  /**
+   * Where to write the remainder file — the messages this run does not publish (see
+   * {@link runReinject} and `core/redrive/remainder.ts`). Absent/null: next to `path`
+   * (`<name>.remainder-<time>.jsonl`, or in `<configDir>/backups` when that folder cannot be
+   * written). A path given is checked before anything is published: refused (`INVALID_INPUT`) when
+   * a file exists there, `PERMISSION_DENIED` when its folder cannot be written.
+   */
+  remainderPath?: string | null;
 }
 
 /** What a finished re-inject did. */
@@ -129,6 +138,16 @@ export interface ReinjectResult extends Record<string, unknown> {
    * publishing them would have put them ahead of it (`details.blockedBy` of their error names it).
    */
   heldBack: number;
+  /**
+   * The remainder file: the messages of the file this run did not publish — failed (refused, held
+   * back, outcome unknown) and, when the run was cancelled or failed, those it did not get to — in
+   * their order, as the file holds them, so `reinject --from <remainder.path>` publishes only them.
+   * Messages left out (`leftOut`) are not in it. Null when every message was published (or left
+   * out), or when it could not be written (`remainderError`).
+   */
+  remainder: { path: string; messages: number } | null;
+  /** Why the remainder file could not be written (the file re-injected still holds everything); null otherwise. */
+  remainderError: string | null;
   auditId: string | null;
   /** What the re-inject could not restore (see {@link olderSnapshotCheck}) or left out (see {@link reinjectSelection}); empty when nothing. */
   notes: string[];
@@ -459,9 +478,18 @@ export async function priorUsesOfBackup(env: Pick<RedriveEnv, 'auditLog'>, path:
       out.push(
         `the redrive that wrote this backup (${when}) has no end recorded (killed, crashed, or still running): any of its messages may have moved to ${e.target ?? 'their target'} already — the backup holds every message it read, moved or not — so publishing them again can make duplicates unless the consumer deduplicates on an idempotency key; compare the backup with ${e.target ?? 'the target'} and the DLQ first`,
       );
-    else if (e.action === 'reinject' && published > 0) out.push(`this backup was already re-injected (${when}: ${published} published to ${e.target ?? '?'})`);
+    else if (e.action === 'reinject' && published > 0) {
+      const rest = remainderOf(e.details);
+      out.push(`this backup was already re-injected (${when}: ${published} published to ${e.target ?? '?'}${rest !== null ? `; the ${String(rest.messages)} it did not publish are in ${rest.path}: re-inject that file to publish only them` : ''})`);
+    }
   }
   return out;
+}
+
+/** The remainder file a re-inject's audit entry records (`details.remainder`), or null. */
+export function remainderOf(details: Record<string, unknown>): { path: string; messages: number } | null {
+  const r = details.remainder as { path?: unknown; messages?: unknown } | null | undefined;
+  return r != null && typeof r.path === 'string' && typeof r.messages === 'number' ? { path: r.path, messages: r.messages } : null;
 }
 
 /**
@@ -1110,9 +1138,18 @@ export async function reinjectSelection(env: Pick<RedriveEnv, 'auditLog'>, path:
  * batches of `batchSize` publish calls that share one {@link PublishRun}: on a target that keeps an
  * order per key (SQS FIFO message groups) a message not published stops its group for the rest of
  * the run, later batches included, and the group's later messages are held back (counted in
- * `failed` and `heldBack`, a note saying they are still in the file). Logs an audit entry
- * (`counts.leftOut`, `counts.heldBack`) whatever the outcome.
- * @throws like {@link startReinject}'s operation: `INVALID_INPUT`, `SNAPSHOT_INVALID`, `QUEUE_NOT_FOUND`, `UNSUPPORTED`, connection codes, `CANCELLED`.
+ * `failed` and `heldBack`, a note saying they are still in the file).
+ *
+ * When any message of the file is left unpublished — failed (refused, held back, outcome unknown)
+ * or, in a run cancelled or failed part way, not yet published — they are written, in order and
+ * byte for byte, to a remainder file (`core/redrive/remainder.ts`; `r.remainderPath` or next to the
+ * file; `ReinjectResult.remainder`, a note saying how to publish only them). Messages left out
+ * (`leftOut`) are not in it. When it cannot be written, `remainderError` and a note say so (the
+ * file still holds everything); the run's outcome is otherwise unchanged. Logs an audit entry
+ * (`counts.leftOut`, `counts.heldBack`, `details.remainder` / `details.remainderError`) whatever
+ * the outcome.
+ * @throws like {@link startReinject}'s operation: `INVALID_INPUT`, `SNAPSHOT_INVALID`, `QUEUE_NOT_FOUND`, `UNSUPPORTED`, connection codes, `CANCELLED`;
+ *   before publishing anything, `INVALID_INPUT` / `PERMISSION_DENIED` for an explicit `remainderPath` that exists or cannot be written.
  */
 export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: OperationContext, operationId: string | null = null): Promise<ReinjectResult> {
   const mover = moverOf(env);
@@ -1132,24 +1169,45 @@ export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: Oper
   ctx.setTotal(total - selection.leftOut);
   const size = Math.max(1, Math.min(batch, rate === null ? 1000 : Math.ceil(rate)));
   const limiter = new MoveRateLimiter(rate, size);
-  const res: ReinjectResult = { path: r.path, targetQueueId: target.id, targetName: target.name, read: 0, published: 0, failed: 0, leftOut: 0, heldBack: 0, auditId: null, notes: [...(olderNote !== null ? [olderNote] : []), ...selection.warnings] };
+  const remainderAt = r.remainderPath != null && r.remainderPath !== '' ? resolvePath(r.remainderPath) : null;
+  // An explicit remainder path that cannot be used is refused before anything is published.
+  if (remainderAt !== null) await checkRemainderPath(remainderAt);
+  const res: ReinjectResult = { path: r.path, targetQueueId: target.id, targetName: target.name, read: 0, published: 0, failed: 0, leftOut: 0, heldBack: 0, remainder: null, remainderError: null, auditId: null, notes: [...(olderNote !== null ? [olderNote] : []), ...selection.warnings] };
   let status = 'completed';
   let error: unknown = null;
   // One run across the batches: a FIFO group stopped in one batch stays stopped in the next.
   const run: PublishRun = { stopped: new Map() };
-  const send = async (messages: QueueMessage[]): Promise<void> => {
+  // For the remainder file: ordinals (among the file's message lines) not published, and how the run ended.
+  const unpublished = new Set<number>();
+  /** The batch in `send`: its ordinals, and whether its publish call was made (outcome unknown if it threw). */
+  let pending: { ordinals: number[]; sent: boolean } | null = null;
+  let unknownOutcome = 0;
+  const send = async (messages: QueueMessage[], ordinals: number[]): Promise<void> => {
+    pending = { ordinals, sent: false };
     await ctx.checkpoint();
     await limiter.take(messages.length, ctx.signal);
+    pending.sent = true;
     const out = await mover.publish(target.id, messages, ctx.signal, run);
+    pending = null;
     res.published += out.published.length;
     res.failed += out.failed.length;
     res.heldBack += out.failed.filter((f) => typeof f.error.details?.blockedBy === 'string').length;
     limiter.refund(out.failed.length);
     for (const f of out.failed) ctx.addError(new QueuescopeError(f.error.code, `Message ${f.id} was not published: ${f.error.message}`, { id: f.id }));
+    // Whatever the mover did not confirm as published goes into the remainder (ids may repeat in a file: count them).
+    const confirmed = new Map<string, number>();
+    for (const id of out.published) confirmed.set(id, (confirmed.get(id) ?? 0) + 1);
+    for (const [i, m] of messages.entries()) {
+      const k = confirmed.get(m.id) ?? 0;
+      if (k > 0) confirmed.set(m.id, k - 1);
+      else unpublished.add(ordinals[i] ?? -1);
+    }
     ctx.report({ processed: res.read - res.leftOut, moved: res.published, failed: res.failed });
   };
+  let buf: QueueMessage[] = [];
+  let bufN: number[] = [];
+  let stoppedAt: number | null = null;
   try {
-    let buf: QueueMessage[] = [];
     for await (const item of readSnapshot(r.path, ctx.signal)) {
       if (item.type !== 'message') continue;
       const n = res.read++;
@@ -1158,18 +1216,63 @@ export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: Oper
         continue;
       }
       buf.push(item.message);
+      bufN.push(n);
       if (buf.length >= size) {
         const b = buf;
+        const bn = bufN;
         buf = [];
-        await send(b);
+        bufN = [];
+        await send(b, bn);
       }
     }
-    if (buf.length > 0) await send(buf);
+    if (buf.length > 0) {
+      const b = buf;
+      const bn = bufN;
+      buf = [];
+      bufN = [];
+      await send(b, bn);
+    }
   } catch (e) {
     error = e;
     status = toErrorInfo(e).code === 'CANCELLED' || ctx.signal.aborted ? 'cancelled' : 'failed';
+    // Stopped early: the batch in hand (published or not: unknown when its call was made), what was
+    // read but not sent, and everything after it are not known to be published.
+    const p = pending as { ordinals: number[]; sent: boolean } | null;
+    if (p !== null) {
+      for (const n of p.ordinals) unpublished.add(n);
+      if (p.sent) unknownOutcome += p.ordinals.length;
+    }
+    for (const n of bufN) unpublished.add(n);
+    stoppedAt = res.read;
+  }
+  const laterNotes: string[] = [];
+  if (unpublished.size > 0 || (stoppedAt !== null && stoppedAt < total)) {
+    const from = stoppedAt;
+    try {
+      // Not with ctx.signal: a cancelled run writes its remainder too.
+      const w = await writeRemainder({
+        source: r.path,
+        path: remainderAt,
+        now: env.now?.() ?? Date.now(),
+        fallbackDir: resolvePath(env.configDir, 'backups'),
+        pick: (n) => unpublished.has(n) || (from !== null && n >= from && !selection.skip(n)),
+      });
+      if (w !== null) {
+        const remainder = { path: w.path, messages: w.messages };
+        res.remainder = remainder;
+        laterNotes.push(remainderNote({ ...res, remainder }, { unknownOutcome, notReached: Math.max(0, w.messages - res.failed - unknownOutcome), fellBack: w.fellBack }));
+      }
+    } catch (e) {
+      res.remainderError = toErrorInfo(e).message;
+      const k = unpublished.size;
+      laterNotes.push(
+        `the messages not published could not be written to a remainder file (${res.remainderError}): ${r.path} still holds them${k > 0 ? ` (${String(k)} of them known)` : ''}, in order, with the ${String(res.published)} published now, so publishing it again publishes those a second time`,
+      );
+      ctx.addError(new QueuescopeError(toErrorInfo(e).code, `No remainder file was written: ${res.remainderError}`, { path: r.path }));
+    }
   }
   if (res.heldBack > 0) res.notes.push(heldBackNote(res));
+  res.notes.push(...laterNotes);
   try {
     const entry = await env.auditLog.append({
       actor: env.actor,
@@ -1182,13 +1285,27 @@ export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: Oper
       counts: { read: res.read, published: res.published, failed: res.failed, ...(res.leftOut > 0 ? { leftOut: res.leftOut } : {}), ...(res.heldBack > 0 ? { heldBack: res.heldBack } : {}) },
       operationId,
       backupPath: r.path,
-      details: { targetQueueId: target.id, rate, batchSize: size, ...(r.includeNotMoved === true ? { includeNotMoved: true } : {}), ...(res.notes.length > 0 ? { notes: res.notes } : {}), ...(error !== null ? { error: toErrorInfo(error) } : {}) },
+      details: {
+        targetQueueId: target.id,
+        rate,
+        batchSize: size,
+        ...(r.includeNotMoved === true ? { includeNotMoved: true } : {}),
+        ...(res.remainder !== null ? { remainder: res.remainder } : {}),
+        ...(res.remainderError !== null ? { remainderError: res.remainderError } : {}),
+        ...(res.notes.length > 0 ? { notes: res.notes } : {}),
+        ...(error !== null ? { error: toErrorInfo(error) } : {}),
+      },
     });
     res.auditId = entry.id;
   } catch (e) {
     ctx.addError(e);
   }
   if (status === 'cancelled') ctx.addError(new QueuescopeError('CANCELLED', `Cancelled after ${res.published} of ${res.read} published.`, { result: res }));
+  if (status === 'failed') {
+    // The operation's last error carries the result (counts, remainder file), as a cancelled run's does.
+    const info = toErrorInfo(error);
+    throw new QueuescopeError(info.code, info.message, { ...(info.details ?? {}), result: res }, { cause: error });
+  }
   if (error !== null) throw asError(error);
   return res;
 }
@@ -1197,9 +1314,26 @@ export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: Oper
  * What a re-inject that held messages back tells the user (one sentence, plain text): how many, why,
  * that they are still in the file, and that publishing the file again repeats what was published.
  */
-export function heldBackNote(r: Pick<ReinjectResult, 'heldBack' | 'published' | 'path'>): string {
+export function heldBackNote(r: Pick<ReinjectResult, 'heldBack' | 'published' | 'path'> & Partial<Pick<ReinjectResult, 'remainder'>>): string {
   const n = r.heldBack;
-  return `${String(n)} message${n === 1 ? ' was' : 's were'} held back, not sent: an earlier message of ${n === 1 ? 'its' : 'their'} FIFO message group was not published (refused, or its outcome unknown), and sending ${n === 1 ? 'it' : 'them'} would have put ${n === 1 ? 'it' : 'them'} ahead of it (each error names the message it waits for). ${n === 1 ? 'It is' : 'They are'} still in ${r.path}, in order; publishing that file again also publishes the ${String(r.published)} published now a second time`;
+  const rest = r.remainder != null ? `, and with the other messages not published in the remainder file ${r.remainder.path}: re-inject that file to publish only them. Publishing ${r.path} again` : '; publishing that file again';
+  return `${String(n)} message${n === 1 ? ' was' : 's were'} held back, not sent: an earlier message of ${n === 1 ? 'its' : 'their'} FIFO message group was not published (refused, or its outcome unknown), and sending ${n === 1 ? 'it' : 'them'} would have put ${n === 1 ? 'it' : 'them'} ahead of it (each error names the message it waits for). ${n === 1 ? 'It is' : 'They are'} still in ${r.path}, in order${rest} also publishes the ${String(r.published)} published now a second time`;
+}
+
+/**
+ * What a re-inject that wrote a remainder file tells the user (one sentence, plain text): where,
+ * how many and why — `failed` messages (refused, held back), `unknownOutcome` of them in a publish
+ * call that failed without an answer (they may have been published), `notReached` (the run stopped
+ * before them) — and how to publish only them.
+ */
+export function remainderNote(r: Pick<ReinjectResult, 'path' | 'published' | 'failed' | 'heldBack'> & { remainder: { path: string; messages: number } }, why: { unknownOutcome: number; notReached: number; fellBack: boolean }): string {
+  const k = r.remainder.messages;
+  const parts: string[] = [];
+  if (r.failed > 0) parts.push(`${String(r.failed)} failed${r.heldBack > 0 ? ` (${String(r.heldBack)} of them held back)` : ''}`);
+  if (why.unknownOutcome > 0) parts.push(`${String(why.unknownOutcome)} in a publish call that failed without an answer (they may have been published: check the target before publishing them)`);
+  if (why.notReached > 0) parts.push(`${String(why.notReached)} not sent before the run stopped`);
+  const where = why.fellBack ? ` (the folder of ${r.path} cannot be written)` : '';
+  return `the ${String(k)} message${k === 1 ? '' : 's'} not published${parts.length > 0 ? ` — ${parts.join(', ')} —` : ''} ${k === 1 ? 'is' : 'are'} in the remainder file ${r.remainder.path}${where}, in their order in ${r.path}: re-inject that file (reinject --from ${r.remainder.path}) to publish only ${k === 1 ? 'it' : 'them'}; publishing ${r.path} again also publishes the ${String(r.published)} published now a second time`;
 }
 
 /** Starts a re-inject operation on `ops`. */

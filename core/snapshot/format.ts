@@ -40,6 +40,8 @@
  *   before this field (or by hand): readable, but whether it was cut cannot be checked. Files joined
  *   with `cat` keep each part's `written`, so a cut is still found per part — except a cut exactly
  *   between two joined files, which no field inside the first can reveal.
+ * - optional `remainderOf` — `{ path, at }` in a re-inject's remainder file (`core/redrive/remainder.ts`):
+ *   the snapshot whose unpublished messages it holds (absolute path) and when it was written (ms since epoch).
  *
  * **Message line** (`type: "message"`): every field of {@link QueueMessage} (`id`, `queueId`,
  * `queueName`, `position`, `body`, `headers`, `properties`, `meta`) at the top level next to
@@ -159,6 +161,7 @@ export const snapshotHeaderSchema = z.looseObject({
     })
     .nullable()
     .optional(),
+  remainderOf: z.looseObject({ path: z.string(), at: z.number().int().nonnegative() }).optional(),
 });
 
 type HeaderValueT = string | number | boolean | null | HeaderValueT[] | { [k: string]: HeaderValueT };
@@ -253,6 +256,11 @@ export interface SnapshotHeaderLine {
    * finished; absent = an older file without this record (completeness cannot be checked).
    */
   written?: SnapshotWrittenRecord | null;
+  /**
+   * In a re-inject's remainder file (`core/redrive/remainder.ts`): the snapshot whose unpublished
+   * messages it holds (absolute path) and when it was written (ms since epoch). Absent elsewhere.
+   */
+  remainderOf?: { path: string; at: number };
 }
 /** The `written` record of a header: counts the reader checks the file against. */
 export interface SnapshotWrittenRecord {

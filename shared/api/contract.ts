@@ -179,7 +179,7 @@ export interface ApiOutputs {
   /** The `redrive` operation; when completed, `result` is a `RedriveResult` (shared/redrive/types.ts). */
   'redrive.start': OperationSnapshot;
   'redrive.history': AuditLogPageView;
-  /** The `reinject` operation; when completed, `result` is `{ path, targetQueueId, targetName, read, published, failed, leftOut, heldBack, auditId, notes }` (leftOut: backup messages its redrive did not move, left out unless `includeNotMoved`; heldBack: of `failed`, messages not sent because an earlier message of their SQS FIFO group was not published in the run; notes: what it could not restore, e.g. the field order an older backup did not record, and what it left out). */
+  /** The `reinject` operation; when completed, `result` is `{ path, targetQueueId, targetName, read, published, failed, leftOut, heldBack, remainder, remainderError, auditId, notes }` (leftOut: backup messages its redrive did not move, left out unless `includeNotMoved`; heldBack: of `failed`, messages not sent because an earlier message of their SQS FIFO group was not published in the run; remainder: `{ path, messages }` of the file written with the messages not published, in order — re-inject it to publish only them — or null; remainderError: why it could not be written, or null; a cancelled or failed run carries this result in its last error's `details.result`; notes: what it could not restore, e.g. the field order an older backup did not record, and what it left out). */
   'redrive.reinject': OperationSnapshot;
   'audit.run': AuditReport;
   'audit.fix.preview': FixPreview;

@@ -3,7 +3,8 @@ import { resolve as resolvePath } from 'node:path';
 import type { Command } from 'commander';
 import { QueuescopeError, type OperationSnapshot, type QueueSummary } from '../../../shared/domain';
 import { parseFilter } from '../../../shared/redrive/filter';
-import { checkRate, heldBackNote, olderSnapshotCheck, planRedrive, priorUsesOfBackup, reinjectSelection, resolveReinjectTarget, startRedrive, startReinject, type RedriveEnv, type RedrivePlan, type RedriveRequest, type RedriveResult, type ReinjectResult } from '../../redrive/engine';
+import { checkRemainderPath } from '../../redrive/remainder';
+import { checkRate, heldBackNote, olderSnapshotCheck, planRedrive, priorUsesOfBackup, reinjectSelection, remainderOf, resolveReinjectTarget, startRedrive, startReinject, type RedriveEnv, type RedrivePlan, type RedriveRequest, type RedriveResult, type ReinjectResult } from '../../redrive/engine';
 import { readSnapshot } from '../../snapshot/reader';
 import { isRedriveBackupHeader, type SnapshotHeaderLine } from '../../snapshot/format';
 import { AuditLog, type AuditEntry } from '../../services/audit-log';
@@ -67,7 +68,17 @@ target already), has no end recorded, or the backup was re-injected before.
 Into an SQS FIFO queue, a message that is not published (refused, or its outcome unknown) stops its
 message group for the rest of the run, across --batch boundaries: the group's later messages are
 held back, not sent, so none overtakes it; each is named with the message it waits for (exit 7).
-They are still in the file; publishing it again publishes the others a second time.`;
+
+Remainder: when any message is not published — refused, held back, outcome unknown, or not reached
+because the run was cancelled or failed — those messages are written, in their order and exactly as
+the file holds them, to a new remainder file: --remainder <file>, or by default next to the file,
+<name>.remainder-<time>.jsonl (in <config dir>/backups when that folder cannot be written). The
+summary, --json (result.remainder.path) and the audit log (queuescope history) name it; publish only
+them with reinject --from <remainder>. Publishing the original file again publishes the messages
+already published a second time. Messages left out as not moved by the redrive are not in it. An
+existing file is never overwritten: --remainder naming one is refused before anything is published
+(exit 2). If the remainder cannot be written, the summary says so; the original file still holds
+every message.`;
 
 interface RedriveOpts extends CommonOpts {
   to?: string;
@@ -356,6 +367,12 @@ function finish(ctx: CliContext, final: OperationSnapshot, json: boolean, text: 
   }
 }
 
+/** A re-inject's remainder file in the history table (`details.remainder`), or ''. */
+function remainderLine(e: AuditEntry): string {
+  const r = e.action === 'reinject' ? remainderOf(e.details) : null;
+  return r === null ? '' : `\n      remainder: ${cell(r.path, 300)} (${r.messages} not published)`;
+}
+
 function historyTable(entries: readonly AuditEntry[]): string {
   const rows = entries.map((e) => {
     const counts = Object.entries(e.counts)
@@ -365,7 +382,7 @@ function historyTable(entries: readonly AuditEntry[]): string {
     // Why a run failed (kept in the entry's details), so the table alone explains it.
     const err = (e.details as { error?: { code?: unknown; message?: unknown } }).error;
     const why = e.status === 'failed' && err !== undefined && typeof err.message === 'string' ? `\n      error: ${typeof err.code === 'string' ? `${err.code}: ` : ''}${cell(err.message, 300)}` : '';
-    return `${formatTime(e.time)}  ${e.actor.padEnd(3)}  ${cell(e.action, 24).padEnd(12)}  ${cell(e.status ?? '', 12).padEnd(10)}  ${cell(e.source ?? '', 60)} → ${cell(e.target ?? '', 60)}  ${cell(counts === '' && e.status !== 'started' ? 'nothing moved' : counts, 120)}${why}${e.backupPath !== null ? `\n      backup: ${cell(e.backupPath, 300)}` : ''}${e.filter !== null ? `\n      filter: ${cell(e.filter, 200)}` : ''}${e.status === 'started' ? '\n      no end recorded: the process stopped during the run (counts unknown: check the queues; the backup holds what it was about to move)' : ''}`;
+    return `${formatTime(e.time)}  ${e.actor.padEnd(3)}  ${cell(e.action, 24).padEnd(12)}  ${cell(e.status ?? '', 12).padEnd(10)}  ${cell(e.source ?? '', 60)} → ${cell(e.target ?? '', 60)}  ${cell(counts === '' && e.status !== 'started' ? 'nothing moved' : counts, 120)}${why}${e.backupPath !== null ? `\n      backup: ${cell(e.backupPath, 300)}` : ''}${remainderLine(e)}${e.filter !== null ? `\n      filter: ${cell(e.filter, 200)}` : ''}${e.status === 'started' ? '\n      no end recorded: the process stopped during the run (counts unknown: check the queues; the backup holds what it was about to move)' : ''}`;
   });
   return rows.length === 0 ? 'The audit log is empty.\n' : `${rows.join('\n')}\n`;
 }
@@ -410,14 +427,18 @@ export function register(program: Command, ctx: CliContext): void {
       .option('--rate <n>', 'at most N messages per second (0.01-1000000; bursts of at most one batch, which --rate caps at N)')
       .option('--batch <n>', 'messages per batch, 1-1000 (default 100)')
       .option('--include-not-moved', 'also publish the messages of a redrive backup that its redrive did not move (default: they are left out, with a warning naming them: they stayed in the DLQ, another client took them, or their outcome is unknown, so publishing them makes duplicates)')
+      .option('--remainder <file>', 'where to write the messages not published, if any (default: next to the --from file, <name>.remainder-<time>.jsonl); never overwritten: an existing file is refused before publishing')
       .option('-y, --yes', 'do not ask for confirmation')
       .addHelpText('after', REINJECT_HELP),
-  ).action(async (a1: string | undefined, a2: string | undefined, opts: CommonOpts & { from: string; rate?: string; batch?: string; yes?: boolean; includeNotMoved?: boolean }) => {
+  ).action(async (a1: string | undefined, a2: string | undefined, opts: CommonOpts & { from: string; rate?: string; batch?: string; yes?: boolean; includeNotMoved?: boolean; remainder?: string }) => {
     refuseSnapshot('reinject', SNAPSHOT_WHY.reinject, opts, 'redrive');
     const rate = positiveNumber(opts.rate, '--rate');
     checkRate(rate, '--rate');
     const batch = positiveNumber(opts.batch, '--batch', { integer: true, max: 1000 });
     const path = resolvePath(ctx.cwd, opts.from);
+    const remainderPath = opts.remainder !== undefined ? resolvePath(ctx.cwd, opts.remainder) : null;
+    // Refused before connecting or asking: a remainder never overwrites a file.
+    if (remainderPath !== null) await checkRemainderPath(remainderPath);
     const { connection, queue } = splitPositionals(a1, a2, opts);
     await ctx.withAdapter(flagsOf(connection, opts), async (adapter, resolved) => {
       refuseSnapshot('reinject', SNAPSHOT_WHY.reinject, adapter, 'redrive');
@@ -469,13 +490,19 @@ export function register(program: Command, ctx: CliContext): void {
         }
       }
       const ops = new OperationManager();
-      const op = startReinject(ops, env, { path, targetQueueId: q.id, ratePerSecond: rate, ...(batch !== null ? { batchSize: batch } : {}), ...(opts.includeNotMoved === true ? { includeNotMoved: true } : {}) });
+      const op = startReinject(ops, env, { path, targetQueueId: q.id, ratePerSecond: rate, ...(batch !== null ? { batchSize: batch } : {}), ...(opts.includeNotMoved === true ? { includeNotMoved: true } : {}), ...(remainderPath !== null ? { remainderPath } : {}) });
       const final = await waitWithProgress(ctx, ops, op.id, { label: 'reinject', ...(opts.json === true ? { json: true } : {}) });
       finish(ctx, final, opts.json === true, (r) => {
         const x = r as ReinjectResult;
         const left = x.leftOut > 0 ? ` ${x.leftOut} not moved by the redrive that wrote it ${x.leftOut === 1 ? 'was' : 'were'} left out (--include-not-moved publishes them).` : '';
         const held = x.heldBack > 0 ? ` ${escapeForTerminal(heldBackNote(x))}.` : '';
-        return `Re-injected ${x.published} of ${x.read} message${x.read === 1 ? '' : 's'} from ${cell(x.path, 300)} into ${cell(x.targetName, 120)}${x.failed > 0 ? ` (${x.failed} failed${x.heldBack > 0 ? `, ${x.heldBack} of them held back` : ''})` : ''}.${left}${held}\n`;
+        const rest =
+          x.remainder != null
+            ? `Remainder: ${cell(x.remainder.path, 400)} holds the ${x.remainder.messages} message${x.remainder.messages === 1 ? '' : 's'} not published, in order (publish only ${x.remainder.messages === 1 ? 'it' : 'them'} with: queuescope reinject <connection> <queue> --from ${cell(x.remainder.path, 400)})\n`
+            : x.remainderError != null
+              ? `Remainder: not written (${cell(x.remainderError, 400)}); ${cell(x.path, 300)} still holds every message, the ${x.published} published now too\n`
+              : '';
+        return `Re-injected ${x.published} of ${x.read} message${x.read === 1 ? '' : 's'} from ${cell(x.path, 300)} into ${cell(x.targetName, 120)}${x.failed > 0 ? ` (${x.failed} failed${x.heldBack > 0 ? `, ${x.heldBack} of them held back` : ''})` : ''}.${left}${held}\n${rest}`;
       });
     });
   });

@@ -59,6 +59,34 @@ describe('Put back… in the redrive history', () => {
     expect(screen.getByTestId('redrive-putback-note').textContent).toBe(note);
   });
 
+  // A re-inject that left messages unpublished wrote them to a remainder file: Put back… names it
+  // (with the command that publishes only them), also when the run was cancelled (its result then
+  // comes with the last error).
+  it('a re-inject that left messages unpublished names its remainder file, completed or cancelled', async () => {
+    const box = await openPutBack(entry('completed', { examined: 5, moved: 5 }));
+    const rest = '/tmp/backups/redrive-orders.dlq.remainder-2026-12-03T10-00-00-000Z.jsonl';
+    const note = `the 2 messages not published — 2 failed — are in the remainder file ${rest}, in their order in /tmp/backups/redrive-orders.dlq.jsonl: re-inject that file`;
+    act(() => {
+      useStore.setState((st) => ({
+        redriveHistory: { ...st.redriveHistory, reinject: { entryId: 'a1', operation: operationSnapshot({ type: 'reinject', total: 5, processed: 5, moved: 3, failed: 2, result: { read: 5, published: 3, failed: 2, remainder: { path: rest, messages: 2 }, notes: [note] } }), error: null } },
+      }));
+    });
+    expect(box.textContent).toContain('completed: 3 of 5 published, 2 failed');
+    expect(screen.getByTestId('redrive-putback-remainder').textContent).toBe(
+      `2 messages were not published. They are in the remainder file ${rest}, in order: publish only them with queuescope reinject <connection> <queue> --from ${rest}. Putting this backup back again publishes the others a second time.`,
+    );
+    expect(screen.getByTestId('redrive-putback-note').textContent).toBe(note);
+    act(() => {
+      useStore.setState((st) => ({
+        redriveHistory: {
+          ...st.redriveHistory,
+          reinject: { entryId: 'a1', operation: operationSnapshot({ type: 'reinject', status: 'cancelled', total: 5, processed: 1, moved: 1, result: null, errors: [{ code: 'CANCELLED', message: 'Cancelled after 1 of 1 published.', details: { result: { read: 1, published: 1, failed: 0, remainder: { path: rest, messages: 4 }, notes: [] } } }] }), error: null },
+        },
+      }));
+    });
+    expect(screen.getByTestId('redrive-putback-remainder').textContent).toContain(`4 messages were not published. They are in the remainder file ${rest}`);
+  });
+
   // A Redis list redrive while another client popped the DLQ: the backup also holds entries that client
   // took (and one whose move failed). Put back… published them all — duplicates of what the other client has.
   it('a run that backed up messages it did not move: names them, leaves them out, and publishes them only when ticked', async () => {

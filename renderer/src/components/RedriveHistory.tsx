@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
 import type { AuditEntryView } from '../../../shared/api/redrive';
-import type { QueueSummary } from '../../../shared/domain';
+import type { OperationSnapshot, QueueSummary } from '../../../shared/domain';
 import { describeNotMovedKinds, notMovedRecordOf } from '../../../shared/redrive/not-moved';
 import { count, absoluteTime } from '../lib/format';
 import { useStore } from '../store';
@@ -103,6 +103,7 @@ function PutBack({ entry, connectionId, queues }: { entry: AuditEntryView; conne
   const [target, setTarget] = useState(initial);
   const mine = state !== null && state.entryId === entry.id ? state : null;
   const op = mine?.operation ?? null;
+  const rest = remainderOf(op);
   // A run with no end recorded (killed, crashed, or still running) has only its "started" entry: no counts.
   const moved = entry.counts.moved;
   // Messages the redrive backed up and then did not move: left out unless the user ticks the box.
@@ -159,6 +160,13 @@ function PutBack({ entry, connectionId, queues }: { entry: AuditEntryView; conne
           {op.status}: {count(op.moved)} of {count(op.total)} published{op.failed > 0 ? `, ${count(op.failed)} failed` : ''}
         </span>
       )}
+      {rest !== null && (
+        <p className="notice notice-warn" role="note" data-testid="redrive-putback-remainder">
+          {count(rest.messages)} message{rest.messages === 1 ? ' was' : 's were'} not published. {rest.messages === 1 ? 'It is' : 'They are'} in the remainder file <span className="mono">{rest.path}</span>, in
+          order: publish only {rest.messages === 1 ? 'it' : 'them'} with <span className="mono">queuescope reinject &lt;connection&gt; &lt;queue&gt; --from {rest.path}</span>. Putting this backup back
+          again publishes the others a second time.
+        </p>
+      )}
       {notesOf(op).map((n, i) => (
         <p key={i} className="notice notice-warn" role="note" data-testid="redrive-putback-note">
           {n}
@@ -169,8 +177,27 @@ function PutBack({ entry, connectionId, queues }: { entry: AuditEntryView; conne
   );
 }
 
-/** What a finished re-inject could not restore (`ReinjectResult.notes`, e.g. the field order an older backup did not record). */
-function notesOf(op: { result: Record<string, unknown> | null } | null): string[] {
-  const notes = op?.result?.notes;
+type OpView = Pick<OperationSnapshot, 'result' | 'errors'>;
+
+/**
+ * The `ReinjectResult` of a re-inject operation: its `result` when it completed; when it was
+ * cancelled or failed, the result its last error carries (`details.result`), else null.
+ */
+function resultOf(op: OpView | null): Record<string, unknown> | null {
+  if (op === null) return null;
+  if (op.result !== null) return op.result;
+  const carried = op.errors.at(-1)?.details?.result;
+  return carried !== null && typeof carried === 'object' && !Array.isArray(carried) ? (carried as Record<string, unknown>) : null;
+}
+
+/** What a finished re-inject could not restore or left out (`ReinjectResult.notes`, e.g. the field order an older backup did not record, the remainder file). */
+function notesOf(op: OpView | null): string[] {
+  const notes = resultOf(op)?.notes;
   return Array.isArray(notes) ? notes.filter((n): n is string => typeof n === 'string') : [];
+}
+
+/** The remainder file of a re-inject (`ReinjectResult.remainder`: the messages it did not publish), or null. */
+function remainderOf(op: OpView | null): { path: string; messages: number } | null {
+  const r = resultOf(op)?.remainder as { path?: unknown; messages?: unknown } | null | undefined;
+  return r != null && typeof r.path === 'string' && typeof r.messages === 'number' ? { path: r.path, messages: r.messages } : null;
 }
