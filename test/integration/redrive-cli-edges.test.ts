@@ -188,6 +188,16 @@ describe('redrive on a Redis list: picked ids, Ctrl+C, --file', () => {
     expect(doc.status).toBe('cancelled');
     expect(doc.result.moved).toBeGreaterThan(0);
     expect(doc.result.backupPath).toMatch(/\.jsonl$/);
+
+    // Ctrl+C during a re-inject of that backup: it says what a re-inject leaves (old code: the
+    // redrive's "the rest are still in the DLQ", which a re-inject never reads).
+    const ac3 = new AbortController();
+    const t3 = setTimeout(() => ac3.abort(), 1500);
+    const ri = await cli(['reinject', REDIS_URL, `list:${targetKey}`, '--from', doc.result.backupPath ?? '', '--rate', '2', '--batch', '1', '--yes'], ac3.signal);
+    clearTimeout(t3);
+    expect(ri.code).toBe(EXIT.INTERRUPTED);
+    expect(ri.stderr).toContain('messages published so far stay published, and the file is unchanged');
+    expect(ri.stderr).not.toContain('still in the DLQ');
   });
 
   it('--file is a usage error (exit 2) for redrive and reinject, and is not in --help', async () => {

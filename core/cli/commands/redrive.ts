@@ -338,10 +338,10 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
 
 /**
  * Prints the outcome and sets the exit code: completed cleanly → 0; completed with failed or
- * possibly duplicated messages, or with messages its reads moved on without redriving them → 7; cancelled → 130; failed → the error's code (counts printed
+ * possibly duplicated messages, or with messages its reads moved on without redriving them → 7; cancelled → 130 (`cancelledNote` says what stays); failed → the error's code (counts printed
  * first). With `--json` exactly one JSON document goes to stdout, with `error` when it failed.
  */
-function finish(ctx: CliContext, final: OperationSnapshot, json: boolean, text: (r: Record<string, unknown>) => string): void {
+function finish(ctx: CliContext, final: OperationSnapshot, json: boolean, text: (r: Record<string, unknown>) => string, cancelledNote = 'Cancelled; messages moved so far stay moved, the rest are still in the DLQ (see the counts above).'): void {
   const last = final.errors.at(-1);
   const result = final.result ?? (last?.details?.result as Record<string, unknown> | undefined) ?? null;
   const error = final.status === 'failed' ? (last ?? { code: 'INTERNAL' as const, message: 'The operation failed.' }) : null;
@@ -353,7 +353,7 @@ function finish(ctx: CliContext, final: OperationSnapshot, json: boolean, text: 
     if (error !== null) ctx.setExitCode(exitCodeFor(error.code));
     if (final.status !== 'completed') return;
   } else if (result !== null) ctx.out(text(result));
-  if (final.status === 'cancelled') throw new QueuescopeError('CANCELLED', 'Cancelled; messages moved so far stay moved, the rest are still in the DLQ (see the counts above).');
+  if (final.status === 'cancelled') throw new QueuescopeError('CANCELLED', cancelledNote);
   if (error !== null) throw new QueuescopeError(error.code, error.message);
   const failed = typeof result?.failed === 'number' ? result.failed : 0;
   const dups = typeof result?.possibleDuplicates === 'number' ? result.possibleDuplicates : 0;
@@ -503,7 +503,7 @@ export function register(program: Command, ctx: CliContext): void {
               ? `Remainder: not written (${cell(x.remainderError, 400)}); ${cell(x.path, 300)} still holds every message, the ${x.published} published now too\n`
               : '';
         return `Re-injected ${x.published} of ${x.read} message${x.read === 1 ? '' : 's'} from ${cell(x.path, 300)} into ${cell(x.targetName, 120)}${x.failed > 0 ? ` (${x.failed} failed${x.heldBack > 0 ? `, ${x.heldBack} of them held back` : ''})` : ''}.${left}${held}\n${rest}`;
-      });
+      }, 'Cancelled; messages published so far stay published, and the file is unchanged (see the counts and the remainder above).');
     });
   });
 
