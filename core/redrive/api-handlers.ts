@@ -2,11 +2,11 @@ import type { ApiHandlers, ApiParsedInput } from '../../shared/api/contract';
 import { describeConnection } from '../../shared/domain';
 import type { ConnectionManager } from '../services/connection-manager';
 import { QueuescopeError } from '../../shared/domain';
-import { AuditLog, findAuditEntry } from '../services/audit-log';
+import { AuditLog, findAuditEntry, type AuditEntry } from '../services/audit-log';
 import { pathExists } from './backup';
 import { isTerminal, type OperationManager } from '../services/operations';
 import { resolveInspectSettings } from '../inspect/settings';
-import { planRedrive, resolveReinjectTarget, startRedrive, startReinject, type RedriveEnv, type RedriveRequest } from './engine';
+import { planRedrive, remainderOf, resolveReinjectTarget, startRedrive, startReinject, type RedriveEnv, type RedriveRequest } from './engine';
 
 /** What the redrive handlers need (a subset of `ApiDeps`). */
 export interface RedriveHandlerDeps {
@@ -40,10 +40,40 @@ function requestOf(input: PlanInput & { ratePerSecond?: number | null | undefine
 }
 
 /**
+ * The remainder file of the re-inject logged as `entry` (`details.remainder.path`), checked as a
+ * backup is before it is put back: the path comes from the audit log, never from the renderer, and
+ * must still exist. (A backup is also refused while the redrive writing it runs; a re-inject's
+ * entry is appended only after its remainder file was written whole and fsynced, so a remainder an
+ * entry names is always finished.)
+ * @throws QueuescopeError `INVALID_INPUT` when the entry is not a re-inject, wrote no remainder (it
+ *   published everything, or could not write one: `details.remainderError`), `includeNotMoved` is
+ *   asked for (a remainder has no redrive record: every message of it is published anyway), or the
+ *   file no longer exists.
+ */
+async function remainderToPutBack(entry: AuditEntry, includeNotMoved: boolean): Promise<string> {
+  const what = `The ${entry.action} of ${entry.source ?? 'that file'}${entry.target !== null ? ` into ${entry.target}` : ''}`;
+  if (entry.action !== 'reinject') throw new QueuescopeError('INVALID_INPUT', `${what} is not a re-inject: only a re-inject leaves a remainder file to put back.`);
+  const rest = remainderOf(entry.details);
+  if (rest === null) {
+    const why = typeof entry.details.remainderError === 'string' ? entry.details.remainderError : null;
+    throw new QueuescopeError(
+      'INVALID_INPUT',
+      why !== null
+        ? `${what} could not write its remainder file (${why.slice(0, 300)}): ${entry.source ?? 'the file it re-injected'} still holds every message, with those it published.`
+        : `${what} left no remainder file: it left no message unpublished.`,
+    );
+  }
+  if (includeNotMoved) throw new QueuescopeError('INVALID_INPUT', `"Also publish the messages it did not move" applies to a redrive's backup; the remainder file ${rest.path} holds only messages that re-inject did not publish, and all of them are published.`, { path: rest.path });
+  if (!(await pathExists(rest.path))) throw new QueuescopeError('INVALID_INPUT', `The remainder file ${rest.path} no longer exists.`, { path: rest.path });
+  return rest.path;
+}
+
+/**
  * Handlers of `redrive.plan`, `redrive.analyse` (the same dry run as an operation with progress and
  * cancel; `result.plan`), `redrive.start`, `redrive.history`, `redrive.reinject` (a backup
  * named by its audit-log entry; refused with `INVALID_INPUT` while the redrive that writes that
- * backup is still pending, running or paused in this process), `operations.pause` and `operations.resume`, spread into
+ * backup is still pending, running or paused in this process; with `file: "remainder"`, the
+ * remainder file of a re-inject entry, see {@link remainderToPutBack}), `operations.pause` and `operations.resume`, spread into
  * `createApiHandlers`. Runs are logged with actor `app` in
  * `<config dir>/audit-log.jsonl`; backups go to `<config dir>/backups/`.
  */
@@ -103,6 +133,12 @@ export function createRedriveHandlers(deps: RedriveHandlerDeps): Pick<ApiHandler
     'redrive.reinject': async (input) => {
       const entry = await findAuditEntry(auditLog(), input.auditEntryId);
       if (entry === null) throw new QueuescopeError('INVALID_INPUT', `No audit-log entry with id "${input.auditEntryId.slice(0, 80)}".`);
+      if (input.file === 'remainder') {
+        const path = await remainderToPutBack(entry, input.includeNotMoved === true);
+        const env = envFor(input.connectionId);
+        await resolveReinjectTarget(env, path, input.queueId); // QUEUE_NOT_FOUND before starting
+        return startReinject(operations, env, { path, targetQueueId: input.queueId, ratePerSecond: input.ratePerSecond ?? null });
+      }
       if (entry.backupPath === null) throw new QueuescopeError('INVALID_INPUT', `The ${entry.action} of ${entry.source ?? 'that queue'} has no backup to re-inject.`);
       if (!(await pathExists(entry.backupPath))) throw new QueuescopeError('INVALID_INPUT', `The backup ${entry.backupPath} no longer exists.`, { path: entry.backupPath });
       // A backup is written under its final name while its redrive runs: its name does not mean it is finished.

@@ -62,17 +62,25 @@ export const redriveStartInputSchema = z
   .strict();
 
 /**
- * Input of `redrive.reinject`: publishes the backup of an audit-log entry (a redrive's) into a queue
- * of the connection. The path comes from the audit log on the machine running Queuescope, never
- * from the renderer.
+ * Input of `redrive.reinject`: publishes a file named by an audit-log entry into a queue of the
+ * connection — a redrive's backup (`file` absent or `"backup"`: the entry's `backupPath`) or a
+ * re-inject's remainder file (`file: "remainder"`: the entry's `details.remainder.path`, the
+ * messages that re-inject did not publish). The path comes from the audit log on the machine
+ * running Queuescope, never from the renderer.
  */
 export const redriveReinjectInputSchema = z
   .object({
     connectionId: id,
     /** Target queue id. */
     queueId: z.string().min(1).max(2048),
-    /** The audit-log entry whose `backupPath` is re-injected. */
+    /** The audit-log entry whose `backupPath` (or, with `file: "remainder"`, whose remainder file) is re-injected. */
     auditEntryId: z.string().min(1).max(128),
+    /**
+     * Which file of the entry: `"backup"` (default) its `backupPath`; `"remainder"` the remainder
+     * file of a re-inject entry (`details.remainder`, see core/redrive/remainder.ts) — refused with
+     * `INVALID_INPUT` for any other entry, one without a remainder, or with `includeNotMoved`.
+     */
+    file: z.enum(['backup', 'remainder']).optional(),
     ratePerSecond: z.number().positive().max(1_000_000).nullable().optional(),
     /**
      * Also publish the backup's messages that its redrive did not move (its audit entry's
