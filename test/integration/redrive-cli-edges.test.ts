@@ -198,6 +198,8 @@ describe('redrive on a Redis list: picked ids, Ctrl+C, --file', () => {
     expect(ri.code).toBe(EXIT.INTERRUPTED);
     expect(ri.stderr).toContain('messages published so far stay published, and the file is unchanged');
     expect(ri.stderr).not.toContain('still in the DLQ');
+    // The summary says it was cancelled and how much of the file it read (old code: "Re-injected 3 of 3").
+    expect(ri.stdout).toMatch(/^Re-inject cancelled: published \d+ of the \d+ messages? read so far \(.*\.jsonl holds \d+\)/m);
   });
 
   it('--file is a usage error (exit 2) for redrive and reinject, and is not in --help', async () => {

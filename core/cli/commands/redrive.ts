@@ -502,7 +502,13 @@ export function register(program: Command, ctx: CliContext): void {
             : x.remainderError != null
               ? `Remainder: not written (${cell(x.remainderError, 400)}); ${cell(x.path, 300)} still holds every message, the ${x.published} published now too\n`
               : '';
-        return `Re-injected ${x.published} of ${x.read} message${x.read === 1 ? '' : 's'} from ${cell(x.path, 300)} into ${cell(x.targetName, 120)}${x.failed > 0 ? ` (${x.failed} failed${x.heldBack > 0 ? `, ${x.heldBack} of them held back` : ''})` : ''}.${left}${held}\n${rest}`;
+        const failedText = x.failed > 0 ? ` (${x.failed} failed${x.heldBack > 0 ? `, ${x.heldBack} of them held back` : ''})` : '';
+        // A cancelled run read only part of the file: say so, and how much the file holds.
+        const head =
+          final.status === 'cancelled'
+            ? `Re-inject cancelled: published ${x.published} of the ${x.read} message${x.read === 1 ? '' : 's'} read so far (${cell(x.path, 300)} holds ${count}) into ${cell(x.targetName, 120)}${failedText}.`
+            : `Re-injected ${x.published} of ${x.read} message${x.read === 1 ? '' : 's'} from ${cell(x.path, 300)} into ${cell(x.targetName, 120)}${failedText}.`;
+        return `${head}${left}${held}\n${rest}`;
       }, 'Cancelled; messages published so far stay published, and the file is unchanged (see the counts and the remainder above).');
     });
   });
