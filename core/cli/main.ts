@@ -27,7 +27,13 @@ Environment (used when no connection is given):
                                             REDIS_URL nor AMQP_URL is set)
   AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL   SQS endpoint (emulators)
   AWS_PROFILE, AWS_ACCESS_KEY_ID, …         the standard AWS credential chain
-  QUEUESCOPE_HOME                           folder of the app's saved connections`;
+  QUEUESCOPE_HOME                           folder of the app's saved connections
+
+Progress (redrive, reinject, export):
+  On a terminal, a progress bar on stderr. When stderr is not a terminal (a pipe, a file, CI), one
+  JSON line per update instead, for scripts: {"type":"progress","status":…,"processed":…,"total":…,
+  "rate":…,"etaMs":…}; with --json always these lines, never the bar. Results and --json documents
+  go to stdout.`;
 
 /**
  * Runs the `queuescope` CLI in-process: parses `argv` (the arguments after the program name),
