@@ -22,7 +22,8 @@ export const EXIT = {
    * the DLQ (held by a reader), or its reads — a dry run's too — made the broker move DLQ messages on
    * to another queue without redriving them (an SQS DLQ with its own RedrivePolicy read with
    * `--accept-side-effects`); they are listed or counted. Also an export that left out messages whose
-   * line would be longer than a snapshot reader accepts (listed).
+   * line would be longer than a snapshot reader accepts (listed), or wrote bodies cut at its read
+   * limit (`--max-body-bytes`; counted and named).
    */
   PARTIAL: 7,
   /** A change to a broker needs confirmation: no `--yes` and no terminal to ask on, or the answer was no. */
@@ -84,7 +85,8 @@ Exit codes:
        nothing moved because the selected messages cannot move or have no target,
        or reading the DLQ (a dry run too) made SQS move messages on to the DLQ's
        own dead-letter queue instead of redriving them (--accept-side-effects),
-       or an export left out messages whose line no snapshot reader accepts
+       or an export left out messages whose line no snapshot reader accepts,
+       or wrote message bodies cut at its read limit (--max-body-bytes)
   8    not confirmed: a redrive/reinject needs --yes without a terminal to ask on,
        or the answer was no; nothing was moved
   9    incomplete: --fail-on found nothing to fail on, but only part of the queue

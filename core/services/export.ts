@@ -7,8 +7,13 @@ import type { OperationContext } from './operations';
 
 /** Default messages per peek page during an export. */
 export const EXPORT_PAGE_SIZE = 500;
-/** Bodies up to this size are exported whole (the largest `maxBodyBytes` the API allows: 8 MiB). */
+/** Bodies up to this size are exported whole by default (the largest `maxBodyBytes` the API allows: 8 MiB). */
 export const EXPORT_MAX_BODY_BYTES = 8 * 1024 * 1024;
+/**
+ * Largest {@link ExportOptions.maxBodyBytes}: 128 MiB (RabbitMQ's largest message). Its line,
+ * base64 included, stays under `MAX_SNAPSHOT_LINE_BYTES` (256 MiB).
+ */
+export const MAX_EXPORT_MAX_BODY_BYTES = 128 * 1024 * 1024;
 
 /** At most this many messages are listed in {@link ExportResult.notWritten}. */
 export const MAX_NOT_WRITTEN_LISTED = 100;
@@ -29,6 +34,12 @@ export interface ExportOptions {
   connection?: string;
   /** Replace an existing file (default false). The app passes true after its save dialog asked. */
   overwrite?: boolean;
+  /**
+   * Bodies up to this many bytes are written whole (1 – {@link MAX_EXPORT_MAX_BODY_BYTES}; default
+   * {@link EXPORT_MAX_BODY_BYTES}, 8 MiB); a longer one is written cut (`body.truncated`) and
+   * counted in {@link ExportResult.truncatedBodies}. A page holds up to `pageSize` × this in memory.
+   */
+  maxBodyBytes?: number;
 }
 
 /** What an export wrote. */
@@ -61,6 +72,17 @@ export interface ExportResult {
   notWritten?: { id: string; reason: string }[];
   /** How many messages were not written (see {@link notWritten}); absent when none. */
   notWrittenCount?: number;
+  /**
+   * How many messages were written with their body cut at the read limit (`maxBodyBytes`, see
+   * `body.truncated` in the file): the file does not hold those bodies, and a re-inject refuses
+   * them. Such an export is `partial` (the `reason` says so; the file's header is not marked for
+   * this, its lines are). Absent when every body was written whole.
+   */
+  truncatedBodies?: number;
+  /** Ids of the messages with a cut body, at most {@link MAX_NOT_WRITTEN_LISTED} (see {@link truncatedBodies}). */
+  truncatedIds?: string[];
+  /** The body read limit the export used, bytes (see {@link ExportOptions.maxBodyBytes}). */
+  maxBodyBytes: number;
   /** Queue id and name exported. */
   queueId: string;
   queueName: string;
@@ -99,6 +121,8 @@ export function assertPeekAllowed(queue: QueueSummary, acceptSideEffects: boolea
  * - Non-pageable queues (RabbitMQ classic/quorum, SQS): one peek of up to `maxPeekWindow`
  *   (≤ 1000) messages; the result says `partial: true` with the reason when that is not all.
  * - With `messageIds`, only those messages are written (the scan stops once all are found).
+ * - A body longer than `maxBodyBytes` (default 8 MiB) is written cut (`body.truncated`): counted
+ *   in `truncatedBodies` (ids in `truncatedIds`), and the result is `partial` with the reason.
  * - A message whose line would be longer than `MAX_SNAPSHOT_LINE_BYTES` (no reader would accept
  *   it) is not written: it is listed in `notWritten` (and `ctx.addError`), and the result and the
  *   file's header are `partial` with the reason.
@@ -108,10 +132,15 @@ export function assertPeekAllowed(queue: QueueSummary, acceptSideEffects: boolea
  *
  * @throws QueuescopeError `PEEK_REFUSED` (see {@link assertPeekAllowed}; nothing is read or
  *   written), `QUEUE_NOT_FOUND`, `INVALID_INPUT` (bad state, existing file), `CANCELLED`, or the
- *   adapter's connection errors. On any error the partial file is removed.
+ *   adapter's connection errors. On any error the partial file is removed. `INVALID_INPUT` also
+ *   for a `maxBodyBytes` that is not a whole number from 1 to {@link MAX_EXPORT_MAX_BODY_BYTES}.
  */
 export async function exportQueue(adapter: BrokerAdapter, queueId: string, options: ExportOptions, ctx: ExportContext): Promise<ExportResult> {
   const { signal } = ctx;
+  const maxBodyBytes = options.maxBodyBytes ?? EXPORT_MAX_BODY_BYTES;
+  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes < 1 || maxBodyBytes > MAX_EXPORT_MAX_BODY_BYTES) {
+    throw new QueuescopeError('INVALID_INPUT', `The body read limit (maxBodyBytes) must be a whole number of bytes from 1 to ${String(MAX_EXPORT_MAX_BODY_BYTES)} (128 MiB), got ${String(maxBodyBytes)}.`);
+  }
   const pageSize = Math.min(1000, Math.max(1, Math.floor(options.pageSize ?? EXPORT_PAGE_SIZE)));
   const queue = await adapter.getQueue(queueId, signal);
   assertPeekAllowed(queue, options.acceptSideEffects);
@@ -121,7 +150,7 @@ export async function exportQueue(adapter: BrokerAdapter, queueId: string, optio
   const base = {
     limit: pageSize,
     direction: 'oldest' as const,
-    maxBodyBytes: EXPORT_MAX_BODY_BYTES,
+    maxBodyBytes,
     ...(options.state !== undefined ? { state: options.state } : {}),
     ...(options.acceptSideEffects === true ? { acceptSideEffects: true } : {}),
   };
@@ -138,6 +167,8 @@ export async function exportQueue(adapter: BrokerAdapter, queueId: string, optio
   let scanned = 0;
   const notWritten: { id: string; reason: string }[] = [];
   let notWrittenCount = 0;
+  const truncatedIds: string[] = [];
+  let truncatedBodies = 0;
 
   const writer = await SnapshotWriter.create(options.path, { overwrite: options.overwrite === true }, signal);
   try {
@@ -159,6 +190,10 @@ export async function exportQueue(adapter: BrokerAdapter, queueId: string, optio
           continue;
         }
         written++;
+        if (m.body.truncated) {
+          truncatedBodies++;
+          if (truncatedIds.length < MAX_NOT_WRITTEN_LISTED) truncatedIds.push(m.id);
+        }
       }
       ctx.report({ processed: written, skipped: scanned - written });
     };
@@ -242,6 +277,13 @@ export async function exportQueue(adapter: BrokerAdapter, queueId: string, optio
     // The header went out before the messages: mark it now, so the file itself says it is partial.
     if (partial && (notWrittenCount > 0 || (caps.canPageFromCursor && wanted === null)) && reason !== undefined) writer.amendFirstHeader({ ...header, partial: true, partialReason: reason });
     const done = await writer.finish(signal);
+    // Cut bodies: every message is in the file, but not whole (its line says body.truncated), so
+    // the header is not marked; the result is partial, as the file is no backup of those bodies.
+    if (truncatedBodies > 0) {
+      partial = true;
+      const cut = truncatedBodiesReason(truncatedBodies, truncatedIds, maxBodyBytes);
+      reason = reason === undefined ? cut : `${reason} ${cut}`;
+    }
     return {
       path: done.path,
       messages: done.messages,
@@ -252,6 +294,8 @@ export async function exportQueue(adapter: BrokerAdapter, queueId: string, optio
       sideEffects: [...sideEffects],
       ...(moves.notes().length > 0 ? { notes: moves.notes() } : {}),
       ...(notWrittenCount > 0 ? { notWritten, notWrittenCount } : {}),
+      ...(truncatedBodies > 0 ? { truncatedBodies, truncatedIds } : {}),
+      maxBodyBytes,
       queueId: queue.id,
       queueName: queue.name,
     };
@@ -259,4 +303,18 @@ export async function exportQueue(adapter: BrokerAdapter, queueId: string, optio
     await writer.abort();
     throw e;
   }
+}
+
+/**
+ * The sentence saying that `count` bodies were written cut at `limit` bytes: the first five ids,
+ * that the file holds only their first `limit` bytes (a re-inject refuses them), and how to export
+ * them whole (`--max-body-bytes`, up to {@link MAX_EXPORT_MAX_BODY_BYTES}) when the limit is below it.
+ */
+export function truncatedBodiesReason(count: number, ids: readonly string[], limit: number): string {
+  const shown = `${ids
+    .slice(0, 5)
+    .map((id) => id.slice(0, 80))
+    .join(', ')}${count > 5 ? ', …' : ''}`;
+  const raise = limit < MAX_EXPORT_MAX_BODY_BYTES ? ` To write ${count === 1 ? 'it' : 'them'} whole, export again from the CLI with a higher --max-body-bytes (up to ${String(MAX_EXPORT_MAX_BODY_BYTES)}, 128 MiB).` : '';
+  return `${String(count)} message bod${count === 1 ? 'y was' : 'ies were'} longer than the ${String(limit)}-byte read limit and written cut (body.truncated): the file holds only the first ${String(limit)} bytes of ${count === 1 ? 'it' : 'each'}, and a re-inject refuses ${count === 1 ? 'it' : 'them'} (${shown}).${raise}`;
 }

@@ -1,7 +1,7 @@
 import { resolve as resolvePath } from 'node:path';
 import type { Command } from 'commander';
 import { QueuescopeError } from '../../../shared/domain';
-import { assertPeekAllowed, EXPORT_MAX_BODY_BYTES, exportQueue } from '../../services/export';
+import { assertPeekAllowed, EXPORT_MAX_BODY_BYTES, exportQueue, MAX_EXPORT_MAX_BODY_BYTES } from '../../services/export';
 import { MAX_SNAPSHOT_LINE_BYTES } from '../../snapshot/format';
 import { EXIT } from '../exit-codes';
 import { OperationManager } from '../../services/operations';
@@ -20,22 +20,29 @@ export function register(program: Command, ctx: CliContext): void {
       .option('--state <state>', 'message state to export (e.g. BullMQ failed)')
       .option('--ids <ids>', 'export only these message ids (comma-separated)')
       .option('--page-size <n>', 'messages per read, 1-1000', '500')
+      .option('--max-body-bytes <n>', `write bodies up to N bytes whole (default ${String(EXPORT_MAX_BODY_BYTES)}, 8 MiB; at most ${String(MAX_EXPORT_MAX_BODY_BYTES)}, 128 MiB); longer ones are written cut. Memory grows with it (× --page-size)`)
       .option('--force', 'replace --out if it exists')
       .option('--accept-side-effects', 'export even where reading can move messages to a dead-letter queue')
       .addHelpText(
         'after',
-        `\nBodies over ${String(EXPORT_MAX_BODY_BYTES)} bytes (8 MiB) are exported cut (body.truncated). A message whose line would be longer than\n` +
-          `${String(MAX_SNAPSHOT_LINE_BYTES)} bytes (256 MiB, the longest line a snapshot reader accepts) is not written: it is listed, the export is\n` +
-          'partial, and the exit code is 7.',
+        `\nBodies over --max-body-bytes (default ${String(EXPORT_MAX_BODY_BYTES)} bytes, 8 MiB) are written cut (body.truncated): the file\n` +
+          'does not hold them whole and reinject refuses them. They are counted and named on stderr (--json: truncatedBodies,\n' +
+          'truncatedIds), the export is partial, and the exit code is 7; export again with a higher --max-body-bytes.\n' +
+          `A message whose line would be longer than ${String(MAX_SNAPSHOT_LINE_BYTES)} bytes (256 MiB, the longest line a snapshot reader\n` +
+          'accepts) is not written: it is listed, the export is partial, and the exit code is 7.',
       ),
   ).action(
     async (
       a1: string | undefined,
       a2: string | undefined,
-      opts: CommonOpts & { out: string; state?: string; ids?: string; pageSize: string; force?: boolean; acceptSideEffects?: boolean },
+      opts: CommonOpts & { out: string; state?: string; ids?: string; pageSize: string; maxBodyBytes?: string; force?: boolean; acceptSideEffects?: boolean },
     ) => {
       const pageSize = Number(opts.pageSize);
       if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 1000) throw new QueuescopeError('INVALID_INPUT', `--page-size must be a whole number from 1 to 1000, got "${cell(opts.pageSize, 40)}".`);
+      const maxBodyBytes = opts.maxBodyBytes === undefined ? undefined : Number(opts.maxBodyBytes);
+      if (maxBodyBytes !== undefined && (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 1 || maxBodyBytes > MAX_EXPORT_MAX_BODY_BYTES)) {
+        throw new QueuescopeError('INVALID_INPUT', `--max-body-bytes must be a whole number of bytes from 1 to ${String(MAX_EXPORT_MAX_BODY_BYTES)} (128 MiB), got "${cell(opts.maxBodyBytes, 40)}".`);
+      }
       const ids = opts.ids?.split(',').map((s) => s.trim()).filter((s) => s !== '');
       const { connection, queue } = splitPositionals(a1, a2, opts);
       await ctx.withAdapter(flagsOf(connection, opts), async (adapter, resolved) => {
@@ -57,6 +64,7 @@ export function register(program: Command, ctx: CliContext): void {
               overwrite: opts.force === true,
               ...(opts.state !== undefined ? { state: opts.state } : {}),
               ...(ids !== undefined ? { messageIds: ids } : {}),
+              ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
               ...(opts.acceptSideEffects === true ? { acceptSideEffects: true } : {}),
             },
             opCtx,
@@ -68,10 +76,12 @@ export function register(program: Command, ctx: CliContext): void {
         const r = final.result ?? {};
         // Messages left out because no reader could read their line back: the file is not the queue.
         const notWritten = typeof r.notWrittenCount === 'number' ? r.notWrittenCount : 0;
-        if (notWritten > 0) ctx.setExitCode(EXIT.PARTIAL);
+        // Bodies cut at the read limit: the file is no backup of them (reinject refuses them).
+        const truncated = typeof r.truncatedBodies === 'number' ? r.truncatedBodies : 0;
+        if (notWritten > 0 || truncated > 0) ctx.setExitCode(EXIT.PARTIAL);
         if (opts.json === true) ctx.out(toJson(r));
         else {
-          ctx.out(`Exported ${String(r.messages)} message${r.messages === 1 ? '' : 's'} of ${cell(q.name)} to ${cell(path, 300)} (${String(r.bytes)} bytes).\n`);
+          ctx.out(`Exported ${String(r.messages)} message${r.messages === 1 ? '' : 's'} of ${cell(q.name)} to ${cell(path, 300)} (${String(r.bytes)} bytes)${truncated > 0 ? `, ${String(truncated)} of them with the body cut` : ''}.\n`);
           // The queue moved while it was read (a Redis list popped/pushed between pages): re-aligned, or lines may be missing or doubled.
           for (const n of Array.isArray(r.notes) ? (r.notes as unknown[]) : []) if (typeof n === 'string') ctx.err(`note: ${escapeForTerminal(n)}\n`);
           for (const n of Array.isArray(r.notWritten) ? (r.notWritten as unknown[]) : []) {
