@@ -177,7 +177,7 @@ function classifyUnsafe(message: QueueMessage): FailureInfo {
       cls = death.reason === 'expired' || death.reason === 'maxlen' ? 'transient' : 'unknown';
     } else if (typeof meta.receiveCount === 'number' && meta.receiveCount > 0 && message.properties.ApproximateReceiveCount !== undefined) {
       source = 'receive count';
-      reason = `received ${meta.receiveCount} times without being deleted (no error attribute)`;
+      reason = `received ${meta.receiveCount} time${meta.receiveCount === 1 ? '' : 's'} without being deleted (no error attribute)`;
       label = 'no error recorded';
       cls = 'unknown';
     } else {

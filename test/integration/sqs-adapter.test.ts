@@ -265,7 +265,7 @@ describe('peek side effects (fauxqs)', () => {
     await faux.send(new SendMessageCommand({ QueueUrl: src.url, MessageBody: 'poison' }));
     const first = await adapter.peek(src.id, { limit: 10, acceptSideEffects: true });
     expect(first.messages.map((m) => m.meta.receiveCount)).toEqual([1]);
-    expect(first.sideEffects.join(' ')).toContain(`1 message now has been received 1 times: the next receive (a consumer's or a peek) moves it to ${dlq.name}`);
+    expect(first.sideEffects.join(' ')).toContain(`1 message now has been received 1 time: the next receive (a consumer's or a peek) moves it to ${dlq.name}`);
     const second = await adapter.peek(src.id, { limit: 10, acceptSideEffects: true });
     expect(second.messages).toEqual([]);
     expect((await attrs(faux, dlq.url)).ApproximateNumberOfMessages).toBe('1');

@@ -580,7 +580,7 @@ export class SqsAdapter implements BrokerAdapter {
       const why =
         'error' in policy
           ? `${name} has a RedrivePolicy that cannot be read (${policy.error}), so a peek might move messages to a dead-letter queue`
-          : `${name} has a RedrivePolicy (maxReceiveCount ${policy.maxReceiveCount} → ${dlqName ?? '?'}): every peek is a receive that adds 1 to ApproximateReceiveCount, and a message already received ${policy.maxReceiveCount} times is moved to ${dlqName ?? 'the DLQ'} by it`;
+          : `${name} has a RedrivePolicy (maxReceiveCount ${policy.maxReceiveCount} → ${dlqName ?? '?'}): every peek is a receive that adds 1 to ApproximateReceiveCount, and a message already received ${plural(policy.maxReceiveCount, 'time')} is moved to ${dlqName ?? 'the DLQ'} by it`;
       throw new QueuescopeError('PEEK_REFUSED', `Peek refused: ${why}. Nothing was read; pass acceptSideEffects to peek anyway.`, {
         queue: name,
         ...(!('error' in policy) ? { maxReceiveCount: policy.maxReceiveCount, deadLetterQueue: dlqName } : {}),
@@ -661,8 +661,8 @@ export class SqsAdapter implements BrokerAdapter {
     sideEffects.push(...restore.failures);
     if (policy !== null && !('error' in policy)) {
       const atLimit = messages.filter((m) => (m.meta.receiveCount ?? 0) >= policy.maxReceiveCount).length;
-      if (atLimit > 0) sideEffects.push(`${plural(atLimit, 'message')} now ${atLimit === 1 ? 'has' : 'have'} been received ${policy.maxReceiveCount} times: the next receive (a consumer's or a peek) moves ${atLimit === 1 ? 'it' : 'them'} to ${dlqName ?? 'the DLQ'}.`);
-      sideEffects.push(`Any message already received ${policy.maxReceiveCount} times before this peek was moved to ${dlqName ?? 'the DLQ'} by its receive instead of being returned (SQS does not report which).`);
+      if (atLimit > 0) sideEffects.push(`${plural(atLimit, 'message')} now ${atLimit === 1 ? 'has' : 'have'} been received ${plural(policy.maxReceiveCount, 'time')}: the next receive (a consumer's or a peek) moves ${atLimit === 1 ? 'it' : 'them'} to ${dlqName ?? 'the DLQ'}.`);
+      sideEffects.push(`Any message already received ${plural(policy.maxReceiveCount, 'time')} before this peek was moved to ${dlqName ?? 'the DLQ'} by its receive instead of being returned (SQS does not report which).`);
     }
     return { messages, nextCursor: null, total: visibleBefore, sideEffects };
   }

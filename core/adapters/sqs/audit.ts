@@ -265,7 +265,7 @@ class SqsAuditCollector implements AuditCollector {
     const srcRet = intAttr(src, 'MessageRetentionPeriod');
     const dlqRet = intAttr(dlq, 'MessageRetentionPeriod');
     if (!srcFifo && srcRet !== null && dlqRet !== null && dlqRet <= srcRet) notes.push(`${fix.deadLetterQueueName} keeps messages ${String(dlqRet)} s, not longer than ${fix.queueName}'s ${String(srcRet)} s: raise its MessageRetentionPeriod too.`);
-    notes.push(`A message received ${String(fix.maxReceiveCount)} times without being deleted is moved to ${fix.deadLetterQueueName}.`);
+    notes.push(`A message received ${String(fix.maxReceiveCount)} time${fix.maxReceiveCount === 1 ? '' : 's'} without being deleted is moved to ${fix.deadLetterQueueName}.`);
     const policy = JSON.stringify({ deadLetterTargetArn: fix.deadLetterTargetArn, maxReceiveCount: fix.maxReceiveCount });
     return {
       policy,

@@ -20,15 +20,17 @@ import type {
   NativeMoveHandle,
   NativeMoveStatus,
   NativeMoveSupport,
+  PublishLossTally,
   PublishRun,
   ReadMovesOn,
   RedriveMover,
 } from '../redrive-types';
+import { headerLossCounter } from '../redrive-types';
 import type { MovedOnByReading, UnseenMessages } from '../../../shared/redrive/types';
 import { intAttr, parseArn, parseRedrivePolicy, queueKind, queueNameFromUrl } from './attributes';
 import { mapWithConcurrency } from './concurrency';
 import { DEFAULT_MAX_BODY_BYTES, toQueueMessage } from './message';
-import { SQS_MAX_BATCH_ENTRIES, buildSendEntry, chunkEntries, messageGroupOf, type BuiltEntry, type SendTarget } from './redrive-entry';
+import { SQS_MAX_BATCH_ENTRIES, buildSendEntry, chunkEntries, emptyHeaderNames, messageGroupOf, type BuiltEntry, type SendTarget } from './redrive-entry';
 import { DEFAULT_STEADY_READ, readUntilSteady, type SteadyReading } from './steady-count';
 
 /** What the mover needs from {@link SqsAdapter}: its mapped SDK calls and queue-id resolution. */
@@ -327,6 +329,31 @@ export class SqsRedriveMover implements RedriveMover {
   }
 
   // ------------------------------------------------------------------ publish
+
+  /**
+   * See {@link RedriveMover.publishLossTally}: the headers {@link publish} leaves out because their
+   * value is the empty string ({@link emptyHeaderNames}; SQS rejects an empty attribute value) —
+   * e.g. `x-first-death-exchange` on every message RabbitMQ dead-lettered from the default exchange.
+   * The note names them (an idempotency-key header specially). Any SQS target.
+   */
+  publishLossTally(targetQueueId: string): PublishLossTally {
+    const lost = headerLossCounter();
+    let total = 0;
+    return {
+      add(m: QueueMessage): void {
+        total++;
+        lost.add(emptyHeaderNames(m));
+      },
+      note(file: string): string | null {
+        const s = lost.summary();
+        if (s.messages === 0) return null;
+        const names = `${s.names.map((n) => `"${n.slice(0, 60)}"`).join(', ')}${s.moreNames > 0 ? ` and ${String(s.moreNames)} more` : ''}`;
+        const key0 = s.keyHeaders[0];
+        const keyText = key0 !== undefined ? `; among them the idempotency-key header "${key0.slice(0, 60)}": the consumer loses its dedupe key for those messages` : '';
+        return `${String(s.messages)} of the ${String(total)} message${total === 1 ? '' : 's'} re-injected from ${file} into ${queueNameFromUrl(targetQueueId.replace(/^sqs:/, '')).slice(0, 120)} have headers with an empty value, which cannot be SQS message attributes (SQS rejects empty attribute values): they are sent without them — the headers ${names} are left out${keyText}`;
+      },
+    };
+  }
 
   /**
    * Publishes `messages` (e.g. from a snapshot) to `targetQueueId` with `SendMessageBatch`, built as
@@ -769,7 +796,7 @@ class ClientRun {
       const next = 'error' in policy ? 'another queue' : (parseArn(policy.deadLetterTargetArn)?.resource ?? policy.deadLetterTargetArn);
       const max = 'error' in policy ? '?' : String(policy.maxReceiveCount);
       this.notes.push(
-        `${this.name} has its own RedrivePolicy (maxReceiveCount ${max} → ${next}): every receive of this redrive adds 1 to ApproximateReceiveCount, so a message already received ${max} times is moved to ${next} by SQS instead of being read, and messages left in ${this.name} get closer to that limit.`,
+        `${this.name} has its own RedrivePolicy (maxReceiveCount ${max} → ${next}): every receive of this redrive adds 1 to ApproximateReceiveCount, so a message already received ${max} time${max === '1' ? '' : 's'} is moved to ${next} by SQS instead of being read, and messages left in ${this.name} get closer to that limit.`,
       );
       if ('error' in policy) this.ownUnreadable = policy.error;
       else {
@@ -1359,8 +1386,8 @@ class ClientRun {
         .map((k) => `${counts.get(k) ?? 0} ${k === 'dry-run' ? 'read in the dry run' : k === 'newer' ? 'sent after the cutoff' : k === 'over-limit' ? 'beyond the limit' : k === 'unsent' ? 'waiting for a full send when the run stopped' : k}`);
       this.notes.push(
         failures.length === 0
-          ? `${plural(items.length, 'message')} left in ${this.name} (${parts.join(', ')}) were hidden during the run and made visible again at its end.`
-          : `${plural(items.length, 'message')} left in ${this.name} (${parts.join(', ')}) were hidden during the run; ${failures.length} could not be made visible again and stay hidden for up to ${this.vt} s (${failures.slice(0, 3).join('; ')}).`,
+          ? `${plural(items.length, 'message')} left in ${this.name} (${parts.join(', ')}) ${items.length === 1 ? 'was' : 'were'} hidden during the run and made visible again at its end.`
+          : `${plural(items.length, 'message')} left in ${this.name} (${parts.join(', ')}) ${items.length === 1 ? 'was' : 'were'} hidden during the run; ${failures.length} could not be made visible again and stay hidden for up to ${this.vt} s (${failures.slice(0, 3).join('; ')}).`,
       );
     }
     if (this.newer > 0) this.notes.push(`${plural(this.newer, 'message')} sent after the run started (SentTimestamp after the cutoff) were left alone.`);
