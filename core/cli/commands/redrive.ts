@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { QueuescopeError, type OperationSnapshot, type QueueSummary } from '../../../shared/domain';
 import { parseFilter } from '../../../shared/redrive/filter';
 import { checkRemainderPath } from '../../redrive/remainder';
-import { checkRate, heldBackNote, olderSnapshotCheck, planRedrive, priorUsesOfBackup, publishLossCheck, reinjectSelection, remainderOf, resolveReinjectTarget, startRedrive, startReinject, type RedriveEnv, type RedrivePlan, type RedriveRequest, type RedriveResult, type ReinjectResult } from '../../redrive/engine';
+import { checkRate, heldBackNote, olderSnapshotCheck, planRedrive, priorUsesOfBackup, reinjectSelection, remainderOf, resolveReinjectTarget, startRedrive, startReinject, type RedriveEnv, type RedrivePlan, type RedriveRequest, type RedriveResult, type ReinjectResult } from '../../redrive/engine';
 import { readSnapshot } from '../../snapshot/reader';
 import { isRedriveBackupHeader, type SnapshotHeaderLine } from '../../snapshot/format';
 import { AuditLog, type AuditEntry } from '../../services/audit-log';
@@ -64,13 +64,6 @@ with how many, why and their ids; --include-not-moved publishes them too. A back
 reported failures without recording which (a native move that ended partly) is published whole,
 with a warning giving the count. reinject also warns when the redrive moved messages (they are in the
 target already), has no end recorded, or the backup was re-injected before.
-
-Into another broker's queue, what the target cannot carry is a warning before asking, and a note in
-the result: a Redis list element is the bare body, so every header is dropped (the warning counts the
-messages, names the headers, and names an idempotency-key header specially: the consumer loses its
-dedupe key); SQS rejects empty attribute values, so headers with an empty value (RabbitMQ's
-x-first-death-exchange) are left out of the attributes, not the message refused. Into a Redis stream,
-a message from another broker becomes an entry with its body under "body" and its headers as fields.
 
 Into an SQS FIFO queue, a message that is not published (refused, or its outcome unknown) stops its
 message group for the rest of the run, across --batch boundaries: the group's later messages are
@@ -486,12 +479,6 @@ export function register(program: Command, ctx: CliContext): void {
       // A redrive backup also holds what its redrive backed up and then did not move: left out unless --include-not-moved.
       const selection = await reinjectSelection(env, path, opts.includeNotMoved === true, ctx.signal);
       prior.push(...selection.warnings);
-      // Headers the target cannot carry (a Redis list element is the bare body; SQS refuses empty attribute values): said before asking.
-      const loss = publishLossCheck(env, q.id);
-      let ordinal = 0;
-      for await (const item of readSnapshot(path, ctx.signal)) if (item.type === 'message' && !selection.skip(ordinal++)) loss.see(item.message);
-      const lossNote = loss.note(path);
-      if (lossNote !== null) prior.push(lossNote);
       const publishing = count - selection.leftOut;
       for (const w of prior) ctx.err(`warning: ${escapeForTerminal(w)}.\n`);
       if (opts.yes !== true) {
