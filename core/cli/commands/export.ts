@@ -1,5 +1,6 @@
 import { resolve as resolvePath } from 'node:path';
 import type { Command } from 'commander';
+import { defaultInspectState } from '../../../shared/api/inspect-scope';
 import { QueuescopeError } from '../../../shared/domain';
 import { assertPeekAllowed, EXPORT_MAX_BODY_BYTES, exportQueue, MAX_EXPORT_MAX_BODY_BYTES } from '../../services/export';
 import { MAX_SNAPSHOT_LINE_BYTES } from '../../snapshot/format';
@@ -17,7 +18,7 @@ export function register(program: Command, ctx: CliContext): void {
       .argument('[connection]', 'URL, snapshot file or saved connection (default: from the environment)')
       .argument('[queue]', 'queue name or id (optional for a snapshot with one queue)')
       .requiredOption('--out <file>', 'snapshot file to write (.jsonl, or .jsonl.gz to compress)')
-      .option('--state <state>', 'message state to export (e.g. BullMQ failed)')
+      .option('--state <state>', 'message state to export (e.g. BullMQ failed; a live BullMQ queue without it: its waiting jobs, the header saying "state waiting" and stderr naming the jobs of its other states left out)')
       .option('--ids <ids>', 'export only these message ids (comma-separated)')
       .option('--page-size <n>', 'messages per read, 1-1000', '500')
       .option('--max-body-bytes <n>', `write bodies up to N bytes whole (default ${String(EXPORT_MAX_BODY_BYTES)}, 8 MiB; at most ${String(MAX_EXPORT_MAX_BODY_BYTES)}, 128 MiB); longer ones are written cut. Memory grows with it (× --page-size)`)
@@ -51,6 +52,11 @@ export function register(program: Command, ctx: CliContext): void {
           ctx.err(`note: reading ${cell(q.name)} changes it:\n${q.capabilities.peekSideEffects.map((s) => `  - ${escapeForTerminal(s.description)}\n`).join('')}`);
         }
         assertPeekAllowed(q, opts.acceptSideEffects);
+        // No --state on a live BullMQ queue: its waiting jobs (the adapter's default, as inspect
+        // reads them), named in the file's header, the summary and a note listing the jobs left out.
+        const bullmqDefault = opts.state === undefined && q.kind === 'bullmq' && defaultInspectState(q) === 'waiting';
+        const state = bullmqDefault ? 'waiting' : opts.state;
+        const leftOut = bullmqDefault ? bullmqJobsNotExported(q.counts) : {};
         const path = resolvePath(ctx.cwd, opts.out);
         const ops = new OperationManager();
         const op = ops.start('export', `Export ${q.name} to ${path}`, async (opCtx) => ({
@@ -62,7 +68,7 @@ export function register(program: Command, ctx: CliContext): void {
               connection: resolved.label,
               pageSize,
               overwrite: opts.force === true,
-              ...(opts.state !== undefined ? { state: opts.state } : {}),
+              ...(state !== undefined ? { state } : {}),
               ...(ids !== undefined ? { messageIds: ids } : {}),
               ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
               ...(opts.acceptSideEffects === true ? { acceptSideEffects: true } : {}),
@@ -79,18 +85,46 @@ export function register(program: Command, ctx: CliContext): void {
         // Bodies cut at the read limit: the file is no backup of them (reinject refuses them).
         const truncated = typeof r.truncatedBodies === 'number' ? r.truncatedBodies : 0;
         if (notWritten > 0 || truncated > 0) ctx.setExitCode(EXIT.PARTIAL);
-        if (opts.json === true) ctx.out(toJson(r));
+        if (opts.json === true) ctx.out(toJson({ ...r, ...(state !== undefined ? { state } : {}), ...(bullmqDefault ? { statesNotExported: leftOut } : {}) }));
         else {
-          ctx.out(`Exported ${String(r.messages)} message${r.messages === 1 ? '' : 's'} of ${cell(q.name)} to ${cell(path, 300)} (${String(r.bytes)} bytes)${truncated > 0 ? `, ${String(truncated)} of them with the body cut` : ''}.\n`);
+          ctx.out(`Exported ${String(r.messages)} message${r.messages === 1 ? '' : 's'} of ${cell(q.name)}${state !== undefined ? ` (state ${cell(state, 40)})` : ''} to ${cell(path, 300)} (${String(r.bytes)} bytes)${truncated > 0 ? `, ${String(truncated)} of them with the body cut` : ''}.\n`);
           // The queue moved while it was read (a Redis list popped/pushed between pages): re-aligned, or lines may be missing or doubled.
           for (const n of Array.isArray(r.notes) ? (r.notes as unknown[]) : []) if (typeof n === 'string') ctx.err(`note: ${escapeForTerminal(n)}\n`);
           for (const n of Array.isArray(r.notWritten) ? (r.notWritten as unknown[]) : []) {
             const reason = (n as { reason?: unknown } | null)?.reason;
             if (typeof reason === 'string') ctx.err(`error: ${escapeForTerminal(reason)}\n`);
           }
+          const unexported = bullmqUnexportedNote(q.name, leftOut);
+          if (unexported !== null) ctx.err(`note: ${escapeForTerminal(unexported)}\n`);
           if (r.partial === true) ctx.err(`warning: the export is partial: ${escapeForTerminal(typeof r.reason === 'string' ? r.reason : '')}\n`);
         }
       });
     },
   );
+}
+
+/** BullMQ states besides `waiting`, live ones first (the order of inspect's note), then failed and completed. */
+const BULLMQ_OTHER_STATES = ['prioritized', 'delayed', 'paused', 'active', 'waiting-children', 'failed', 'completed'] as const;
+
+/**
+ * The jobs of a live BullMQ queue that an export without `--state` (its `waiting` jobs) leaves out:
+ * count per other state holding any, from `QueueSummary.counts` (BullMQ `getJobCounts`), in
+ * {@link BULLMQ_OTHER_STATES} order; empty when there are none.
+ */
+export function bullmqJobsNotExported(counts: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const s of BULLMQ_OTHER_STATES) if ((counts[s] ?? 0) > 0) out[s] = counts[s] ?? 0;
+  return out;
+}
+
+/**
+ * The stderr note of an export of the live BullMQ queue `queueName` without `--state`: it wrote the
+ * waiting jobs; `leftOut` ({@link bullmqJobsNotExported}) were not written, and the `--state` that
+ * exports each. Null when nothing was left out.
+ */
+export function bullmqUnexportedNote(queueName: string, leftOut: Record<string, number>): string | null {
+  const states = Object.keys(leftOut);
+  if (states.length === 0) return null;
+  const n = Object.values(leftOut).reduce((a, b) => a + b, 0);
+  return `${cell(queueName, 120)}: exported its waiting jobs (the default --state); ${states.map((s) => `${String(leftOut[s] ?? 0)} ${s}`).join(', ')} ${n === 1 ? 'job was' : 'jobs were'} not exported: ${states.map((s) => `--state ${s}`).join(', ')} ${states.length === 1 ? 'exports' : 'export'} ${n === 1 ? 'it' : 'them'} (one state per file).`;
 }

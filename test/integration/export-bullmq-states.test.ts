@@ -1,0 +1,72 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REDIS_URL, uniqueName } from './env';
+import { runCli, type CliRun } from './fixtures/run-cli';
+
+/**
+ * `queuescope export` of a live BullMQ queue without `--state` writes its waiting jobs only (the
+ * adapter's default, as inspect reads it). It says so, as inspect does: the summary and the file's
+ * header name state waiting, and stderr names the jobs of the other states left out and the
+ * `--state` that exports each (--json: state, statesNotExported).
+ */
+let dir: string;
+const run = (argv: string[]): Promise<CliRun> => runCli(dir, argv);
+const native = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+const name = uniqueName('export-bq-states');
+let q: Queue;
+
+const charge = (orderId: string): { orderId: string; operation: string; idempotencyKey: string } => ({ orderId, operation: 'charge', idempotencyKey: `${orderId}:charge` });
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'qs-export-bq-'));
+  q = new Queue(name, { connection: native });
+  // Two charges fail for good (attempts 1).
+  await q.addBulk(['F-1', 'F-2'].map((o) => ({ name: 'charge', data: charge(o), opts: { attempts: 1 } })));
+  const conn = native.duplicate();
+  const w = new Worker(name, () => Promise.reject(new Error('HTTP 503')), { connection: conn });
+  w.on('error', () => undefined);
+  const until = Date.now() + 30_000;
+  while ((await q.getFailedCount()) < 2) {
+    if (Date.now() > until) throw new Error('the jobs did not fail in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  await w.close();
+  conn.disconnect();
+  // F-1 sent again (waiting: a retry of the failed F-1 would charge twice), W-1 new, two delayed.
+  await q.add('charge', charge('F-1'));
+  await q.add('charge', charge('W-1'));
+  await q.add('charge', charge('D-1'), { delay: 3_600_000 });
+  await q.add('charge', charge('D-2'), { delay: 3_600_000 });
+}, 60_000);
+
+afterAll(async () => {
+  await q.obliterate({ force: true }).catch(() => undefined);
+  await q.close();
+  native.disconnect();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('export (live BullMQ) without --state', () => {
+  it('names state waiting and the delayed / failed jobs it left out', async () => {
+    const r = await run(['export', REDIS_URL, name, '--out', 'waiting.jsonl']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`Exported 2 messages of ${name} (state waiting) to`);
+    expect(r.stderr).toContain(`note: ${name}: exported its waiting jobs (the default --state); 2 delayed, 2 failed jobs were not exported: --state delayed, --state failed export them (one state per file).\n`);
+    const header = JSON.parse((await readFile(join(dir, 'waiting.jsonl'), 'utf8')).split('\n')[0] ?? '') as { type: string; state?: string };
+    expect(header).toMatchObject({ type: 'queue', state: 'waiting' });
+
+    const j = await run(['export', REDIS_URL, name, '--out', 'waiting2.jsonl', '--json']);
+    expect(j.code).toBe(0);
+    expect(JSON.parse(j.stdout)).toMatchObject({ messages: 2, state: 'waiting', statesNotExported: { delayed: 2, failed: 2 } });
+
+    // Named states: no note.
+    const failed = await run(['export', REDIS_URL, name, '--state', 'failed', '--out', 'failed.jsonl']);
+    expect(failed.code).toBe(0);
+    expect(failed.stdout).toContain(`Exported 2 messages of ${name} (state failed) to`);
+    expect(failed.stderr).not.toContain('the default --state');
+  }, 60_000);
+});
