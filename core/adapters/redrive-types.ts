@@ -323,6 +323,51 @@ export interface RedriveMover {
    * Pure: no I/O.
    */
   olderSnapshotTally?(targetQueueId: string): OlderSnapshotTally | null;
+
+  /**
+   * Optional: what {@link publish} to `targetQueueId` leaves out of any message it publishes,
+   * whatever wrote the file — a message from another broker whose headers the target cannot carry
+   * (a Redis list element is the bare body: every header is dropped; an SQS message attribute
+   * cannot be empty: headers with an empty string value are left out). The caller gives the tally
+   * each message it publishes (or is about to), then asks for its note, before publishing (the CLI
+   * warns and asks) and in the result. Null (or the method absent) when the target keeps every
+   * header. Pure: no I/O.
+   */
+  publishLossTally?(targetQueueId: string): PublishLossTally | null;
+}
+
+/**
+ * See {@link RedriveMover.publishLossTally}: the same shape as {@link OlderSnapshotTally}. Its note
+ * names the headers dropped (how many messages, which names) and says so specially when one is an
+ * idempotency-key header (`Idempotency-Key`, `X-Idempotency-Key`, any case): the consumer loses its
+ * dedupe key.
+ */
+export type PublishLossTally = OlderSnapshotTally;
+
+/** Whether header `name` carries an idempotency key a consumer dedupes on (`Idempotency-Key`, `X-Idempotency-Key`, any case, `-` or `_`). */
+export function isIdempotencyKeyHeader(name: string): boolean {
+  return /^(?:x[-_])?idempotency[-_]key$/i.test(name);
+}
+
+/**
+ * Counts header names over messages for a {@link PublishLossTally}: `add(names)` once per message
+ * that loses any; `summary()` gives the message count, up to `maxNames` names (most frequent
+ * first, then first seen), how many other names, and the idempotency-key headers among all of them.
+ */
+export function headerLossCounter(maxNames = 8): { add(names: readonly string[]): void; summary(): { messages: number; names: string[]; moreNames: number; keyHeaders: string[] } } {
+  let messages = 0;
+  const counts = new Map<string, number>();
+  return {
+    add(names: readonly string[]): void {
+      if (names.length === 0) return;
+      messages++;
+      for (const n of names) counts.set(n, (counts.get(n) ?? 0) + 1);
+    },
+    summary() {
+      const all = [...counts.entries()].sort((a, b) => b[1] - a[1]).map(([n]) => n);
+      return { messages, names: all.slice(0, maxNames), moreNames: Math.max(0, all.length - maxNames), keyHeaders: all.filter(isIdempotencyKeyHeader) };
+    },
+  };
 }
 
 /** See {@link RedriveMover.olderSnapshotTally}. */

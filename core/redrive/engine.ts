@@ -149,7 +149,7 @@ export interface ReinjectResult extends Record<string, unknown> {
   /** Why the remainder file could not be written (the file re-injected still holds everything); null otherwise. */
   remainderError: string | null;
   auditId: string | null;
-  /** What the re-inject could not restore (see {@link olderSnapshotCheck}) or left out (see {@link reinjectSelection}); empty when nothing. */
+  /** What the re-inject could not restore (see {@link olderSnapshotCheck}), dropped (headers the target cannot carry, see {@link publishLossCheck}) or left out (see {@link reinjectSelection}); empty when nothing. */
   notes: string[];
 }
 
@@ -1016,6 +1016,23 @@ export function olderSnapshotCheck(env: RedriveEnv, targetQueueId: string): { se
   };
 }
 
+/**
+ * Watches the messages a re-inject publishes into `targetQueueId` (give it each one) and gives the
+ * note of the target's {@link RedriveMover.publishLossTally}: the headers publishing drops (a Redis
+ * list: all of them; SQS: those with an empty value), naming them and any idempotency-key header,
+ * for the file at `path`. `note` is null when nothing is dropped or the target keeps every header.
+ * Pure: no I/O.
+ */
+export function publishLossCheck(env: RedriveEnv, targetQueueId: string): { see(message: QueueMessage): void; note(path: string): string | null } {
+  const tally = env.adapter.redrive?.publishLossTally?.(targetQueueId) ?? null;
+  return {
+    see(message: QueueMessage): void {
+      tally?.add(message);
+    },
+    note: (path: string): string | null => tally?.note(path) ?? null,
+  };
+}
+
 /** What the audit log says about the messages of a redrive backup that its redrive did not move. */
 export interface BackupNotMoved {
   /** The redrive's per-message record (`details.notMoved`); null when its entry has none. */
@@ -1204,6 +1221,8 @@ export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: Oper
     }
     ctx.report({ processed: res.read - res.leftOut, moved: res.published, failed: res.failed });
   };
+  // What the target drops of the messages sent (a Redis list: every header), for the notes.
+  const loss = publishLossCheck(env, target.id);
   let buf: QueueMessage[] = [];
   let bufN: number[] = [];
   let stoppedAt: number | null = null;
@@ -1215,6 +1234,7 @@ export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: Oper
         res.leftOut++;
         continue;
       }
+      loss.see(item.message);
       buf.push(item.message);
       bufN.push(n);
       if (buf.length >= size) {
@@ -1271,6 +1291,8 @@ export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: Oper
       ctx.addError(new QueuescopeError(toErrorInfo(e).code, `No remainder file was written: ${res.remainderError}`, { path: r.path }));
     }
   }
+  const lossNote = loss.note(r.path);
+  if (lossNote !== null) res.notes.push(lossNote);
   if (res.heldBack > 0) res.notes.push(heldBackNote(res));
   res.notes.push(...laterNotes);
   try {

@@ -11,7 +11,9 @@ import {
   type NativeMoveHandle,
   type NativeMoveStatus,
   type NativeMoveSupport,
+  headerLossCounter,
   type OlderSnapshotTally,
+  type PublishLossTally,
   type RedriveMover,
 } from '../redrive-types';
 import { DEFAULT_MAX_BODY_BYTES } from './body';
@@ -168,6 +170,43 @@ class RedisRedriveMover implements RedriveMover {
         if (body > 0) what.push(`${body === lostEntries ? 'all' : String(body)} with the body field first, though it may have stood elsewhere among their fields`);
         if (numbered > 0) what.push(`${numbered === lostEntries ? 'all' : String(numbered)} with the fields named as numbers (${[...names].map((x) => `"${x.slice(0, 20)}"`).join(', ')}${moreNames ? '…' : ''}) first, in ascending order`);
         return `${file} was written by an older Queuescope (or by hand: its header has no "written" record) that did not record the field order of stream entries, so the original order of ${String(lostEntries)} of its ${String(entries)} entr${entries === 1 ? 'y' : 'ies'} (e.g. ${ids.map((i) => i.slice(0, 40)).join(', ')}) cannot be restored: they are written to the stream "${key}" ${what.join('; ')}; names, values and the order of their other fields are kept`;
+      },
+    };
+  }
+
+  /**
+   * See {@link RedriveMover.publishLossTally}: for a list target, the headers of the messages
+   * published — a list element is the bare body ({@link publish} RPUSHes only the body bytes), so
+   * every header of a message from another broker or a stream (other than the redrive counter,
+   * which lists never carry) is dropped; the note names them, and an idempotency-key header
+   * specially. Null for streams (headers become fields) and BullMQ queues.
+   */
+  publishLossTally(targetQueueId: string): PublishLossTally | null {
+    let ref;
+    try {
+      ref = parseQueueId(targetQueueId);
+    } catch {
+      return null;
+    }
+    if (ref.kind !== 'list') return null;
+    const key = ref.key;
+    const lost = headerLossCounter();
+    let total = 0;
+    return {
+      add(m: QueueMessage): void {
+        total++;
+        lost.add(Object.keys(m.headers).filter((k) => k !== REDRIVE_COUNT_HEADER));
+      },
+      note(file: string): string | null {
+        const s = lost.summary();
+        if (s.messages === 0) return null;
+        const names = `${s.names.map((n) => `"${n.slice(0, 60)}"`).join(', ')}${s.moreNames > 0 ? ` and ${String(s.moreNames)} more` : ''}`;
+        const key0 = s.keyHeaders[0];
+        const keyText =
+          key0 !== undefined
+            ? `; among them the idempotency-key header "${key0.slice(0, 60)}"${s.keyHeaders.length > 1 ? ` (and ${s.keyHeaders.slice(1).map((n) => `"${n.slice(0, 60)}"`).join(', ')})` : ''}: the consumer loses its dedupe key and cannot tell these messages from ones it already processed`
+            : '';
+        return `${String(s.messages)} of the ${String(total)} message${total === 1 ? '' : 's'} re-injected from ${file} into the Redis list "${key.slice(0, 120)}" carry headers, which a list element cannot hold (it is the bare body): they are written without them — the headers ${names} are dropped${keyText}`;
       },
     };
   }

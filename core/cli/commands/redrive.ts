@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { QueuescopeError, type OperationSnapshot, type QueueSummary } from '../../../shared/domain';
 import { parseFilter } from '../../../shared/redrive/filter';
 import { checkRemainderPath } from '../../redrive/remainder';
-import { checkRate, heldBackNote, olderSnapshotCheck, planRedrive, priorUsesOfBackup, reinjectSelection, remainderOf, resolveReinjectTarget, startRedrive, startReinject, type RedriveEnv, type RedrivePlan, type RedriveRequest, type RedriveResult, type ReinjectResult } from '../../redrive/engine';
+import { checkRate, heldBackNote, olderSnapshotCheck, planRedrive, priorUsesOfBackup, publishLossCheck, reinjectSelection, remainderOf, resolveReinjectTarget, startRedrive, startReinject, type RedriveEnv, type RedrivePlan, type RedriveRequest, type RedriveResult, type ReinjectResult } from '../../redrive/engine';
 import { readSnapshot } from '../../snapshot/reader';
 import { isRedriveBackupHeader, type SnapshotHeaderLine } from '../../snapshot/format';
 import { AuditLog, type AuditEntry } from '../../services/audit-log';
@@ -479,6 +479,12 @@ export function register(program: Command, ctx: CliContext): void {
       // A redrive backup also holds what its redrive backed up and then did not move: left out unless --include-not-moved.
       const selection = await reinjectSelection(env, path, opts.includeNotMoved === true, ctx.signal);
       prior.push(...selection.warnings);
+      // Headers the target cannot carry (a Redis list element is the bare body; SQS refuses empty attribute values): said before asking.
+      const loss = publishLossCheck(env, q.id);
+      let ordinal = 0;
+      for await (const item of readSnapshot(path, ctx.signal)) if (item.type === 'message' && !selection.skip(ordinal++)) loss.see(item.message);
+      const lossNote = loss.note(path);
+      if (lossNote !== null) prior.push(lossNote);
       const publishing = count - selection.leftOut;
       for (const w of prior) ctx.err(`warning: ${escapeForTerminal(w)}.\n`);
       if (opts.yes !== true) {
