@@ -1,11 +1,13 @@
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisAdapter, type RedisAdapter } from '../../core/adapters/redis';
-import { AMQP_URL, REDIS_URL, uniqueName } from './env';
+import { AMQP_URL, REDIS_URL, SQS_ENDPOINT, SQS_REGION, uniqueName } from './env';
 import { runCliMerged } from './fixtures/run-cli';
+import { sqsResources, useSqsTestCredentials } from './fixtures/sqs-resources';
 import { closeNative, nativeChannel, nativeCount, nativeDeleteQueue } from './rabbitmq-native';
 
 /**
@@ -14,8 +16,13 @@ import { closeNative, nativeChannel, nativeCount, nativeDeleteQueue } from './ra
  * `x-last-error` headers to the default exchange, rejected into the DLQ (RabbitMQ adds `x-death`
  * and an empty `x-first-death-exchange`). Fixed defects:
  * - into a Redis list every header was dropped silently (no warning, no note); now the CLI warns
- *   before asking, naming the headers and the idempotency key, and the result's notes say it.
+ *   before asking, naming the headers and the idempotency key, and the result's notes say it;
+ * - into SQS every message failed (SQS rejects the empty `x-first-death-exchange` value); now
+ *   empty headers are left out of the attributes, with a note naming them.
  */
+
+const { client, createQueue } = sqsResources();
+useSqsTestCredentials();
 
 const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
 const redisKeys: string[] = [];
@@ -102,5 +109,34 @@ describe('reinject a RabbitMQ backup into a Redis list', () => {
     const note = res.notes.find((n) => n.includes('Redis list'));
     expect(note, JSON.stringify(res.notes)).toContain('the idempotency-key header "Idempotency-Key"');
     expect(await redis.lrange(k, 0, -1)).toEqual(['existing', ...BODIES]);
+  });
+});
+
+describe('reinject a RabbitMQ backup into SQS (fauxqs)', () => {
+  it('leaves the empty x-first-death-exchange out of the attributes instead of failing every message, and names it in a note; the idempotency key arrives', async () => {
+    const c = client(SQS_ENDPOINT);
+    const q = await createQueue(c, uniqueName('xb-sqs'));
+    const conn = `sqs://${SQS_REGION}?endpoint=${SQS_ENDPOINT}`;
+    const r = await runCliMerged(dir, ['reinject', conn, q.name, '--from', backup, '--yes', '--json']);
+    expect(r.code, r.out).toBe(0);
+    const res = jsonOf(r.out).result;
+    expect(res).toMatchObject({ published: 4, failed: 0 });
+    const note = res.notes.find((n) => n.includes('empty value'));
+    expect(note, JSON.stringify(res.notes)).toContain('"x-first-death-exchange"');
+    expect(note).not.toContain('Idempotency-Key');
+    // The warning before publishing says it too.
+    expect(r.out).toMatch(/warning: .*"x-first-death-exchange".*left out/);
+    const got: { body: string; key: string | undefined; names: string[] }[] = [];
+    for (let t = 0; t < 10 && got.length < 4; t++) {
+      const rec = await c.send(new ReceiveMessageCommand({ QueueUrl: q.url, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'], WaitTimeSeconds: 1 }));
+      for (const m of rec.Messages ?? []) got.push({ body: m.Body ?? '', key: m.MessageAttributes?.['Idempotency-Key']?.StringValue, names: Object.keys(m.MessageAttributes ?? {}) });
+    }
+    expect(got.map((g) => g.body).sort()).toEqual([...BODIES].sort());
+    for (const g of got) {
+      expect(g.key).toBe(keyOf(BODIES.indexOf(g.body)));
+      expect(g.names).not.toContain('x-first-death-exchange');
+      expect(g.names).toContain('x-last-error');
+      expect(g.names.length).toBeLessThanOrEqual(10);
+    }
   });
 });

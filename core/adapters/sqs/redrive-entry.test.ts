@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { HeaderValue, QueueMessage } from '../../../shared/domain';
 import { REDRIVE_COUNT_HEADER } from '../redrive-types';
-import { attributeNameProblem, buildSendEntry, chunkEntries, derivedDeduplicationId, existingRedriveCount, type SendTarget } from './redrive-entry';
+import { attributeNameProblem, buildSendEntry, chunkEntries, derivedDeduplicationId, emptyHeaderNames, existingRedriveCount, type SendTarget } from './redrive-entry';
 
 const STD: SendTarget = { name: 'orders', fifo: false, maxMessageBytes: 262_144 };
 const FIFO: SendTarget = { name: 'orders.fifo', fifo: true, maxMessageBytes: 262_144 };
@@ -49,6 +49,20 @@ describe('buildSendEntry', () => {
     // 9 attributes + the counter = 10: fine; 10 with an existing counter: fine too.
     expect('error' in buildSendEntry(msg({}, Object.fromEntries(Object.entries(ten).slice(0, 9))), STD, 'e0')).toBe(false);
     expect('error' in buildSendEntry(msg({}, { ...Object.fromEntries(Object.entries(ten).slice(0, 9)), [REDRIVE_COUNT_HEADER]: 1 }), STD, 'e0')).toBe(false);
+  });
+
+  it('leaves headers with an empty string value out of the attributes (SQS rejects them) instead of refusing the message; they do not count toward the 10', () => {
+    // A RabbitMQ dead letter from the default exchange: x-first-death-exchange is "".
+    const headers = { 'Idempotency-Key': 'A-1:ship', 'x-first-death-exchange': '', 'x-first-death-queue': 'orders', 'x-last-death-exchange': '' };
+    const b = buildSendEntry(msg({}, headers), STD, 'e0');
+    if ('error' in b) throw new Error(b.error.message);
+    expect(Object.keys(b.entry.MessageAttributes ?? {})).toEqual(['Idempotency-Key', 'x-first-death-queue', REDRIVE_COUNT_HEADER]);
+    expect(emptyHeaderNames(msg({}, headers))).toEqual(['x-first-death-exchange', 'x-last-death-exchange']);
+    expect(emptyHeaderNames(msg({}, { [REDRIVE_COUNT_HEADER]: '', a: 'x', n: 0 }))).toEqual([]);
+    const nine = Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`a${i}`, `v${i}`]));
+    expect('error' in buildSendEntry(msg({}, { ...nine, e1: '', e2: '' }), STD, 'e0')).toBe(false);
+    // The limit still applies to what is sent: 10 non-empty + an empty one is refused, nothing dropped.
+    expect(buildSendEntry(msg({}, { ...nine, a9: 'v9', e: '' }), STD, 'e0')).toMatchObject({ error: { message: expect.stringMatching(/already has 10 message attributes/) as unknown } });
   });
 
   it('refuses cut bodies, binary bodies, empty bodies and oversize messages', () => {

@@ -115,6 +115,17 @@ function toAttribute(message: QueueMessage, name: string, value: HeaderValue): {
 }
 
 /**
+ * The headers of `message` that {@link buildSendEntry} leaves out because their value is the empty
+ * string (SQS rejects an empty attribute value), in the message's order; the redrive counter is
+ * never one.
+ */
+export function emptyHeaderNames(message: Pick<QueueMessage, 'headers'>): string[] {
+  return Object.entries(message.headers)
+    .filter(([name, value]) => value === '' && name !== REDRIVE_COUNT_HEADER)
+    .map(([name]) => name);
+}
+
+/**
  * The MessageGroupId a FIFO send of `message` carries ({@link buildSendEntry}): `meta.messageGroupId`,
  * else the `MessageGroupId` property; null when it has none (or an empty one).
  */
@@ -130,7 +141,9 @@ export function messageGroupOf(message: QueueMessage): string | null {
  *   an SQS body and is refused, as is a body the read cut short);
  * - every message attribute with its original SQS DataType (`properties.messageAttributeTypes`),
  *   plus {@link REDRIVE_COUNT_HEADER} as a `Number` = previous count + 1. When the message already
- *   has 10 attributes (the SQS maximum) and no counter, it is refused rather than dropping one;
+ *   has 10 attributes (the SQS maximum) and no counter, it is refused rather than dropping one.
+ *   A header whose value is the empty string cannot be an attribute (SQS rejects empty values) and
+ *   is left out ({@link emptyHeaderNames}; it does not count toward the 10);
  * - `AWSTraceHeader` (system attribute) kept;
  * - FIFO targets: MessageGroupId kept (refused when the message has none), MessageDeduplicationId
  *   {@link derivedDeduplicationId derived}. Standard targets get neither.
@@ -156,6 +169,9 @@ export function buildSendEntry(message: QueueMessage, target: SendTarget, id: st
   let n = 0;
   for (const [name, value] of Object.entries(message.headers)) {
     if (name === REDRIVE_COUNT_HEADER) continue;
+    // SQS rejects an empty attribute value; such a header (RabbitMQ's x-first-death-exchange of a
+    // message dead-lettered from the default exchange) is left out, not the message refused.
+    if (value === '') continue;
     const problem = attributeNameProblem(name);
     if (problem !== null) return fail(`Message ${message.id} has header "${name.slice(0, 80)}", which cannot be an SQS message attribute (${problem}).`, { messageId: message.id, attribute: name.slice(0, 256) });
     const a = toAttribute(message, name, value);

@@ -20,15 +20,17 @@ import type {
   NativeMoveHandle,
   NativeMoveStatus,
   NativeMoveSupport,
+  PublishLossTally,
   PublishRun,
   ReadMovesOn,
   RedriveMover,
 } from '../redrive-types';
+import { headerLossCounter } from '../redrive-types';
 import type { MovedOnByReading, UnseenMessages } from '../../../shared/redrive/types';
 import { intAttr, parseArn, parseRedrivePolicy, queueKind, queueNameFromUrl } from './attributes';
 import { mapWithConcurrency } from './concurrency';
 import { DEFAULT_MAX_BODY_BYTES, toQueueMessage } from './message';
-import { SQS_MAX_BATCH_ENTRIES, buildSendEntry, chunkEntries, messageGroupOf, type BuiltEntry, type SendTarget } from './redrive-entry';
+import { SQS_MAX_BATCH_ENTRIES, buildSendEntry, chunkEntries, emptyHeaderNames, messageGroupOf, type BuiltEntry, type SendTarget } from './redrive-entry';
 import { DEFAULT_STEADY_READ, readUntilSteady, type SteadyReading } from './steady-count';
 
 /** What the mover needs from {@link SqsAdapter}: its mapped SDK calls and queue-id resolution. */
@@ -327,6 +329,31 @@ export class SqsRedriveMover implements RedriveMover {
   }
 
   // ------------------------------------------------------------------ publish
+
+  /**
+   * See {@link RedriveMover.publishLossTally}: the headers {@link publish} leaves out because their
+   * value is the empty string ({@link emptyHeaderNames}; SQS rejects an empty attribute value) —
+   * e.g. `x-first-death-exchange` on every message RabbitMQ dead-lettered from the default exchange.
+   * The note names them (an idempotency-key header specially). Any SQS target.
+   */
+  publishLossTally(targetQueueId: string): PublishLossTally {
+    const lost = headerLossCounter();
+    let total = 0;
+    return {
+      add(m: QueueMessage): void {
+        total++;
+        lost.add(emptyHeaderNames(m));
+      },
+      note(file: string): string | null {
+        const s = lost.summary();
+        if (s.messages === 0) return null;
+        const names = `${s.names.map((n) => `"${n.slice(0, 60)}"`).join(', ')}${s.moreNames > 0 ? ` and ${String(s.moreNames)} more` : ''}`;
+        const key0 = s.keyHeaders[0];
+        const keyText = key0 !== undefined ? `; among them the idempotency-key header "${key0.slice(0, 60)}": the consumer loses its dedupe key for those messages` : '';
+        return `${String(s.messages)} of the ${String(total)} message${total === 1 ? '' : 's'} re-injected from ${file} into ${queueNameFromUrl(targetQueueId.replace(/^sqs:/, '')).slice(0, 120)} have headers with an empty value, which cannot be SQS message attributes (SQS rejects empty attribute values): they are sent without them — the headers ${names} are left out${keyText}`;
+      },
+    };
+  }
 
   /**
    * Publishes `messages` (e.g. from a snapshot) to `targetQueueId` with `SendMessageBatch`, built as
