@@ -5,6 +5,7 @@ import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisAdapter, type RedisAdapter } from '../../core/adapters/redis';
+import { extractIdempotencyKey } from '../../shared/analysis/idempotency';
 import { AMQP_URL, REDIS_URL, SQS_ENDPOINT, SQS_REGION, uniqueName } from './env';
 import { runCliMerged } from './fixtures/run-cli';
 import { sqsResources, useSqsTestCredentials } from './fixtures/sqs-resources';
@@ -18,7 +19,10 @@ import { closeNative, nativeChannel, nativeCount, nativeDeleteQueue } from './ra
  * - into a Redis list every header was dropped silently (no warning, no note); now the CLI warns
  *   before asking, naming the headers and the idempotency key, and the result's notes say it;
  * - into SQS every message failed (SQS rejects the empty `x-first-death-exchange` value); now
- *   empty headers are left out of the attributes, with a note naming them.
+ *   empty headers are left out of the attributes, with a note naming them;
+ * - into a Redis stream a JSON object body was spread into fields and any other body failed; now
+ *   the body goes under `body` and the headers into fields, so the stream reads back the same body
+ *   and key.
  */
 
 const { client, createQueue } = sqsResources();
@@ -138,5 +142,30 @@ describe('reinject a RabbitMQ backup into SQS (fauxqs)', () => {
       expect(g.names).toContain('x-last-error');
       expect(g.names.length).toBeLessThanOrEqual(10);
     }
+  });
+});
+
+describe('reinject a RabbitMQ backup into a Redis stream', () => {
+  it('writes each message as an entry the stream adapter reads back with the same body (objects, text, arrays) and its headers, idempotency key included', async () => {
+    const k = uniqueName('xb-stream');
+    redisKeys.push(k);
+    // An existing, empty stream (an absent one is created only for a backup of a Redis list or stream).
+    const first = await redis.xadd(k, '*', 'seed', '1');
+    await redis.xdel(k, first ?? '');
+    const r = await runCliMerged(dir, ['reinject', REDIS_URL, `stream:${k}`, '--from', backup, '--yes', '--json']);
+    expect(r.code, r.out).toBe(0);
+    expect(jsonOf(r.out).result).toMatchObject({ published: 4, failed: 0 });
+    const page = await redisAdapter.peek(`stream:${k}`, { limit: 10 });
+    expect(page.messages.map((m) => m.body.data)).toEqual(BODIES);
+    for (const [i, m] of page.messages.entries()) {
+      expect(m.properties.bodyField).toBe('body');
+      expect(m.headers['Idempotency-Key']).toBe(keyOf(i));
+      expect(m.headers['x-last-error']).toBe('timeout calling payments');
+      // Analysis finds the same key as on the RabbitMQ message.
+      expect(extractIdempotencyKey(m)?.key).toBe(keyOf(i));
+    }
+    // The raw entry: the body under "body", first.
+    const raw = await redis.xrange(k, '-', '+');
+    expect(raw[1]?.[1].slice(0, 2)).toEqual(['body', BODIES[1]]);
   });
 });

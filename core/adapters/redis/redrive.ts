@@ -335,9 +335,11 @@ class RedisRedriveMover implements RedriveMover {
   /**
    * Re-injects messages (e.g. from a snapshot), adding the redrive counter where the kind has one:
    * - list: RPUSH of the body bytes (right end = the tail), confirmed by the reply;
-   * - stream: XADD of the body under its original field (`properties.bodyField`, else the fields
-   *   of the JSON map the body then is) plus the headers as fields (`{ base64 }` values as bytes)
-   *   and the counter field; a message with `properties.streamFields` (an entry with field names
+   * - stream: XADD of the body under its original field (`properties.bodyField`; null: the fields
+   *   of the JSON map the body then is; absent — a message not read from a Redis stream, e.g. from
+   *   another broker's backup — under `body`, whatever the body, so the stream adapter reads it
+   *   back as the same body) plus the headers as fields (`{ base64 }` values as bytes, other
+   *   non-text values as JSON) and the counter field; a message with `properties.streamFields` (an entry with field names
    *   that are not valid UTF-8 or repeated, or whose field order the body field and headers
    *   cannot tell, see `streamEntryMessage`) gets exactly those names, in that order; without it
    *   the body field comes first, then the other fields in the message's key order. The counter
@@ -682,7 +684,10 @@ function fieldValue(v: HeaderValue): string | Buffer {
  * stream move script does) or appended.
  */
 function streamFields(m: QueueMessage): (string | Buffer)[] | string {
-  const bodyField = m.properties.bodyField;
+  // Not read from a Redis stream (another broker, a list, BullMQ): the body under "body", the field
+  // the stream adapter reads a body from first (STREAM_BODY_FIELDS), headers as the other fields —
+  // the entry reads back with the same body and headers, whatever the body is.
+  const bodyField = m.properties.bodyField === undefined ? 'body' : m.properties.bodyField;
   const hasBodyField = typeof bodyField === 'string' && bodyField !== '';
   let map: Record<string, HeaderValue> | null = null;
   if (!hasBodyField) {

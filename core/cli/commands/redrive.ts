@@ -65,6 +65,13 @@ reported failures without recording which (a native move that ended partly) is p
 with a warning giving the count. reinject also warns when the redrive moved messages (they are in the
 target already), has no end recorded, or the backup was re-injected before.
 
+Into another broker's queue, what the target cannot carry is a warning before asking, and a note in
+the result: a Redis list element is the bare body, so every header is dropped (the warning counts the
+messages, names the headers, and names an idempotency-key header specially: the consumer loses its
+dedupe key); SQS rejects empty attribute values, so headers with an empty value (RabbitMQ's
+x-first-death-exchange) are left out of the attributes, not the message refused. Into a Redis stream,
+a message from another broker becomes an entry with its body under "body" and its headers as fields.
+
 Into an SQS FIFO queue, a message that is not published (refused, or its outcome unknown) stops its
 message group for the rest of the run, across --batch boundaries: the group's later messages are
 held back, not sent, so none overtakes it; each is named with the message it waits for (exit 7).
