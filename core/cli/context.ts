@@ -2,6 +2,7 @@ import { statSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import { Option, type Command } from 'commander';
 import cliProgress from 'cli-progress';
+import { snapshotStateCounts } from '../../shared/api/inspect-scope';
 import { QueuescopeError, type ConnectionProfile, type OperationSnapshot, type QueueSummary } from '../../shared/domain';
 import type { BrokerAdapter } from '../adapters/types';
 import { ProfileStore, defaultConfigDir } from '../services/profile-store';
@@ -202,6 +203,28 @@ function isExistingPath(p: string): boolean {
   }
 }
 
+/** ` (waiting, failed)`: the states a snapshot section's messages carry; '' for a live queue or none. */
+function sectionStatesNote(q: QueueSummary): string {
+  const counts = snapshotStateCounts(q);
+  const states = counts === null ? [] : Object.keys(counts);
+  return states.length === 0 ? '' : ` (${states.map((s) => cell(s, 40)).join(', ')})`;
+}
+
+/**
+ * For snapshot sections that are all one queue (the same original id and connection: exports of it
+ * joined with `cat`), a sentence saying so: each is read alone, by its id, and inspect compares
+ * BullMQ failed jobs with live ones across them. '' otherwise.
+ */
+function sameQueueNote(matches: QueueSummary[]): string {
+  const key = (q: QueueSummary): string | null => {
+    const info = (q.config as { snapshot?: { originalId?: unknown; connection?: unknown } } | undefined)?.snapshot;
+    return typeof info?.originalId === 'string' ? `${info.originalId}\n${String(info.connection)}` : null;
+  };
+  const first = matches[0] === undefined ? null : key(matches[0]);
+  if (first === null || !matches.every((q) => key(q) === first)) return '';
+  return ` They are sections of one queue (files joined with cat), each read by its id${matches[0]?.kind === 'bullmq' ? "; inspect compares failed jobs with waiting, delayed… ones across them" : ''}.`;
+}
+
 /**
  * Finds a queue by id or name. A snapshot with a single queue needs none.
  * @throws QueuescopeError `QUEUE_NOT_FOUND`, or `INVALID_INPUT` when the name is ambiguous
@@ -232,7 +255,7 @@ export async function resolveQueue(adapter: BrokerAdapter, arg: string | undefin
   }
   if (matches.length === 1 && matches[0] !== undefined) return matches[0];
   if (matches.length > 1) {
-    throw new QueuescopeError('INVALID_INPUT', `"${cell(arg, 100)}" names ${matches.length} queues; pass one of these ids: ${matches.map((q) => cell(q.id, 200)).join(', ')}.`, {
+    throw new QueuescopeError('INVALID_INPUT', `"${cell(arg, 100)}" names ${matches.length} queues; pass one of these ids: ${matches.map((q) => `${cell(q.id, 200)}${sectionStatesNote(q)}`).join(', ')}.${sameQueueNote(matches)}`, {
       ids: matches.map((q) => q.id),
     });
   }

@@ -591,10 +591,27 @@ export async function bullmqSnapshotPartners(adapter: BrokerAdapter, queue: Queu
         result: null,
         read: 0,
         partial: false,
-        note: `The ${failed ? 'live jobs (waiting, delayed…)' : what} of ${queue.name} are not in this snapshot (${snapshotFileOf(adapter, queue) ?? 'the file'}), so their keys were not compared with the ${failed ? 'failed' : inspected} jobs: export them too (export --state ${failed ? 'waiting' : 'failed'}) and join the two files (cat a.jsonl b.jsonl > both.jsonl; a snapshot file holds several queues).`,
+        note: joinHint(adapter, queue, failed ? 'live jobs (waiting, delayed…)' : what, failed ? 'failed' : inspected, failed ? 'waiting' : 'failed'),
       },
     ],
   };
+}
+
+/**
+ * The note of a BullMQ snapshot section whose partner jobs (`what`: failed or live) are not in the
+ * file: their keys were not compared with the `inspected` jobs; export them too (`--state
+ * exportState`), join the two files with `cat`, and inspect the joined file by queue id — it holds
+ * two sections of the queue, `<original id>` and `<original id>#2` (a name alone names both, exit 2),
+ * and each is compared with the other.
+ */
+function joinHint(adapter: BrokerAdapter, queue: QueueSummary, what: string, inspected: string, exportState: string): string {
+  const originalId = (queue.config as { snapshot?: { originalId?: unknown } }).snapshot?.originalId;
+  const id = typeof originalId === 'string' ? originalId : queue.id;
+  return (
+    `The ${what} of ${queue.name} are not in this snapshot (${snapshotFileOf(adapter, queue) ?? 'the file'}), so their keys were not compared with the ${inspected} jobs: ` +
+    `export them too (export --state ${exportState} --out b.jsonl), join the two files (cat a.jsonl b.jsonl > both.jsonl) and inspect the joined file by queue id: ` +
+    `it holds ${queue.name} twice, as ${id} (a.jsonl) and ${id}#2 (b.jsonl; queues both.jsonl lists them), and each is compared with the other.`
+  );
 }
 
 /**

@@ -105,7 +105,7 @@ describe('inspect (BullMQ): --limit and snapshot files', () => {
     const failedOnly = createAdapter({ kind: 'snapshot', path: join(dir, 'failed.jsonl') });
     const [fq] = await failedOnly.listQueues({});
     const alone = await inspectQueue(failedOnly, fq?.id as string);
-    expect(alone.comparisons).toEqual([expect.objectContaining({ relation: 'dead-letter-source', result: null, note: expect.stringMatching(/are not in this snapshot .*export them too \(export --state waiting\)/) as unknown })]);
+    expect(alone.comparisons).toEqual([expect.objectContaining({ relation: 'dead-letter-source', result: null, note: expect.stringMatching(/are not in this snapshot .*export them too \(export --state waiting --out b\.jsonl\).*inspect the joined file by queue id/) as unknown })]);
     await failedOnly.close();
     await writeFile(join(dir, 'both.jsonl'), Buffer.concat([await readFile(join(dir, 'failed.jsonl')), await readFile(join(dir, 'waiting.jsonl'))]));
     const both = createAdapter({ kind: 'snapshot', path: join(dir, 'both.jsonl') });
