@@ -217,3 +217,47 @@ describe('several idempotency-key headers (rule K1b)', () => {
     expect(s.reasons).toEqual([{ rule: 'key-headers', severity: 'review', count: 1, example: analyzeMessage(messages[0] as QueueMessage).reasons[0], exampleIds: ['amb'] }]);
   });
 });
+
+describe('a header key beside a different body key field (rule K1c)', () => {
+  const body = { orderId: 'X-3', operation: 'charge', idempotencyKey: 'X-3:refund' };
+  const headers = { 'Idempotency-Key': 'X-3:charge' };
+
+  it('makes the message review with the ambiguity first, the header key still used, also in a snapshot queue', () => {
+    const a = analyzeMessage(msg({ headers, body }));
+    expect(a.verdict).toBe('review');
+    expect(a.payload.label).toBe('review');
+    expect(a.key).toMatchObject({ key: 'X-3:charge', source: 'header Idempotency-Key' });
+    expect(a.keyVerdict.verdict).toBe('business-derived');
+    expect(a.reasons[0]).toMatch(/^ambiguous idempotency key: the header "Idempotency-Key" holds 'X-3:charge' but body\.idempotencyKey holds 'X-3:refund'; this analysis uses the header/);
+    expect(severities(a)).toEqual(['review', 'ok']);
+    expect(analyzeMessage(msg({ headers, body }), { rules: { queueIsSnapshot: true } }).verdict).toBe('review');
+    expect(analyzeMessage(msg({ headers, body }), { detail: 'verdict' }).verdict).toBe('review');
+  });
+
+  it('after the flags, after a key-headers finding, before the payload review findings', () => {
+    const a = analyzeMessage(msg({ headers: { 'Idempotency-Key': 'X-3:charge', 'idempotency-key': 'X-3:void' }, body: { ...body, status: 'paid', order: { id: 'X-3', status: 'paid' } } }));
+    expect(a.payload.findings.map((f) => [f.rule, f.severity])).toEqual([
+      ['embedded-entity', 'flag'],
+      ['key-headers', 'review'],
+      ['key-header-body', 'review'],
+      ['loose-state', 'review'],
+    ]);
+  });
+
+  it('the same value keeps the verdict ok and adds a mention last', () => {
+    const a = analyzeMessage(msg({ headers, body: { ...body, idempotencyKey: 'X-3:charge' } }));
+    expect(a.verdict).toBe('ok');
+    expect(a.payload.findings.map((f) => [f.rule, f.severity])).toEqual([
+      ['no-mutable-state', 'ok'],
+      ['key-header-body', 'ok'],
+    ]);
+    expect(a.reasons[1]).toBe(`the header "Idempotency-Key" and body.idempotencyKey both hold the key 'X-3:charge', so a consumer gets the same key whichever it reads.`);
+  });
+
+  it('the queue summary counts it as a review reason', () => {
+    const messages = [msg({ id: 'amb', headers, body }), msg({ id: 'same', headers: { 'Idempotency-Key': 'X-4:charge' }, body: { orderId: 'X-4', operation: 'charge', idempotencyKey: 'X-4:charge' } })];
+    const s = summarizeQueue(messages);
+    expect(s.verdicts).toEqual({ ok: 1, review: 1, flag: 0 });
+    expect(s.reasons).toEqual([{ rule: 'key-header-body', severity: 'review', count: 1, example: analyzeMessage(messages[0] as QueueMessage).reasons[0], exampleIds: ['amb'] }]);
+  });
+});

@@ -1,5 +1,6 @@
 import type { QueueMessage } from '../domain';
 import { classifyKeyWithEvidence, extractIdempotencyKey, keyEvidence } from './idempotency';
+import { bodyView } from './json-body';
 import { analyzePayloadWithEvidence } from './payload';
 import { normalizeRules } from './rules';
 import { brokerOf, checkSize } from './size';
@@ -75,6 +76,9 @@ const SEVERITY: Record<PayloadVerdictKind, number> = { ok: 0, review: 1, flag: 2
 const NO_REASONS: string[] = [];
 
 function analyze(message: QueueMessage, rules: InspectRules, options: AnalyzeOptions, sentences: boolean): MessageAnalysis {
+  // Parsed once, first: key extraction then finds a body key field beside a header key (rule
+  // K1c) without scanning the text, and the payload reads the same parse.
+  bodyView(message);
   const key = extractIdempotencyKey(message, rules.keyRules);
   // One walk over the body: the payload walk also gathers the values the key verdict matches.
   const evidence = keyEvidence(key, message);

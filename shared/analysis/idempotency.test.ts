@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import type { HeaderValue, MessageMeta, QueueMessage } from '../domain';
-import { MAX_KEY_HEADERS, classifyKey, extractIdempotencyKey, keyHeadersFinding, readMessagePath, type KeyRule, type KeyVerdictKind } from './idempotency';
+import { MAX_KEY_HEADERS, classifyKey, extractIdempotencyKey, keyBodyFinding, keyHeadersFinding, readMessagePath, type KeyRule, type KeyVerdictKind } from './idempotency';
 import { analyzeMessage } from './index';
 
 interface MsgInit {
@@ -133,7 +133,7 @@ const FIXTURES: Fixture[] = [
     label: 'weekly report with an ISO-week period key',
     message: msg({ headers: { 'idempotency-key': 'weekly-report:acct-9:2026-W36' }, body: { account: 'acct-9' } }),
     key: 'weekly-report:acct-9:2026-W36',
-    source: 'header Idempotency-Key',
+    source: 'header idempotency-key',
     verdict: 'period-key',
     cites: ['an ISO week (2026-W36)'],
   },
@@ -157,7 +157,8 @@ const FIXTURES: Fixture[] = [
     label: 'header in odd case (SQS attribute)',
     message: msg({ queueId: 'sqs:http://127.0.0.1:4566/000000000000/orders', headers: { 'iDeMpOtEnCy-KeY': 'A-1007:capture' }, body: { order: { id: 'A-1007' }, action: 'capture' } }),
     key: 'A-1007:capture',
-    source: 'header Idempotency-Key',
+    // The name as the message spells it: SQS attribute names are case-sensitive.
+    source: 'header iDeMpOtEnCy-KeY',
     verdict: 'business-derived',
     cites: ['body.order.id (A-1007)', 'body.action (capture)'],
   },
@@ -754,7 +755,7 @@ describe('key extraction: several key headers (rule K1b)', () => {
 
   it('the same value under two spellings (one binary) is an ok mention, not an alarm', () => {
     const ex = extractIdempotencyKey(msg({ headers: { 'idempotency-key': 'A-1001:charge', 'IDEMPOTENCY-KEY': { base64: btoa('A-1001:charge') } }, body }));
-    expect(ex?.source).toBe('header Idempotency-Key');
+    expect(ex?.source).toBe('header idempotency-key');
     expect(keyHeadersFinding(ex, true)).toEqual({
       rule: 'key-headers',
       severity: 'ok',
@@ -764,11 +765,20 @@ describe('key extraction: several key headers (rule K1b)', () => {
     expect(keyHeadersFinding(ex, false)).toEqual({ rule: 'key-headers', severity: 'ok', text: '', fields: [] });
   });
 
+  it('the source names the header used as the message spells it, not another spelling beside it', () => {
+    // An empty "Idempotency-Key" and a usable "idempotency-key": the source used to say "header
+    // Idempotency-Key", the name of the empty attribute.
+    const ex = extractIdempotencyKey(msg({ headers: { 'Idempotency-Key': '', 'idempotency-key': 'A-1001:charge' }, body }));
+    expect(ex).toMatchObject({ key: 'A-1001:charge', source: 'header idempotency-key', fields: ['headers.idempotency-key'] });
+    expect(keyHeadersFinding(ex, true)?.text).toContain('this analysis uses "idempotency-key"');
+    expect(extractIdempotencyKey(msg({ headers: { 'X-IDEMPOTENCY-KEY': 'A-1' } }))?.source).toBe('header X-IDEMPOTENCY-KEY');
+  });
+
   it('one key header: nothing listed, no finding', () => {
     const cases: Record<string, string>[] = [{ 'Idempotency-Key': 'A-1' }, { 'iDeMpOtEnCy-KeY': 'A-1', 'Idempotency-Keys': 'B-2', 'x-idempotency-key2': 'C' }];
     for (const headers of cases) {
       const ex = extractIdempotencyKey(msg({ headers }));
-      expect(ex).toEqual({ key: 'A-1', source: 'header Idempotency-Key', origin: 'builtin', fields: [`headers.${Object.keys(headers)[0] ?? ''}`] });
+      expect(ex).toEqual({ key: 'A-1', source: `header ${Object.keys(headers)[0] ?? ''}`, origin: 'builtin', fields: [`headers.${Object.keys(headers)[0] ?? ''}`] });
       expect(keyHeadersFinding(ex, true)).toBeNull();
     }
   });
@@ -791,5 +801,139 @@ describe('key extraction: several key headers (rule K1b)', () => {
     const text = keyHeadersFinding(ex, true)?.text ?? '';
     expect(text).toContain("('K-7') and 4 more differ only in case");
     expect(text).toContain('a consumer that reads another of them deduplicates on a different key or finds none');
+  });
+});
+
+describe('key extraction: a header key beside a body key field (rule K1c)', () => {
+  it('Idempotency-Key and a different body.idempotencyKey: the header is used, the body field is kept, and the finding names both values', () => {
+    const m = msg({ headers: { 'Idempotency-Key': 'X-3:charge' }, body: { orderId: 'X-3', operation: 'charge', idempotencyKey: 'X-3:refund' } });
+    const ex = extractIdempotencyKey(m);
+    expect(ex).toEqual({
+      key: 'X-3:charge',
+      source: 'header Idempotency-Key',
+      origin: 'builtin',
+      fields: ['headers.Idempotency-Key'],
+      bodyKey: { path: 'body.idempotencyKey', value: 'X-3:refund' },
+    });
+    expect(keyBodyFinding(ex, true)).toEqual({
+      rule: 'key-header-body',
+      severity: 'review',
+      text: `ambiguous idempotency key: the header "Idempotency-Key" holds 'X-3:charge' but body.idempotencyKey holds 'X-3:refund'; this analysis uses the header (an Idempotency-Key header is read before the body's key fields), but a consumer that reads body.idempotencyKey deduplicates on 'X-3:refund' instead; send one key, or the same value in both.`,
+      fields: ['headers.Idempotency-Key', 'body.idempotencyKey'],
+    });
+    // The summary's analyses keep the text of a review finding.
+    expect(keyBodyFinding(ex, false)).toEqual(keyBodyFinding(ex, true));
+    // The key verdict is unchanged: the header key, judged against the payload.
+    expect(classifyKey(ex?.key ?? '', m, ex ?? undefined).verdict).toBe('business-derived');
+    expect(keyHeadersFinding(ex, true)).toBeNull();
+  });
+
+  it('every body key field of rule K5, at the top level and one level inside an envelope, the field K5 would pick', () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [{ idempotency_key: 'B-2' }, 'body.idempotency_key'],
+      [{ dedupKey: 'B-2' }, 'body.dedupKey'],
+      [{ dedup_key: 'B-2' }, 'body.dedup_key'],
+      [{ data: { idempotencyKey: 'B-2' } }, 'body.data.idempotencyKey'],
+      [{ payload: { dedupKey: 'B-2' } }, 'body.payload.dedupKey'],
+      [{ args: [{ idempotency_key: 'B-2' }] }, 'body.args[0].idempotency_key'],
+      // K5's order: the top level before an envelope, idempotencyKey before dedupKey.
+      [{ data: { idempotencyKey: 'C-3' }, dedupKey: 'B-2' }, 'body.dedupKey'],
+      [{ dedupKey: 'C-3', idempotencyKey: 'B-2' }, 'body.idempotencyKey'],
+    ];
+    for (const [body, path] of cases) {
+      const ex = extractIdempotencyKey(msg({ headers: { 'Idempotency-Key': 'A-1' }, body }));
+      expect(ex?.key).toBe('A-1');
+      expect(ex?.bodyKey).toEqual({ path, value: 'B-2' });
+      const f = keyBodyFinding(ex, true);
+      expect(f?.severity).toBe('review');
+      expect(f?.text).toContain(`but ${path} holds 'B-2'`);
+      expect(f?.fields).toEqual(['headers.Idempotency-Key', path]);
+    }
+  });
+
+  it('an X-Idempotency-Key header, spelled lower case: the sentence names it as spelled and says why the header is used', () => {
+    const ex = extractIdempotencyKey(msg({ headers: { 'x-idempotency-key': 'A-1' }, body: { dedup_key: 'A-2' } }));
+    expect(ex?.source).toBe('header x-idempotency-key');
+    expect(keyBodyFinding(ex, true)?.text).toBe(
+      `ambiguous idempotency key: the header "x-idempotency-key" holds 'A-1' but body.dedup_key holds 'A-2'; this analysis uses the header (an X-Idempotency-Key header is read before the body's key fields), but a consumer that reads body.dedup_key deduplicates on 'A-2' instead; send one key, or the same value in both.`,
+    );
+  });
+
+  it('the same value in both is an ok mention, not an alarm (a number and a binary header compare as their text)', () => {
+    const ex = extractIdempotencyKey(msg({ headers: { 'Idempotency-Key': 'X-4:charge' }, body: { idempotencyKey: 'X-4:charge' } }));
+    expect(keyBodyFinding(ex, true)).toEqual({
+      rule: 'key-header-body',
+      severity: 'ok',
+      text: `the header "Idempotency-Key" and body.idempotencyKey both hold the key 'X-4:charge', so a consumer gets the same key whichever it reads.`,
+      fields: ['headers.Idempotency-Key', 'body.idempotencyKey'],
+    });
+    expect(keyBodyFinding(ex, false)).toEqual({ rule: 'key-header-body', severity: 'ok', text: '', fields: [] });
+    expect(keyBodyFinding(extractIdempotencyKey(msg({ headers: { 'Idempotency-Key': '1001' }, body: { dedupKey: 1001 } })), true)?.severity).toBe('ok');
+    // An integer beyond 2^53 compares as written, not as JSON.parse rounds it.
+    const big = msg({ headers: { 'Idempotency-Key': '12345678901234567891' }, rawBody: '{"idempotencyKey":12345678901234567891}' });
+    expect(keyBodyFinding(extractIdempotencyKey(big), true)?.severity).toBe('ok');
+    const bigOther = msg({ headers: { 'Idempotency-Key': '12345678901234567890' }, rawBody: '{"idempotencyKey":12345678901234567891}' });
+    expect(keyBodyFinding(extractIdempotencyKey(bigOther), true)?.severity).toBe('review');
+    const bin = msg({ headers: { 'Idempotency-Key': { base64: btoa('A-1') } }, body: { idempotencyKey: 'A-1' } });
+    expect(keyBodyFinding(extractIdempotencyKey(bin), true)?.severity).toBe('ok');
+  });
+
+  it('finds the body field however the body spells it: a \\u escape in the member name, a base64 body', () => {
+    const escaped = msg({ headers: { 'Idempotency-Key': 'A-1' }, rawBody: '{"\\u0064edupKey":"B-2"}' });
+    expect(extractIdempotencyKey(escaped)?.bodyKey).toEqual({ path: 'body.dedupKey', value: 'B-2' });
+    const b64: QueueMessage = { ...msg({ headers: { 'Idempotency-Key': 'A-1' } }), body: { encoding: 'base64', data: btoa('{"idempotencyKey":"B-2"}'), sizeBytes: 24, truncated: false } };
+    expect(extractIdempotencyKey(b64)?.bodyKey).toEqual({ path: 'body.idempotencyKey', value: 'B-2' });
+  });
+
+  it('no body key field, an unusable one, a text body, no header key, or a user header rule: nothing kept, no finding', () => {
+    const header = { 'Idempotency-Key': 'A-1' };
+    const none: QueueMessage[] = [
+      msg({ headers: header, body: { orderId: 'A-1' } }),
+      msg({ headers: header, body: { idempotencyKey: '' } }),
+      msg({ headers: header, body: { idempotencyKey: null, dedupKey: { id: 'B-2' } } }),
+      msg({ headers: header, body: { order: { idempotencyKey: 'B-2' } } }), // two levels down: not a K5 field
+      msg({ headers: header, rawBody: 'idempotencyKey=B-2' }),
+      msg({ headers: header, body: [{ idempotencyKey: 'B-2' }] }),
+    ];
+    for (const m of none) {
+      const ex = extractIdempotencyKey(m);
+      expect(ex?.key).toBe('A-1');
+      expect(ex?.bodyKey).toBeUndefined();
+      expect(keyBodyFinding(ex, true)).toBeNull();
+    }
+    // Without a header key, the body field is the key (K5), and there is nothing to compare.
+    const bodyOnly = extractIdempotencyKey(msg({ body: { idempotencyKey: 'B-2' } }));
+    expect(bodyOnly).toEqual({ key: 'B-2', source: 'body.idempotencyKey', origin: 'builtin', fields: ['body.idempotencyKey'] });
+    expect(keyBodyFinding(bodyOnly, true)).toBeNull();
+    // A user header rule says where the consumer reads the key.
+    const user = extractIdempotencyKey(msg({ headers: { 'X-Order-Key': 'A-1' }, body: { idempotencyKey: 'B-2' } }), [{ kind: 'header', name: 'X-Order-Key' }]);
+    expect(user).toEqual({ key: 'A-1', source: 'header X-Order-Key', origin: 'user', fields: ['headers.X-Order-Key'] });
+    expect(keyBodyFinding(user, true)).toBeNull();
+    expect(keyBodyFinding(null, true)).toBeNull();
+  });
+
+  it('several key headers and a body field: both findings, each about its own pair', () => {
+    const ex = extractIdempotencyKey(msg({ headers: { 'Idempotency-Key': 'A-1', 'idempotency-key': 'A-2' }, body: { idempotencyKey: 'A-3' } }));
+    expect(ex?.headerCount).toBe(2);
+    expect(ex?.bodyKey).toEqual({ path: 'body.idempotencyKey', value: 'A-3' });
+    expect(keyHeadersFinding(ex, true)?.text).toContain(`"idempotency-key" ('A-2')`);
+    expect(keyBodyFinding(ex, true)?.text).toContain(`the header "Idempotency-Key" holds 'A-1' but body.idempotencyKey holds 'A-3'`);
+  });
+
+  it('any header value and body value: review exactly when their texts differ, naming both', () => {
+    const value = fc.oneof(fc.constantFrom('A-1001:charge', 'A-1001:refund', ' A-1001:charge'), fc.string({ minLength: 1, maxLength: 80 }), fc.integer().map(String));
+    const field = fc.constantFrom('idempotencyKey', 'idempotency_key', 'dedupKey', 'dedup_key');
+    fc.assert(
+      fc.property(value, value, field, fc.boolean(), (hv, bv, f, asNumber) => {
+        const bodyValue: unknown = asNumber && /^-?\d{1,15}$/.test(bv) ? Number(bv) : bv;
+        const ex = extractIdempotencyKey(msg({ headers: { 'Idempotency-Key': hv }, body: { [f]: bodyValue, orderId: 'A-1001' } }));
+        expect(ex?.key).toBe(hv);
+        const finding = keyBodyFinding(ex, true);
+        const bodyText = String(bodyValue);
+        expect(finding?.severity).toBe(bodyText === hv ? 'ok' : 'review');
+        if (bodyText !== hv) expect(finding?.fields).toEqual(['headers.Idempotency-Key', `body.${f}`]);
+      }),
+      { numRuns: 300 },
+    );
   });
 });

@@ -11,7 +11,7 @@ import * as sort from './sort';
 // module's exports object, which the per-value hot paths below paid for (~8 % of the analysis in
 // bench/analysis.ts). Bundlers (electron-vite) produce plain calls either way.
 const { nameInfo } = fieldNames;
-const { bodyJson, bodyView, hasOwnKeys, indexSeg, isRecord, own } = jsonBody;
+const { bodyJson, bodyView, cachedBodyView, hasOwnKeys, indexSeg, isRecord, own } = jsonBody;
 const { sortSmall } = sort;
 
 /**
@@ -49,7 +49,12 @@ export type KeyRule = { kind: 'header'; name: string } | { kind: 'jsonPath'; pat
 export interface KeyExtraction {
   /** The key as text (numbers are written in decimal). */
   key: string;
-  /** Where it was found, in words: "header Idempotency-Key", "AMQP message_id", "body.idempotencyKey", "rule {body.orderId}:{body.operation}"… */
+  /**
+   * Where it was found, in words: "header Idempotency-Key", "AMQP message_id", "body.idempotencyKey",
+   * "template {body.orderId}:{body.operation}"… A header is named as the message spells it
+   * ("header idempotency-key" for a lower-case attribute): SQS attribute names and AMQP header
+   * tables are case-sensitive, so that is the name a reader finds in the message.
+   */
   source: string;
   /** `user` when a {@link KeyRule} matched, `builtin` otherwise. */
   origin: 'user' | 'builtin';
@@ -80,6 +85,24 @@ export interface KeyExtraction {
   headers?: KeyHeader[];
   /** How many headers the rule matched when {@link headers} is set (may exceed its length). */
   headerCount?: number;
+  /**
+   * Set only when the built-in header rule (K1) found the key and the body also holds a usable key
+   * in a field of the body rule (K5: `idempotencyKey`, `idempotency_key`, `dedupKey`, `dedup_key`
+   * at the top level, then one level inside `data`, `payload`…; the field K5 would pick): that
+   * field's path and text. The header is used (K1 is applied before K5); when the body's value
+   * differs, a consumer that reads the body field deduplicates on another key, and the message
+   * verdict is at least `review` (finding `key-header-body`, see {@link keyBodyFinding}). Not set
+   * for a user `header` rule: the team has said where its consumer reads the key.
+   */
+  bodyKey?: KeyBodyField;
+}
+
+/** A body key field beside a header key (see {@link KeyExtraction.bodyKey}). */
+export interface KeyBodyField {
+  /** Message path of the field, e.g. `body.idempotencyKey`, `body.data.dedupKey`. */
+  path: string;
+  /** Its text as a key (a number in decimal, as written in the body). */
+  value: string;
 }
 
 /** One header / message attribute a header rule matched (see {@link KeyExtraction.headers}). */
@@ -345,21 +368,25 @@ function plainHeaderText(raw: unknown): string | undefined {
   return scalarText(raw) ?? scalarText(own(raw, 'StringValue')) ?? scalarText(own(raw, 'stringValue'));
 }
 
-/** The extraction of a header rule (see {@link headerKey}). */
-function headerExtraction(name: string, group: number, value: string, binary: boolean, canonical: readonly string[] | null, origin: KeyExtraction['origin']): KeyExtraction {
-  return { key: value, source: `header ${canonical !== null ? (canonical[group] ?? name) : name}${binary ? BINARY_NOTE : ''}`, origin, fields: [`headers.${name}`] };
+/**
+ * The extraction of a header rule (see {@link headerKey}). The source names the header as the
+ * message spells it, for K1 as for a user rule: with case-sensitive attribute names
+ * (`Idempotency-Key` and `idempotency-key` can both arrive, rule K1b) a fixed spelling could name
+ * the other header.
+ */
+function headerExtraction(name: string, value: string, binary: boolean, origin: KeyExtraction['origin']): KeyExtraction {
+  return { key: value, source: `header ${name}${binary ? BINARY_NOTE : ''}`, origin, fields: [`headers.${name}`] };
 }
 
 /**
- * The key a header rule finds: rule K1 (`wanted`: `idempotency-key`, `x-idempotency-key`;
- * `canonical`: their spellings for the source) or a user `header` rule (`wanted`: its name in lower
- * case; `canonical` null: the source names the header as the message spells it). The key is the
- * first usable value (text, a number, binary read as printable UTF-8) of the first of `wanted`
- * that has one, in the message's order. When the rule matched several headers, every one is read
- * and listed in {@link KeyExtraction.headers} (the ambiguity check, {@link keyHeadersFinding});
- * with one, nothing more is done. Null when none is usable.
+ * The key a header rule finds: rule K1 (`wanted`: `idempotency-key`, `x-idempotency-key`) or a
+ * user `header` rule (`wanted`: its name in lower case). The key is the first usable value (text,
+ * a number, binary read as printable UTF-8) of the first of `wanted` that has one, in the
+ * message's order. When the rule matched several headers, every one is read and listed in
+ * {@link KeyExtraction.headers} (the ambiguity check, {@link keyHeadersFinding}); with one,
+ * nothing more is done. Null when none is usable.
  */
-function headerKey(headers: Record<string, HeaderValue> | undefined, wanted: readonly string[], asciiWanted: boolean, canonical: readonly string[] | null, origin: KeyExtraction['origin']): KeyExtraction | null {
+function headerKey(headers: Record<string, HeaderValue> | undefined, wanted: readonly string[], asciiWanted: boolean, origin: KeyExtraction['origin']): KeyExtraction | null {
   const n = scanHeaders(headers, wanted, asciiWanted);
   if (n === 0) return null;
   const hits = hitsAll;
@@ -368,9 +395,9 @@ function headerKey(headers: Record<string, HeaderValue> | undefined, wanted: rea
     const raw = hitRaw;
     hitRaw = undefined;
     const text = plainHeaderText(raw);
-    if (text !== undefined) return headerExtraction(hitName, hitGroup, text, false, canonical, origin);
+    if (text !== undefined) return headerExtraction(hitName, text, false, origin);
     const bin = binaryText(raw);
-    return bin !== undefined ? headerExtraction(hitName, hitGroup, bin, true, canonical, origin) : null;
+    return bin !== undefined ? headerExtraction(hitName, bin, true, origin) : null;
   }
   hitRaw = undefined;
   // Several headers: read them all, so a reason can say when they disagree.
@@ -394,7 +421,7 @@ function headerKey(headers: Record<string, HeaderValue> | undefined, wanted: rea
   }
   if (used < 0) return null;
   const hit = hits[used] as HeaderHit;
-  const ex = headerExtraction(hit.name, hit.group, texts[used] as string, binary[used] === true, canonical, origin);
+  const ex = headerExtraction(hit.name, texts[used] as string, binary[used] === true, origin);
   const listed: KeyHeader[] = [{ name: hit.name, value: texts[used] as string }];
   for (let i = 0; i < n && listed.length < MAX_KEY_HEADERS; i++) {
     if (i === used) continue;
@@ -459,6 +486,46 @@ export function keyHeadersFinding(key: KeyExtraction | null, sentences: boolean)
     fields,
   };
 }
+/**
+ * The finding (rule K1c, `key-header-body`) for a key the built-in header rule (K1) found while the
+ * body also holds one in a key field of the body rule (K5; {@link KeyExtraction.bodyKey}); null for
+ * any other key.
+ * - The body's value differs from the key: `review`, one sentence naming the header and the body
+ *   field with both values, the one this analysis uses and why, and what a consumer reading the
+ *   body gets: "ambiguous idempotency key: the header "Idempotency-Key" holds 'X-3:charge' but
+ *   body.idempotencyKey holds 'X-3:refund'; this analysis uses the header (an Idempotency-Key
+ *   header is read before the body's key fields), but a consumer that reads body.idempotencyKey
+ *   deduplicates on 'X-3:refund' instead; send one key, or the same value in both."
+ * - The same value: `ok`, a mention that they agree (its text `''` when `sentences` is false).
+ *
+ * Values are compared as written (`'A-1 '` and `'A-1'` differ: a consumer compares them so).
+ *
+ * @internal for shared/analysis/payload.ts, which adds it to the payload findings.
+ */
+export function keyBodyFinding(key: KeyExtraction | null, sentences: boolean): Finding | null {
+  const bk = key?.bodyKey;
+  if (key === null || bk === undefined) return null;
+  const field = key.fields[0] ?? '';
+  const name = field.startsWith('headers.') ? field.slice(8) : key.source;
+  const fields = [field, bk.path];
+  if (bk.value === key.key) {
+    if (!sentences) return { rule: 'key-header-body', severity: 'ok', text: '', fields: [] };
+    return {
+      rule: 'key-header-body',
+      severity: 'ok',
+      text: `the header ${shownName(name)} and ${bk.path} both hold the key '${clip(key.key, 60)}', so a consumer gets the same key whichever it reads.`,
+      fields,
+    };
+  }
+  const which = name.toLowerCase() === 'x-idempotency-key' ? 'an X-Idempotency-Key' : 'an Idempotency-Key';
+  return {
+    rule: 'key-header-body',
+    severity: 'review',
+    text: `ambiguous idempotency key: the header ${shownName(name)} holds '${clip(key.key, 60)}' but ${bk.path} holds '${clip(bk.value, 60)}'; this analysis uses the header (${which} header is read before the body's key fields), but a consumer that reads ${bk.path} deduplicates on '${clip(bk.value, 60)}' instead; send one key, or the same value in both.`,
+    fields,
+  };
+}
+
 /** Appended to a header source when the value was binary, read as UTF-8 ({@link binaryText}). */
 const BINARY_NOTE = ' (binary, read as UTF-8)';
 /** {@link KeyExtraction.source} of an SQS MessageDeduplicationId that the adapter found to be the body's SHA-256 (`meta.deduplicationIdSource: 'content'`). */
@@ -477,7 +544,7 @@ function fromRule(message: QueueMessage, rule: KeyRule): KeyExtraction | null {
       lastRuleName = [wanted];
       lastRuleAscii = isAscii(wanted);
     }
-    return headerKey(message.headers, lastRuleName, lastRuleAscii, null, 'user');
+    return headerKey(message.headers, lastRuleName, lastRuleAscii, 'user');
   }
   if (rule.kind === 'jsonPath') {
     const path = rule.path.trim();
@@ -515,9 +582,13 @@ function isBullmq(message: QueueMessage): boolean {
  *    only when no `Idempotency-Key` is usable. When more than one header matched, all are listed
  *    in {@link KeyExtraction.headers}, and values that differ make the key ambiguous (rule K1b,
  *    {@link keyHeadersFinding}: the message verdict is then at least `review`). A user `header`
- *    rule picks among spellings of its name the same way and is checked the same way;
+ *    rule picks among spellings of its name the same way and is checked the same way. The source
+ *    names the header as the message spells it;
  * 2. body fields `idempotencyKey`, `idempotency_key`, `dedupKey`, `dedup_key` at the top level of a
- *    JSON body, then one level inside `data`, `payload`, `detail`, `body`, `message`, `args[0]`;
+ *    JSON body, then one level inside `data`, `payload`, `detail`, `body`, `message`, `args[0]`.
+ *    When rule 1 found the key and this rule would find one too, that field is kept in
+ *    {@link KeyExtraction.bodyKey}: a different value makes the key ambiguous (rule K1c,
+ *    {@link keyBodyFinding}: the message verdict is then at least `review`);
  * 3. AMQP `message_id` (`properties.messageId`);
  * 4. SQS FIFO `MessageDeduplicationId` (`meta.messageDeduplicationId`); its source says "SQS
  *    content-based deduplication id (SHA-256 of the body)" when `meta.deduplicationIdSource` is
@@ -582,8 +653,18 @@ const CE_PREFIXES = ['ce-', 'ce_'];
 
 function builtin(message: QueueMessage): KeyExtraction | null {
   // 1. Explicit idempotency-key headers / message attributes.
-  const header = headerKey(message.headers, KEY_HEADER_NAMES, true, KEY_HEADERS, 'builtin');
-  if (header) return header;
+  const header = headerKey(message.headers, KEY_HEADER_NAMES, true, 'builtin');
+  if (header) {
+    // Beside a header key, the body field K5 would pick is kept for the ambiguity check (rule K1c).
+    // The body is used when already parsed (analyzeMessage parses it first), else parsed only when
+    // its text may name such a field, so a caller of extraction alone does not pay for a parse.
+    const cached = cachedBodyView(message);
+    const hj = cached !== undefined ? cached.json : mayHoldBodyKey(message) ? bodyJson(message) : undefined;
+    const bk = isRecord(hj) ? bodyKeyField(hj) : null;
+    // Clamped as the key is (clampKey), so a long key copied into the body compares equal.
+    if (bk !== null) header.bodyKey = { path: bk.source, value: bk.key.slice(0, MAX_KEY_LENGTH * 4) };
+    return header;
+  }
   // 2. Explicit body fields: set by the sender on purpose, so they beat transport ids.
   const json = bodyJson(message);
   const bodyKey = isRecord(json) ? bodyKeyField(json) : null;
@@ -615,6 +696,18 @@ function builtin(message: QueueMessage): KeyExtraction | null {
     if (source && id) return b(`${source.value}:${id.value}`, 'CloudEvents source+id', [`headers.${source.name}`, `headers.${id.name}`]);
   }
   return null;
+}
+
+/**
+ * False only when the body is UTF-8 text that cannot hold a field of {@link BODY_KEY_FIELDS}: its
+ * text contains neither `idempotency` nor `dedup` nor a `\u` escape (a member name may be spelled
+ * with one). Other encodings are decoded before parsing, so they may.
+ */
+function mayHoldBodyKey(message: QueueMessage): boolean {
+  const body = message.body as QueueMessage['body'] | undefined;
+  if (body?.encoding !== 'utf8' || typeof body.data !== 'string') return true;
+  const d = body.data;
+  return d.includes('idempotency') || d.includes('dedup') || d.includes('\\u');
 }
 
 /** Rule 2: an explicit key field at the top level of the body, then one level inside an envelope. */

@@ -39,6 +39,18 @@ export function bodyView(message: QueueMessage): BodyView {
   return view;
 }
 
+/**
+ * The body's view when the cache holds it already (a step of this analysis read it), without
+ * parsing; undefined otherwise. Lets a step that needs the body only sometimes use it when it is
+ * free.
+ */
+export function cachedBodyView(message: QueueMessage): BodyView | undefined {
+  const body = (message as { body?: unknown }).body;
+  if (body === null || typeof body !== 'object') return EMPTY;
+  for (let i = 0; i < CACHE_SLOTS; i++) if (cacheKeys[i] === body) return cacheViews[i] as BodyView;
+  return undefined;
+}
+
 /** The body's parsed JSON, or undefined when the body is not JSON. Never throws. */
 export function bodyJson(message: QueueMessage): unknown {
   return bodyView(message).json;

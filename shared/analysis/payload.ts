@@ -20,7 +20,7 @@ const { ENTITY_STATE_ROLES, LOOSE_STATE_ROLES, MUTABLE_ROLES, ROLE_PRIORITY, SET
 const { fmix, hashString, mixOrdered, taggedHash } = hashModule;
 const { compileSnapshotPattern, matchesPrefix } = rulesModule;
 const { sortSmall } = sort;
-const { evidenceAt, evidenceKeyHolder, keyHeadersFinding } = idempotency;
+const { evidenceAt, evidenceKeyHolder, keyBodyFinding, keyHeadersFinding } = idempotency;
 
 /**
  * Payload field classification and the payload verdict (rules P1–P10 in README.md). Pure; never
@@ -1348,28 +1348,32 @@ export function analyzePayloadForSummary(message: QueueMessage, rules: InspectRu
 
 function payloadResult(message: QueueMessage, rules: InspectRules, key: KeyExtraction | null, detail: 'full' | 'verdict', sentences: boolean, evidence: KeyEvidence | null): PayloadResult {
   const r = bodyResult(message, rules, key, detail, sentences, evidence);
-  // Rare: the key's header rule matched several headers (rule K1b); one property read otherwise.
-  return key?.headers === undefined ? r : withKeyHeaders(r, key, sentences);
+  // Rare: the key's header rule matched several headers (rule K1b), or a body key field beside a
+  // header key (K1c); two property reads otherwise.
+  return key === null || (key.headers === undefined && key.bodyKey === undefined) ? r : withKeyFindings(r, key, sentences);
 }
 
 /**
- * `r` with the key-headers finding (rule K1b, {@link keyHeadersFinding}) added: a `review` one
- * (the key is ambiguous) goes after the flags and before the other review findings and raises an
- * `ok` verdict to `review` (the label too); an `ok` one (the headers agree) goes last and changes
- * neither verdict nor label. Reasons are rebuilt as {@link finish} builds them (none without
- * `sentences` for a JSON body, whose reasons are then empty).
+ * `r` with the key-headers finding (rule K1b, {@link keyHeadersFinding}) and the key-header-body
+ * finding (K1c, {@link keyBodyFinding}) added, in that order: a `review` one (the key is
+ * ambiguous) goes after the flags and before the other review findings and raises an `ok` verdict
+ * to `review` (the label too); an `ok` one (the values agree) goes last and changes neither
+ * verdict nor label. Reasons are rebuilt as {@link finish} builds them (none without `sentences`
+ * for a JSON body, whose reasons are then empty).
  */
-function withKeyHeaders(r: PayloadResult, key: KeyExtraction, sentences: boolean): PayloadResult {
-  const f = keyHeadersFinding(key, sentences);
-  if (f === null) return r;
+function withKeyFindings(r: PayloadResult, key: KeyExtraction, sentences: boolean): PayloadResult {
+  const kh = keyHeadersFinding(key, sentences);
+  const kb = keyBodyFinding(key, sentences);
+  if (kh === null && kb === null) return r;
   const p = r.payload;
   const findings = p.findings.slice();
-  let at = findings.length;
-  if (f.severity !== 'ok') {
-    at = 0;
-    while (at < findings.length && FINDING_RANK[(findings[at] as Finding).severity] < FINDING_RANK[f.severity]) at++;
+  let at = 0;
+  while (at < findings.length && (findings[at] as Finding).severity === 'flag') at++;
+  for (const f of [kh, kb]) {
+    if (f === null) continue;
+    if (f.severity === 'ok') findings.push(f);
+    else findings.splice(at++, 0, f);
   }
-  findings.splice(at, 0, f);
   const verdict: PayloadVerdictKind = (findings[0] as Finding).severity;
   const label = verdict === p.verdict ? p.label : verdict;
   const reasons = sentences || p.reasons.length > 0 ? reasonTexts(findings).filter((t) => t !== '') : p.reasons;

@@ -9,7 +9,7 @@ const CLASSES = ['identifier', 'mutable-state', 'immutable-snapshot', 'unknown']
 
 /** JSON values with the member names the rules look at, plus prototype-sensitive names. */
 const name = fc.oneof(
-  fc.constantFrom('id', 'orderId', 'status', 'order', 'items', 'shippingAddress', 'email', 'data', 'payload', 'detail', 'Message', 'args', 'kwargs', 'specversion', 'type', 'occurredAt', 'snapshot', 'newAddress', 'command', '__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'detail-type', 'source', 'object', 'class', 'task'),
+  fc.constantFrom('id', 'orderId', 'status', 'order', 'items', 'shippingAddress', 'email', 'data', 'payload', 'detail', 'Message', 'args', 'kwargs', 'specversion', 'type', 'occurredAt', 'snapshot', 'newAddress', 'command', '__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'detail-type', 'source', 'object', 'class', 'task', 'idempotencyKey', 'dedup_key'),
   fc.string({ maxLength: 12 }),
 );
 const json: fc.Arbitrary<unknown> = fc.letrec((tie) => ({

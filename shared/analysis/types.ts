@@ -100,6 +100,10 @@ export type PayloadVerdictKind = 'ok' | 'review' | 'flag';
  * `idempotency-key`, or `Idempotency-Key` and `X-Idempotency-Key`): review when their values
  * differ (the key is ambiguous), ok when they agree. It is a finding of the payload part so it
  * counts in the verdict, the reasons and the summary like the payload rules.
+ * `key-header-body` (rule K1c): the built-in header rule found the key and the body also holds one
+ * in a key field of the body rule (`body.idempotencyKey`…): review when the values differ (a
+ * consumer reading the body field deduplicates on another key), ok when they agree. A payload-part
+ * finding like `key-headers`.
  */
 export type PayloadRuleId =
   | 'not-json'
@@ -116,7 +120,8 @@ export type PayloadRuleId =
   | 'no-mutable-state'
   | 'large-payload'
   | 'over-limit'
-  | 'key-headers';
+  | 'key-headers'
+  | 'key-header-body';
 
 /** One reason behind a verdict, in words, with the fields it cites. */
 export interface Finding {
