@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -7,7 +7,7 @@ import type { ClientMoveOptions, MoveHooks, MoveSummary, NativeMoveHandle, Nativ
 import { readSnapshotFile } from '../snapshot/reader';
 import { AuditLog } from '../services/audit-log';
 import { OperationManager } from '../services/operations';
-import { planRedrive, startRedrive, startReinject, validateRequest, type RedriveEnv, type RedriveRequest, type RedriveResult } from './engine';
+import { planRedrive, priorUsesOfBackup, reinjectSelection, startRedrive, startReinject, validateRequest, type RedriveEnv, type RedriveRequest, type RedriveResult } from './engine';
 
 /**
  * An in-memory RedriveMover: the engine's logic is tested against it; the real movers are tested
@@ -599,6 +599,91 @@ describe('runReinject: remainder file', () => {
     expect(await readFile(later, 'utf8')).toBe('someone else\n');
     expect((final.result as { notes: string[] }).notes.join('\n')).toContain(`${backupPath} still holds them (1 of them known), in order, with the 1 published now`);
     expect((await env.auditLog.read()).entries[0]?.details).toMatchObject({ remainderError: expect.stringContaining('already exists') as unknown });
+  });
+});
+
+describe('runReinject: a backup is known by the run id in its header', () => {
+  /** A backup of 1, 3, 6 whose redrive did not move 6 (it stayed in the DLQ), and its run's operation id. */
+  async function backup(ops: OperationManager): Promise<{ path: string; runId: string }> {
+    fill();
+    mover.failIds.add('6');
+    const path = join(dir, 'failed.jsonl');
+    const snap = startRedrive(ops, env, { dlqId: 'dlq', selection: { kind: 'all' }, backupPath: path });
+    expect((await ops.wait(snap.id)).result).toMatchObject({ moved: 2, failed: 1 });
+    queues.push(summary('back'));
+    mover.queues.set('back', []);
+    return { path, runId: snap.id };
+  }
+  const notesOf = (r: unknown): string => (r as { notes: string[] }).notes.join('\n');
+
+  it('the header names the run (its operation id, also in its audit entries)', async () => {
+    const ops = new OperationManager();
+    const { path, runId } = await backup(ops);
+    expect((await readSnapshotFile(path))[0]?.header.redriveRun).toEqual({ id: runId });
+    const entries = (await env.auditLog.read({ action: 'redrive' })).entries;
+    expect(entries[0]).toMatchObject({ status: 'completed', operationId: runId, details: { redriveRunId: runId } });
+  });
+
+  // Old code looked the record up by path: a copy published 6 too (a duplicate of the 6 still in the DLQ), without a word.
+  it('a copy leaves out what the redrive did not move, like the original; its re-inject is an earlier use of the original', async () => {
+    const ops = new OperationManager();
+    const { path, runId } = await backup(ops);
+    const copy = join(dir, 'elsewhere', 'x.jsonl');
+    await mkdir(join(dir, 'elsewhere'));
+    await copyFile(path, copy);
+    const final = await ops.wait(startReinject(ops, env, { path: copy, targetQueueId: 'back' }).id);
+    expect(final.result).toMatchObject({ read: 3, published: 2, leftOut: 1 });
+    expect(ids('back')).toEqual(['1', '3']);
+    expect(notesOf(final.result)).toContain(`1 of the 3 messages in ${copy} were not moved by the redrive that wrote it`);
+    expect((await env.auditLog.read({ action: 'reinject' })).entries[0]?.details.redriveRunId).toBe(runId);
+    const prior = (await priorUsesOfBackup(env, path)).join('\n');
+    expect(prior).toContain(`this backup was already re-injected (`);
+    expect(prior).toContain(`from ${copy}, a copy of it: 2 published to back`);
+    expect(prior).toContain('the redrive that wrote this backup (');
+  });
+
+  it('in another profile (no record of the run) nothing is left out and a note names the run; an older backup without a run id copied elsewhere gets it too', async () => {
+    const ops = new OperationManager();
+    const { path, runId } = await backup(ops);
+    const header = (await readSnapshotFile(path))[0]!.header;
+    const other: RedriveEnv = { ...env, auditLog: new AuditLog({ path: join(dir, 'other', 'audit.jsonl') }) };
+    const final = await ops.wait(startReinject(ops, other, { path, targetQueueId: 'back' }).id);
+    expect(final.result).toMatchObject({ read: 3, published: 3, leftOut: 0 });
+    const started = new Date(header.exportedAt).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    expect(notesOf(final.result)).toContain(
+      `${path} is the backup of a redrive (run ${runId}, started ${started}) of dlq on amqp://guest@127.0.0.1:5672/, and this profile's audit log (${join(dir, 'other', 'audit.jsonl')}) has no record of that run`,
+    );
+    expect(notesOf(final.result)).toContain('cannot be told apart from those it moved, so all 3 are published and those may be published again');
+
+    // A backup written before run ids: found by its path where it was written, not under another name.
+    const lines = (await readFile(path, 'utf8')).split('\n');
+    const { redriveRun: _r, ...old } = JSON.parse(lines[0]!) as Record<string, unknown>;
+    const older = join(dir, 'older.jsonl');
+    await writeFile(older, [JSON.stringify(old), ...lines.slice(1)].join('\n'));
+    const sel = await reinjectSelection(env, older, false);
+    expect(sel).toMatchObject({ leftOut: 0, redriveRunId: null });
+    expect(sel.warnings.join('\n')).toContain(`${older} is the backup of a redrive (started ${started}; an older backup that names no run, looked up by its path)`);
+  });
+
+  it('a remainder of the backup carries no run id: its re-inject publishes all of it, with no record looked up and no warning', async () => {
+    const ops = new OperationManager();
+    const { path } = await backup(ops);
+    mover.publishFailIds.add('3');
+    const final = await ops.wait(startReinject(ops, env, { path, targetQueueId: 'back' }).id);
+    const rest = (final.result as { remainder: { path: string } | null }).remainder;
+    expect(final.result).toMatchObject({ published: 1, failed: 1, leftOut: 1, remainder: { messages: 1 } });
+    const h = (await readSnapshotFile(rest!.path))[0]!.header;
+    expect(h.redriveRun).toBeUndefined();
+    expect(h.remainderOf?.path).toBe(path);
+    mover.publishFailIds.clear();
+    const sel = await reinjectSelection(env, rest!.path, false);
+    expect(sel).toMatchObject({ total: 1, leftOut: 0, warnings: [], redriveRunId: null });
+    // Not even in a profile with no record of the redrive: a remainder is not a redrive's backup.
+    const other: RedriveEnv = { ...env, auditLog: new AuditLog({ path: join(dir, 'other', 'audit.jsonl') }) };
+    expect((await reinjectSelection(other, rest!.path, false)).warnings).toEqual([]);
+    const again = await ops.wait(startReinject(ops, env, { path: rest!.path, targetQueueId: 'back' }).id);
+    expect(again.result).toMatchObject({ read: 1, published: 1, leftOut: 0, notes: [] });
+    expect(ids('back')).toEqual(['1', '3']);
   });
 });
 

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { resolve as resolvePath } from 'node:path';
 import { TokenBucket } from 'limiter';
 import type { KeyRule } from '../../shared/analysis/idempotency';
@@ -5,9 +6,9 @@ import { QueuescopeError, toErrorInfo, type OperationSnapshot, type QueueMessage
 import { formatFilter, type RedriveFilter } from '../../shared/redrive/filter';
 import type { MoveBatchResult, MoveSummary, NativeMoveHandle, NativeMoveStatus, NativeMoveSupport, PublishRun, RedriveMover } from '../adapters/redrive-types';
 import type { BrokerAdapter } from '../adapters/types';
-import { readSnapshot, type SnapshotItem } from '../snapshot/reader';
-import { REDRIVE_BACKUP_PARTIAL_REASON } from '../snapshot/format';
-import type { AuditLog } from '../services/audit-log';
+import { readFirstHeader, readSnapshot, type SnapshotItem } from '../snapshot/reader';
+import { isRedriveBackupHeader, REDRIVE_BACKUP_PARTIAL_REASON } from '../snapshot/format';
+import { findAuditEntriesContaining, type AuditEntry, type AuditLog } from '../services/audit-log';
 import type { OperationContext, OperationManager } from '../services/operations';
 import { snapshotLineProblem } from '../snapshot/format';
 import { RedriveBackup, defaultBackupPath } from './backup';
@@ -453,21 +454,30 @@ export function sumMovedOn(parts: readonly (MovedOnByReading | undefined)[]): Mo
  * Earlier uses of a backup file recorded in the audit log, in words, newest first: the redrive that
  * wrote it (when it moved messages, they are already in its target, so publishing the backup again
  * makes duplicates; when it has no end recorded — killed or crashed — how many moved is unknown, so
- * it is named too) and earlier re-injects of it. Reads the newest 1,000 entries; empty when the
- * log cannot be read (a warning is a courtesy, not a gate). Paths are compared resolved.
+ * it is named too) and earlier re-injects of it. The redrive and re-injects are found by the run id
+ * in the backup's header ({@link backupOriginOf}: also for a copy or a renamed backup, and a
+ * re-inject of any copy of it), and re-injects also by the file's path (paths compared resolved,
+ * in the newest 1,000 entries); a backup without a run id (older, or a remainder file) by its path
+ * only. Empty when the log cannot be read (a warning is a courtesy, not a gate).
+ * @throws QueuescopeError `CANCELLED`; like {@link readFirstHeader} when the file cannot be read.
  */
 export async function priorUsesOfBackup(env: Pick<RedriveEnv, 'auditLog'>, path: string, signal?: AbortSignal): Promise<string[]> {
-  let page: Awaited<ReturnType<RedriveEnv['auditLog']['read']>>;
+  const origin = await backupOriginOf(path, signal);
+  const runId = origin.runId;
+  let entries: AuditEntry[];
   try {
-    page = await env.auditLog.read({ limit: 1000 }, signal);
+    const page = await env.auditLog.read({ limit: 1000 }, signal);
+    const want = resolvePath(path);
+    // Without a run id, the redrive's entries too are found by path (an older backup).
+    const byPath = page.entries.filter((e) => e.backupPath !== null && resolvePath(e.backupPath) === want && (runId === null || e.action !== 'redrive'));
+    const byRun = runId === null ? [] : entriesOfRun(await findAuditEntriesContaining(env.auditLog, runId, signal), runId);
+    entries = [...new Map([...byRun, ...byPath].map((e) => [e.id, e])).values()].sort((a, b) => b.time - a.time);
   } catch (e) {
     if (e instanceof QueuescopeError && e.code === 'CANCELLED') throw e;
     return [];
   }
-  const want = resolvePath(path);
   const out: string[] = [];
-  for (const e of page.entries) {
-    if (e.backupPath === null || resolvePath(e.backupPath) !== want) continue;
+  for (const e of entries) {
     const when = new Date(e.time).toISOString().replace(/\.\d{3}Z$/, 'Z');
     const moved = e.counts.moved ?? 0;
     const published = e.counts.published ?? 0;
@@ -480,10 +490,52 @@ export async function priorUsesOfBackup(env: Pick<RedriveEnv, 'auditLog'>, path:
       );
     else if (e.action === 'reinject' && published > 0) {
       const rest = remainderOf(e.details);
-      out.push(`this backup was already re-injected (${when}: ${published} published to ${e.target ?? '?'}${rest !== null ? `; the ${String(rest.messages)} it did not publish are in ${rest.path}: re-inject that file to publish only them` : ''})`);
+      const copy = e.backupPath !== null && resolvePath(e.backupPath) !== resolvePath(path) ? ` from ${e.backupPath}, a copy of it` : '';
+      out.push(`this backup was already re-injected (${when}${copy}: ${published} published to ${e.target ?? '?'}${rest !== null ? `; the ${String(rest.messages)} it did not publish are in ${rest.path}: re-inject that file to publish only them` : ''})`);
     }
   }
   return out;
+}
+
+/**
+ * What a snapshot's first header says about where it came from, for the audit-log look-ups of a
+ * re-inject ({@link priorUsesOfBackup}, {@link backupRedriveRecord}).
+ */
+export interface BackupOrigin {
+  /** The header is a redrive backup's (`isRedriveBackupHeader`) and the file is not a re-inject's remainder. */
+  redriveBackup: boolean;
+  /** The file is a re-inject's remainder (header `remainderOf`). */
+  remainder: boolean;
+  /** The id of the redrive run that wrote it (header `redriveRun.id`); null in older backups, remainders and exports. */
+  runId: string | null;
+  /** When the export or redrive started (header `exportedAt`), ms since epoch. */
+  startedAt: number;
+  /** The queue and connection label the header names (untrusted text from the file). */
+  queueName: string;
+  connection: string;
+}
+
+/**
+ * Reads the first section header of the snapshot at `path` (see {@link BackupOrigin}).
+ * @throws like {@link readFirstHeader}: `SNAPSHOT_INVALID`, `INVALID_INPUT` (missing), `CANCELLED`.
+ */
+export async function backupOriginOf(path: string, signal?: AbortSignal): Promise<BackupOrigin> {
+  const { header } = await readFirstHeader(path, signal);
+  const remainder = header.remainderOf !== undefined;
+  const redriveBackup = isRedriveBackupHeader(header) && !remainder;
+  return { redriveBackup, remainder, runId: redriveBackup ? (header.redriveRun?.id ?? null) : null, startedAt: header.exportedAt, queueName: header.source.queue.name, connection: header.source.connection };
+}
+
+/**
+ * The entries of redrive run `runId` (its `operationId`, or `details.redriveRunId` — kept also when
+ * its details were dropped for size, when it ran as an operation) and of re-injects of a copy of its
+ * backup (`details.redriveRunId`), among `entries`; a `started` entry is dropped when an entry of
+ * the same run ended it (as {@link AuditLog.read} does).
+ */
+function entriesOfRun(entries: readonly AuditEntry[], runId: string): AuditEntry[] {
+  const mine = entries.filter((e) => (e.action === 'redrive' && e.operationId === runId) || e.details.redriveRunId === runId);
+  const ended = mine.some((e) => e.action === 'redrive' && e.status !== 'started');
+  return mine.filter((e) => !(e.action === 'redrive' && e.status === 'started' && ended));
 }
 
 /** The remainder file a re-inject's audit entry records (`details.remainder`), or null. */
@@ -604,6 +656,9 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
   const notes: string[] = [];
   const warnings: string[] = [];
   const backupPath = r.backupPath ?? defaultBackupPath(env.configDir, p.dlq.name, p.cutoffMs);
+  // The backup's identity (header `redriveRun`), also in this run's audit entries: a re-inject finds
+  // the run's record by it whatever the file is called. The operation id when there is one.
+  const runId = operationId ?? randomUUID();
   const header = {
     exportedAt: p.cutoffMs,
     source: { broker: p.dlq.broker, connection: env.connectionLabel, queue: p.dlq },
@@ -611,6 +666,7 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
     selection: 'ids' as const,
     partial: true,
     partialReason: REDRIVE_BACKUP_PARTIAL_REASON,
+    redriveRun: { id: runId },
   };
   let backup: RedriveBackup | null = null;
   let mode: RedriveResult['mode'] = 'client-side';
@@ -626,7 +682,7 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
     // A "started" entry first: a process killed mid-run (a second Ctrl+C, SIGKILL, a crash) writes
     // no final entry, and the operator still needs to find this run and its backup in the history.
     await env.auditLog
-      .append({ actor: env.actor, action: 'redrive', connection: env.connectionLabel, source: p.dlq.name, target: chosenTargetName(r, p) ?? 'original source', filter: describeSelection(r), status: 'started', counts: {}, operationId, backupPath, details: { dlqId: p.dlq.id, rate: r.ratePerSecond ?? null, batchSize: p.batchSize } })
+      .append({ actor: env.actor, action: 'redrive', connection: env.connectionLabel, source: p.dlq.name, target: chosenTargetName(r, p) ?? 'original source', filter: describeSelection(r), status: 'started', counts: {}, operationId, backupPath, details: { dlqId: p.dlq.id, redriveRunId: runId, rate: r.ratePerSecond ?? null, batchSize: p.batchSize } })
       .catch((e: unknown) => ctx.addError(e));
     const native = await nativeSupport(p.mover, p.dlq, r, ctx.signal);
     if (!native.ok && r.native === 'require') throw new QueuescopeError('UNSUPPORTED', `A native move is not possible here: ${native.why}.`);
@@ -708,6 +764,7 @@ export async function runRedrive(env: RedriveEnv, r: RedriveRequest, ctx: Operat
         mode,
         mechanism,
         dlqId: p.dlq.id,
+        redriveRunId: runId,
         targets: result.targets,
         skipReasons: result.skipReasons.slice(0, 20),
         rate: r.ratePerSecond ?? null,
@@ -1047,27 +1104,74 @@ export interface BackupNotMoved {
   when: string;
 }
 
+/** What the audit log says about the redrive that wrote a backup (see {@link backupRedriveRecord}). */
+export interface BackupRedriveRecord {
+  origin: BackupOrigin;
+  /**
+   * How the redrive's entries were looked up: `run-id` (the header's `redriveRun`), `path` (an older
+   * backup without one, or any other snapshot: as before run ids), or `none` (a remainder file, which
+   * has no redrive record of its own).
+   */
+  by: 'run-id' | 'path' | 'none';
+  /**
+   * `ended`: the redrive's end is recorded; `started`: only its start (killed, crashed, still
+   * running); `missing`: no entry of it in this profile's log (written on another machine or profile,
+   * or the log was moved, cleared, or — for a look-up by path — the entry is older than the newest
+   * 1,000); `unreadable`: the log could not be read. `none` when not looked up (`by: "none"`).
+   */
+  found: 'ended' | 'started' | 'missing' | 'unreadable' | 'none';
+  /** The messages it did not move, from its ended entry; null when none (or not found). */
+  notMoved: BackupNotMoved | null;
+  /** The log's path (named in warnings). */
+  logPath: string;
+}
+
 /**
- * The not-moved record of the redrive that wrote the backup at `path` (its newest ended entry in
- * the audit log, paths compared resolved; the newest 1,000 entries are read), or null when there
- * is no such entry, it moved every message it backed up, or the log cannot be read.
+ * Looks up the redrive that wrote the snapshot at `path` in the audit log: by the run id in its
+ * header (all of the log, in one pass: a copy, a renamed file and the original are the same backup),
+ * or — for a file without one (an older backup) — by its path (its newest ended entry among the
+ * newest 1,000 redrive entries, paths compared resolved). A remainder file is not looked up. Never
+ * fails on the log: an unreadable log gives `found: "unreadable"`.
+ * @throws QueuescopeError `CANCELLED`; like {@link readFirstHeader} when the file cannot be read.
  */
-export async function notMovedOfBackup(env: Pick<RedriveEnv, 'auditLog'>, path: string, signal?: AbortSignal): Promise<BackupNotMoved | null> {
-  let page: Awaited<ReturnType<RedriveEnv['auditLog']['read']>>;
+export async function backupRedriveRecord(env: Pick<RedriveEnv, 'auditLog'>, path: string, signal?: AbortSignal): Promise<BackupRedriveRecord> {
+  const origin = await backupOriginOf(path, signal);
+  const logPath = env.auditLog.path;
+  if (origin.remainder) return { origin, by: 'none', found: 'none', notMoved: null, logPath };
+  const by = origin.runId !== null ? 'run-id' : 'path';
+  let entries: AuditEntry[];
   try {
-    page = await env.auditLog.read({ limit: 1000, action: 'redrive' }, signal);
+    if (origin.runId !== null) entries = entriesOfRun(await findAuditEntriesContaining(env.auditLog, origin.runId, signal), origin.runId).filter((x) => x.action === 'redrive').reverse();
+    else {
+      const want = resolvePath(path);
+      entries = (await env.auditLog.read({ limit: 1000, action: 'redrive' }, signal)).entries.filter((x) => x.action === 'redrive' && x.backupPath !== null && resolvePath(x.backupPath) === want);
+    }
   } catch (e) {
     if (e instanceof QueuescopeError && e.code === 'CANCELLED') throw e;
-    return null;
+    return { origin, by, found: 'unreadable', notMoved: null, logPath };
   }
-  const want = resolvePath(path);
-  const e = page.entries.find((x) => x.action === 'redrive' && x.status !== 'started' && x.backupPath !== null && resolvePath(x.backupPath) === want);
-  if (e === undefined) return null;
+  const e = entries.find((x) => x.status !== 'started');
+  if (e === undefined) return { origin, by, found: entries.length > 0 ? 'started' : 'missing', notMoved: null, logPath };
+  return { origin, by, found: 'ended', notMoved: notMovedOfEntry(e), logPath };
+}
+
+/** The not-moved messages an ended redrive entry records, or null when it moved every message it backed up. */
+function notMovedOfEntry(e: AuditEntry): BackupNotMoved | null {
   const when = new Date(e.time).toISOString().replace(/\.\d{3}Z$/, 'Z');
   const record = notMovedRecordOf(e.details);
   if (record !== null) return record.count > 0 ? { record, unrecordedFailed: 0, when } : null;
   const failed = e.counts.failed ?? 0;
   return failed > 0 ? { record: null, unrecordedFailed: failed, when } : null;
+}
+
+/**
+ * The not-moved record of the redrive that wrote the backup at `path` (found as
+ * {@link backupRedriveRecord} finds it: by the run id in its header, else by path), or null when
+ * there is no such entry, it moved every message it backed up, or the log cannot be read.
+ * @throws like {@link backupRedriveRecord}.
+ */
+export async function notMovedOfBackup(env: Pick<RedriveEnv, 'auditLog'>, path: string, signal?: AbortSignal): Promise<BackupNotMoved | null> {
+  return (await backupRedriveRecord(env, path, signal)).notMoved;
 }
 
 /** The messages of a snapshot a re-inject publishes (see {@link reinjectSelection}). */
@@ -1082,6 +1186,8 @@ export interface ReinjectSelection {
   skip(n: number): boolean;
   /** What to tell the user before publishing, one sentence each (plain text, untrusted ids: escape for terminals). */
   warnings: string[];
+  /** The id of the redrive run that wrote the file (header `redriveRun`, see {@link backupOriginOf}); null when it names none. */
+  redriveRunId: string | null;
 }
 
 /** Ids of not-moved messages named in a warning. */
@@ -1094,11 +1200,18 @@ export const MAX_LEFT_OUT_NAMED = 20;
  * `includeNotMoved` — and a warning names how many, why and their ids. When the record does not
  * match the file (a listed message has another id: the file was changed), nothing is left out and
  * the warning says so; when the redrive reported failures without a record (a native move that
- * ended partly, an older entry), nothing is left out and the warning gives the count. Reads the file once.
+ * ended partly, an older entry), nothing is left out and the warning gives the count. The record is
+ * found by the run id in the file's header, so a copy or renamed backup is treated as the original
+ * ({@link backupRedriveRecord}). When the file is a redrive backup (not a remainder) but this
+ * profile's audit log has no entry of its redrive (another machine or profile, a moved or cleared
+ * log) or cannot be read, nothing is left out and a warning says that the messages the redrive did
+ * not move cannot be told apart and may be published again, naming the run (id, start time, DLQ).
+ * Reads the file once (and its first line once more).
  * @throws QueuescopeError like {@link readSnapshot}; `CANCELLED`.
  */
 export async function reinjectSelection(env: Pick<RedriveEnv, 'auditLog'>, path: string, includeNotMoved: boolean, signal?: AbortSignal): Promise<ReinjectSelection> {
-  const info = await notMovedOfBackup(env, path, signal);
+  const found = await backupRedriveRecord(env, path, signal);
+  const info = found.notMoved;
   const record = info?.record ?? null;
   const samples = new Map((record?.sample ?? []).map((x) => [x.n, x.id]));
   let total = 0;
@@ -1117,7 +1230,10 @@ export async function reinjectSelection(env: Pick<RedriveEnv, 'auditLog'>, path:
     }
   }
   const warnings: string[] = [];
-  const none: ReinjectSelection = { total, leftOut: 0, ids: [], skip: () => false, warnings };
+  const redriveRunId = found.origin.runId;
+  const none: ReinjectSelection = { total, leftOut: 0, ids: [], skip: () => false, warnings, redriveRunId };
+  const noRecord = noRecordWarning(path, total, found);
+  if (noRecord !== null) warnings.push(noRecord);
   if (info === null) return none;
   const of = path;
   if (record === null) {
@@ -1143,10 +1259,31 @@ export async function reinjectSelection(env: Pick<RedriveEnv, 'auditLog'>, path:
   const head = `${String(record.count)} of the ${String(total)} messages in ${of} were not moved by the redrive that wrote it (${info.when}): ${describeNotMovedKinds(record)}. Not moved: ${named}${rest}`;
   if (includeNotMoved) {
     warnings.push(`${head}. They are published too (--include-not-moved), which duplicates those still in the DLQ and those the other client took`);
-    return { total, leftOut: 0, ids, skip: () => false, warnings };
+    return { total, leftOut: 0, ids, skip: () => false, warnings, redriveRunId };
   }
   warnings.push(`${head}. They are left out: ${String(total - listed)} are published. To publish them too (duplicates of what is still in the DLQ or was taken), pass --include-not-moved (in the app: "Also publish the messages it did not move")`);
-  return { total, leftOut: listed, ids, skip: (n) => notMovedKindAt(record, n) !== null, warnings };
+  return { total, leftOut: listed, ids, skip: (n) => notMovedKindAt(record, n) !== null, warnings, redriveRunId };
+}
+
+/**
+ * The warning for a redrive backup whose redrive this profile's audit log has no entry of (or whose
+ * log cannot be read): which of its `total` messages that redrive did not move cannot be told, so
+ * all are published and those may be published again. Null when the record was found (or the run's
+ * start is, which {@link priorUsesOfBackup} warns about), or the file is not a redrive backup.
+ */
+function noRecordWarning(path: string, total: number, found: BackupRedriveRecord): string | null {
+  if (!found.origin.redriveBackup || (found.found !== 'missing' && found.found !== 'unreadable')) return null;
+  const o = found.origin;
+  const started = new Date(o.startedAt).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const run = o.runId !== null ? `run ${o.runId}, started ${started}` : `started ${started}; an older backup that names no run, looked up by its path`;
+  const why =
+    found.found === 'unreadable'
+      ? `this profile's audit log (${found.logPath}) cannot be read`
+      : `this profile's audit log (${found.logPath}) has no record of that run (the backup was written on another machine or profile, or the log was moved or cleared${o.runId === null ? ', or the file was copied or renamed' : ''})`;
+  return (
+    `${path} is the backup of a redrive (${run}) of ${o.queueName.slice(0, 200)} on ${o.connection.slice(0, 200)}, and ${why}: the messages that redrive backed up but did not move (they stayed in the DLQ, or another client took them) cannot be told apart from those it moved, ` +
+    `so all ${String(total)} are published and those may be published again (duplicates of what is still in the DLQ or was taken). Compare the backup with the DLQ first, or re-inject it where the redrive ran`
+  );
 }
 
 /**
@@ -1311,6 +1448,8 @@ export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: Oper
         targetQueueId: target.id,
         rate,
         batchSize: size,
+        // A later re-inject of this backup, or of any copy of it, finds this one by the run id.
+        ...(selection.redriveRunId !== null ? { redriveRunId: selection.redriveRunId } : {}),
         ...(r.includeNotMoved === true ? { includeNotMoved: true } : {}),
         ...(res.remainder !== null ? { remainder: res.remainder } : {}),
         ...(res.remainderError !== null ? { remainderError: res.remainderError } : {}),

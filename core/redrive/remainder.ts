@@ -21,13 +21,16 @@ import { readSnapshot } from '../snapshot/reader';
  *   later reads as cut), or left out when the source's header had none (an older file: readers then
  *   apply the same "cannot be checked / not recorded" rules to the remainder as to the source);
  * - `selection: "ids"` (only some messages of the queue);
- * - `remainderOf: { path, at }`: the file it was taken from (absolute) and when, ms since epoch.
+ * - `remainderOf: { path, at }`: the file it was taken from (absolute) and when, ms since epoch;
+ * - no `redriveRun`: the id of the redrive that wrote a backup is not copied.
  * Everything else (source queue, `partialReason` of a redrive backup…) is kept.
  *
- * A remainder has a path of its own, so the audit-log records looked up by a backup's path (the
- * redrive's not-moved record, earlier re-injects) do not apply to it: the messages the redrive did
- * not move are never in a remainder (the re-inject left them out), and a later re-inject of the
- * remainder publishes all of it.
+ * A remainder has a path of its own and no redrive run id, so the audit-log records a backup is
+ * looked up by (its `redriveRun` id, or its path: the redrive's not-moved record, earlier
+ * re-injects) do not apply to it: the messages the redrive did not move are never in a remainder
+ * (the re-inject left them out), its messages are numbered differently from the backup's, and a
+ * later re-inject of the remainder publishes all of it (`remainderOf` tells it is a remainder, so
+ * no "no record of the redrive" warning either).
  *
  * The file is created exclusively (never overwrites anything), fsynced, and deleted again when
  * writing fails, so a failed write leaves no half file; the source file is only read.
@@ -145,7 +148,8 @@ export async function writeRemainder(o: WriteRemainderOptions): Promise<Remainde
   const at = resolvePath(o.source);
   const headerLines = new Map<number, Buffer>();
   for (const [i, s] of kept.entries()) {
-    const { written, type: _t, version: _v, ...rest } = s.header;
+    // Not the redrive run's id: its not-moved record numbers the backup's messages, not these (see the module doc).
+    const { written, type: _t, version: _v, redriveRun: _run, ...rest } = s.header;
     const input: SnapshotHeaderInput = { ...rest, selection: 'ids', remainderOf: { path: at, at: o.now } };
     const line = written === undefined ? formatHeaderLine(input) : formatWrittenHeaderLine(input, { messages: s.messages, section: i, sections: kept.length });
     assertHeaderLineFits(line);

@@ -258,6 +258,33 @@ export async function findAuditEntry(log: AuditLog, id: string, signal?: AbortSi
   return found;
 }
 
+/**
+ * Every valid entry whose line contains `needle` (compared as text, before parsing: pass a token such
+ * as an id that JSON does not escape), oldest first, streaming the whole file in one pass (not
+ * limited to a page; a `started` entry is kept even when its run ended — the caller decides). A
+ * missing file gives none.
+ * @throws QueuescopeError `CANCELLED` when `signal` aborts; `PERMISSION_DENIED` / `INTERNAL` when the file cannot be read.
+ */
+export async function findAuditEntriesContaining(log: AuditLog, needle: string, signal?: AbortSignal): Promise<AuditEntry[]> {
+  const out: AuditEntry[] = [];
+  try {
+    const rl = createInterface({ input: createReadStream(log.path, { encoding: 'utf8' }), crlfDelay: Number.POSITIVE_INFINITY });
+    for await (const text of rl) {
+      if (signal?.aborted === true) throw new QueuescopeError('CANCELLED', 'Reading the audit log was cancelled.');
+      if (!text.includes(needle)) continue;
+      const e = parseAuditLine(text);
+      if (e !== null) out.push(e);
+    }
+  } catch (e) {
+    if (e instanceof QueuescopeError) throw e;
+    const code = (e as NodeJS.ErrnoException | null)?.code;
+    if (code === 'ENOENT') return [];
+    if (code === 'EACCES' || code === 'EPERM') throw new QueuescopeError('PERMISSION_DENIED', `No permission to read the audit log ${log.path}.`, { path: log.path }, { cause: e });
+    throw new QueuescopeError('INTERNAL', `Reading the audit log ${log.path} failed: ${e instanceof Error ? e.message : String(e)}`, { path: log.path }, { cause: e });
+  }
+  return out;
+}
+
 /** Parses one line; null when it is not a valid entry (never throws). */
 export function parseAuditLine(text: string): AuditEntry | null {
   let raw: unknown;

@@ -42,6 +42,12 @@
  *   between two joined files, which no field inside the first can reveal.
  * - optional `remainderOf` — `{ path, at }` in a re-inject's remainder file (`core/redrive/remainder.ts`):
  *   the snapshot whose unpublished messages it holds (absolute path) and when it was written (ms since epoch).
+ * - optional `redriveRun` — `{ id }` in a redrive backup (`core/redrive/backup.ts`): the id of the redrive
+ *   run that wrote it, which its audit-log entries carry (`operationId`, and `details.redriveRunId`), so
+ *   a re-inject finds that run's record (the messages it did not move) whatever the file is called or
+ *   where it was copied. Its time is `exportedAt` (when the run started). Absent in backups written
+ *   before this field (looked up by their path) and never copied into a remainder file, which holds only
+ *   messages a re-inject did not publish and so has no redrive record of its own.
  *
  * **Message line** (`type: "message"`): every field of {@link QueueMessage} (`id`, `queueId`,
  * `queueName`, `position`, `body`, `headers`, `properties`, `meta`) at the top level next to
@@ -162,6 +168,7 @@ export const snapshotHeaderSchema = z.looseObject({
     .nullable()
     .optional(),
   remainderOf: z.looseObject({ path: z.string(), at: z.number().int().nonnegative() }).optional(),
+  redriveRun: z.looseObject({ id: z.string().min(1).max(128) }).optional(),
 });
 
 type HeaderValueT = string | number | boolean | null | HeaderValueT[] | { [k: string]: HeaderValueT };
@@ -261,6 +268,12 @@ export interface SnapshotHeaderLine {
    * messages it holds (absolute path) and when it was written (ms since epoch). Absent elsewhere.
    */
   remainderOf?: { path: string; at: number };
+  /**
+   * In a redrive backup (`core/redrive/backup.ts`): the id of the redrive run that wrote it — the
+   * `operationId` (and `details.redriveRunId`) of its audit-log entries. Absent in older backups, in
+   * exports and in remainder files.
+   */
+  redriveRun?: { id: string };
 }
 /** The `written` record of a header: counts the reader checks the file against. */
 export interface SnapshotWrittenRecord {

@@ -65,6 +65,15 @@ reported failures without recording which (a native move that ended partly) is p
 with a warning giving the count. reinject also warns when the redrive moved messages (they are in the
 target already), has no end recorded, or the backup was re-injected before.
 
+A backup names the redrive run that wrote it (header redriveRun.id, the run's operation id in the
+audit log), and reinject finds the run's record by that id: a copied, renamed or moved backup is
+treated as the original (backups written before this are found by their path). When the file is a
+redrive backup but this profile's audit log has no record of its run (written on another machine or
+with another QUEUESCOPE_HOME, or the log was moved or cleared), reinject warns that the messages the
+redrive did not move cannot be told apart and may be published again, naming the run's id and start,
+and asks before publishing all of them (--yes skips the question; --json has the warning in
+result.notes). A remainder file (below) is not a redrive backup: it is published whole.
+
 Into another broker's queue, what the target cannot carry is a warning before asking, and a note in
 the result: a Redis list element is the bare body, so every header is dropped (the warning counts the
 messages, names the headers, and names an idempotency-key header specially: the consumer loses its
