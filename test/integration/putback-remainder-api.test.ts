@@ -4,7 +4,7 @@ import type { AuditEntryView, AuditLogPageView } from '../../shared/api/redrive'
 import type { ConnectionProfile, OperationSnapshot } from '../../shared/domain';
 import { apiHarness, ok, type ApiHarness } from './fixtures/api-harness';
 import { AMQP_URL, uniqueName } from './env';
-import { closeNative, nativeChannel, nativeCount, nativeDeleteQueue } from './rabbitmq-native';
+import { closeNative, nativeChannel, nativeCount, nativeDeleteQueue, nativeTakeAll } from './rabbitmq-native';
 
 /**
  * The app's Put back… of a re-inject's remainder file (`redrive.reinject` with `file: "remainder"`),
@@ -58,20 +58,6 @@ async function entryOf(op: OperationSnapshot): Promise<AuditEntryView> {
   return e;
 }
 
-/** Takes (acks) every message of a queue: the consumer processing them; their bodies in order. */
-async function take(queue: string): Promise<string[]> {
-  const ch = await nativeChannel();
-  const out: string[] = [];
-  try {
-    for (;;) {
-      const m = await ch.get(queue, { noAck: true });
-      if (m === false) return out;
-      out.push(m.content.toString());
-    }
-  } finally {
-    await ch.close().catch(() => undefined);
-  }
-}
 
 type Result = { path: string; read: number; published: number; failed: number; remainder: { path: string; messages: number } | null };
 
@@ -81,7 +67,7 @@ describe('Put back… of a re-inject remainder through the API (RabbitMQ)', () =
     // The redrive: all 5 move to the work queue, whose consumer then loses them.
     const redrive = await ended(await ok<OperationSnapshot>(h.call('redrive.start', { connectionId, dlqId: qid(dlq), selection: { kind: 'all' }, targetQueueId: qid(work), native: 'never' })));
     expect(redrive.status).toBe('completed');
-    expect(await take(work)).toHaveLength(5);
+    expect(await nativeTakeAll(work)).toHaveLength(5);
     const redriveEntry = await entryOf(redrive);
     expect(redriveEntry.backupPath).not.toBeNull();
 
@@ -98,7 +84,7 @@ describe('Put back… of a re-inject remainder through the API (RabbitMQ)', () =
     expect(r1.remainder?.messages).toBe(3);
     const e1 = await entryOf(first);
     expect(e1.details.remainder).toEqual(r1.remainder);
-    const delivered = await take(full); // the consumer drains the queue: room again
+    const delivered = await nativeTakeAll(full); // the consumer drains the queue: room again
 
     // includeNotMoved does not apply to a remainder: refused, nothing published.
     const withNotMoved = await h.call('redrive.reinject', { connectionId, queueId: qid(full), auditEntryId: e1.id, file: 'remainder', includeNotMoved: true });
@@ -114,7 +100,7 @@ describe('Put back… of a re-inject remainder through the API (RabbitMQ)', () =
     const e2 = await entryOf(second);
     expect(e2.backupPath).toBe(r1.remainder?.path);
     expect(e2.details.remainder).toEqual(r2.remainder);
-    delivered.push(...(await take(full)));
+    delivered.push(...(await nativeTakeAll(full)));
 
     // Put back R2 by its entry: the last message; no further remainder.
     const third = await ended(await ok<OperationSnapshot>(h.call('redrive.reinject', { connectionId, queueId: qid(full), auditEntryId: e2.id, file: 'remainder' })));
@@ -122,7 +108,7 @@ describe('Put back… of a re-inject remainder through the API (RabbitMQ)', () =
     expect(third.status).toBe('completed');
     expect(r3.path).toBe(r2.remainder?.path);
     expect([r3.read, r3.published, r3.failed, r3.remainder]).toEqual([1, 1, 0, null]);
-    delivered.push(...(await take(full)));
+    delivered.push(...(await nativeTakeAll(full)));
     expect(delivered).toEqual([1, 2, 3, 4, 5].map((i) => `{"orderId":"pb-${String(i)}"}`));
 
     // A re-inject that published everything has no remainder to put back; a deleted remainder is refused.

@@ -44,6 +44,21 @@ export async function nativeCount(name: string): Promise<number> {
   }
 }
 
+/** Takes (acknowledges) every ready message of `queue`, as a consumer processing them would; their bodies as UTF-8 text, in order. */
+export async function nativeTakeAll(queue: string): Promise<string[]> {
+  const ch = await nativeChannel();
+  const out: string[] = [];
+  try {
+    for (;;) {
+      const m = await ch.get(queue, { noAck: true });
+      if (m === false) return out;
+      out.push(m.content.toString());
+    }
+  } finally {
+    await ch.close().catch(() => undefined);
+  }
+}
+
 export async function nativeDeleteQueue(name: string): Promise<void> {
   const ch = await nativeChannel();
   await ch.deleteQueue(name).catch(() => undefined);

@@ -5,7 +5,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { EXIT } from '../../core/cli/exit-codes';
 import { AMQP_URL, uniqueName } from './env';
 import { runCliMerged } from './fixtures/run-cli';
-import { closeNative, nativeChannel, nativeCount, nativeDeleteQueue } from './rabbitmq-native';
+import { closeNative, nativeChannel, nativeCount, nativeDeleteQueue, nativeTakeAll } from './rabbitmq-native';
 
 /**
  * A redrive backup also holds the messages its redrive backed up and then did not move (they stayed
@@ -44,20 +44,6 @@ async function declare(label: string, args: Record<string, unknown> = {}): Promi
   return name;
 }
 
-/** Bodies of the ready messages of `queue`, taken (acknowledged). */
-async function take(queue: string): Promise<string[]> {
-  const ch = await nativeChannel();
-  const out: string[] = [];
-  try {
-    for (;;) {
-      const m = await ch.get(queue, { noAck: true });
-      if (m === false) return out;
-      out.push(m.content.toString());
-    }
-  } finally {
-    await ch.close().catch(() => undefined);
-  }
-}
 
 const body = (i: number): string => `{"orderId":"o-${String(i)}"}`;
 
@@ -112,7 +98,7 @@ describe('reinject finds a backup’s redrive record by the identity in its head
     expect(r.code, r.out).toBe(0);
     const json = JSON.parse(r.out.slice(r.out.indexOf('{\n'))) as { result: { read: number; published: number; leftOut: number } };
     expect(json.result).toMatchObject({ read: 12, published: 5, leftOut: 7 });
-    expect((await take(target2)).sort()).toEqual([1, 2, 3, 4, 5].map(body).sort());
+    expect((await nativeTakeAll(target2)).sort()).toEqual([1, 2, 3, 4, 5].map(body).sort());
     expect(await nativeCount(dlq)).toBe(7);
 
     // The original moved away (renamed): found by its identity too, and the re-inject of the copy counts as an earlier use.
@@ -173,13 +159,13 @@ describe('reinject finds a backup’s redrive record by the identity in its head
     const restHeader = JSON.parse((await readFile(rest, 'utf8')).split('\n')[0]!) as Record<string, unknown>;
     expect(restHeader.redriveRun).toBeUndefined();
     expect(restHeader.remainderOf).toMatchObject({ path: copy });
-    const delivered = await take(small);
+    const delivered = await nativeTakeAll(small);
 
     const r2 = await runCliMerged(dir, ['reinject', AMQP_URL, small, '--from', rest, '--yes']);
     expect(r2.code, r2.out).toBe(0);
     expect(r2.out).toContain(`Re-injected 2 of 2 messages from ${rest} into ${small}.`);
     expect(r2.out).not.toContain('warning:');
-    delivered.push(...(await take(small)));
+    delivered.push(...(await nativeTakeAll(small)));
     expect(delivered.sort()).toEqual([1, 2, 3, 4, 5].map(body).sort());
   });
 });

@@ -8,7 +8,7 @@ import type { QueueMessage, QueueSummary } from '../../shared/domain';
 import { AMQP_URL, SQS_ENDPOINT, SQS_REGION, uniqueName } from './env';
 import { runCliMerged } from './fixtures/run-cli';
 import { drainFifo, sqsResources, useSqsTestCredentials } from './fixtures/sqs-resources';
-import { closeNative, nativeChannel, nativeCount, nativeDeleteQueue } from './rabbitmq-native';
+import { closeNative, nativeChannel, nativeCount, nativeDeleteQueue, nativeTakeAll } from './rabbitmq-native';
 
 /**
  * `queuescope reinject` writes the messages it did not publish to a remainder file, so that they —
@@ -122,19 +122,6 @@ describe('reinject remainder: RabbitMQ queue that refuses publishes when full', 
     return path;
   }
 
-  async function take(queue: string): Promise<string[]> {
-    const ch = await nativeChannel();
-    const out: string[] = [];
-    try {
-      for (;;) {
-        const m = await ch.get(queue, { noAck: true });
-        if (m === false) return out;
-        out.push(m.content.toString());
-      }
-    } finally {
-      await ch.close().catch(() => undefined);
-    }
-  }
 
   it('a full queue (x-max-length 2, reject-publish) nacks 3 of 5: the remainder holds them; re-injecting remainders after draining delivers all 5 once, in order; an existing --remainder is refused before publishing', async () => {
     const dir = await tempDir();
@@ -164,7 +151,7 @@ describe('reinject remainder: RabbitMQ queue that refuses publishes when full', 
     expect(r1.out).toContain(`holds the 3 messages not published, in order (publish only them with: queuescope reinject <connection> <queue> --from ${first})`);
     const inFile = await linesById(file);
     expect([...(await linesById(first)).entries()]).toEqual(['m3', 'm4', 'm5'].map((id) => [id, inFile.get(id)]));
-    delivered.push(...(await take(queue)));
+    delivered.push(...(await nativeTakeAll(queue)));
 
     // The consumer drained the queue; the remainder's own remainder (default name, next to it).
     const r2 = await runCliMerged(dir, ['reinject', conn, queue, '--from', first, '--yes']);
@@ -173,12 +160,12 @@ describe('reinject remainder: RabbitMQ queue that refuses publishes when full', 
     const second = remainderIn(r2.out);
     expect(second?.startsWith(join(dir, 'rest-1.remainder-'))).toBe(true);
     expect([...(await linesById(second!)).keys()]).toEqual(['m5']);
-    delivered.push(...(await take(queue)));
+    delivered.push(...(await nativeTakeAll(queue)));
 
     const r3 = await runCliMerged(dir, ['reinject', conn, queue, '--from', second!, '--yes']);
     expect(r3.code, r3.out).toBe(0);
     expect(remainderIn(r3.out)).toBeNull();
-    delivered.push(...(await take(queue)));
+    delivered.push(...(await nativeTakeAll(queue)));
     expect(delivered).toEqual([1, 2, 3, 4, 5].map((i) => `{"orderId":"r-${String(i)}"}`));
     // The original file was never changed; only the two remainders were added next to it.
     expect((await readdir(dir)).filter((f) => f.includes('remainder') || f.startsWith('rest-'))).toHaveLength(2);
