@@ -1,10 +1,11 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Queue, Worker } from 'bullmq';
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDIS_URL, uniqueName } from './env';
+import { failJobs } from './fixtures/bullmq';
 import { runCli, type CliRun } from './fixtures/run-cli';
 
 /**
@@ -26,16 +27,7 @@ beforeAll(async () => {
   q = new Queue(name, { connection: native });
   // Two charges fail for good (attempts 1).
   await q.addBulk(['F-1', 'F-2'].map((o) => ({ name: 'charge', data: charge(o), opts: { attempts: 1 } })));
-  const conn = native.duplicate();
-  const w = new Worker(name, () => Promise.reject(new Error('HTTP 503')), { connection: conn });
-  w.on('error', () => undefined);
-  const until = Date.now() + 30_000;
-  while ((await q.getFailedCount()) < 2) {
-    if (Date.now() > until) throw new Error('the jobs did not fail in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  await w.close();
-  conn.disconnect();
+  await failJobs(q, native, 2);
   // F-1 sent again (waiting: a retry of the failed F-1 would charge twice), W-1 new, two delayed.
   await q.add('charge', charge('F-1'));
   await q.add('charge', charge('W-1'));

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Queue, Worker } from 'bullmq';
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisAdapter } from '../../core/adapters/redis';
@@ -10,6 +10,7 @@ import type { InspectReport } from '../../shared/api/inspect';
 import { defaultViewState } from '../../shared/api/inspect-scope';
 import type { ConnectionProfile, OperationSnapshot, QueueMessage, QueueSummary } from '../../shared/domain';
 import { apiHarness, ok, type ApiHarness } from './fixtures/api-harness';
+import { failJobs } from './fixtures/bullmq';
 import { runCli } from './fixtures/run-cli';
 import { REDIS_URL, uniqueName } from './env';
 
@@ -77,16 +78,7 @@ beforeAll(async () => {
   q = new Queue(name, { connection: native });
   // Two charges fail for good (attempts 1).
   await q.addBulk(['F-1', 'F-2'].map((o) => ({ name: 'charge', data: charge(o), opts: { attempts: 1 } })));
-  const conn = native.duplicate();
-  const w = new Worker(name, () => Promise.reject(new Error('HTTP 503')), { connection: conn });
-  w.on('error', () => undefined);
-  const until = Date.now() + 30_000;
-  while ((await q.getFailedCount()) < 2) {
-    if (Date.now() > until) throw new Error('the jobs did not fail in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  await w.close();
-  conn.disconnect();
+  await failJobs(q, native, 2);
   // F-1 sent again (waiting), W-1 new; a delayed job embedding a whole mutable order (flagged).
   await q.add('charge', charge('F-1'));
   await q.add('charge', charge('W-1'));
