@@ -1,11 +1,12 @@
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SendMessageCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { SnapshotWriter } from '../../core/snapshot/writer';
 import type { QueueMessage, QueueSummary } from '../../shared/domain';
-import { AMQP_URL, SQS_ENDPOINT, SQS_REGION, uniqueName } from './env';
+import { AMQP_URL, SQS_ENDPOINT, uniqueName } from './env';
+import { fifoBackupTooBigForTarget } from './fixtures/fifo-backup';
 import { runCliMerged } from './fixtures/run-cli';
 import { drainFifo, sqsResources, useSqsTestCredentials } from './fixtures/sqs-resources';
 import { closeNative, nativeChannel, nativeCount, nativeDeleteQueue, nativeTakeAll } from './rabbitmq-native';
@@ -56,20 +57,8 @@ describe('reinject remainder: SQS FIFO (fauxqs)', () => {
     // backup back — into a queue whose MaximumMessageSize (1,024 bytes) g-1 exceeds.
     const c = client(SQS_ENDPOINT);
     const dir = await tempDir();
-    const base = uniqueName('ri-rest');
-    const dlq = await createQueue(c, `${base}-dlq.fifo`, { FifoQueue: 'true' });
-    const staging = await createQueue(c, `${base}.fifo`, { FifoQueue: 'true' });
-    const target = await createQueue(c, `${base}-small.fifo`, { FifoQueue: 'true', MaximumMessageSize: '1024' });
+    const { conn, small: target, file } = await fifoBackupTooBigForTarget(c, createQueue, dir, 'ri-rest');
     const big = `g-1:${'x'.repeat(2000)}`;
-    const sends = [[big, 'g'], ['h-1', 'h'], ['g-2', 'g'], ['h-2', 'h'], ['g-3', 'g'], ['h-3', 'h']] as const;
-    for (const [i, [body, group]] of sends.entries()) await c.send(new SendMessageCommand({ QueueUrl: dlq.url, MessageBody: body, MessageGroupId: group, MessageDeduplicationId: `d${String(i)}` }));
-    const conn = `sqs://${SQS_REGION}?endpoint=${SQS_ENDPOINT}`;
-    const rd = await runCliMerged(dir, ['redrive', conn, dlq.name, '--to', staging.name, '--yes']);
-    expect(rd.code, rd.out).toBe(0);
-    expect(await drainFifo(c, staging.url)).toHaveLength(6);
-    const backups = await readdir(join(dir, 'home', 'backups'));
-    expect(backups).toHaveLength(1);
-    const file = join(dir, 'home', 'backups', backups[0]!);
     const original = await readFile(file);
 
     const r1 = await runCliMerged(dir, ['reinject', conn, target.name, '--from', file, '--batch', '2', '--yes', '--json']);
@@ -78,7 +67,7 @@ describe('reinject remainder: SQS FIFO (fauxqs)', () => {
     expect(json.result).toMatchObject({ published: 3, failed: 3, heldBack: 2 });
     const rest = json.result.remainder;
     expect(rest?.messages).toBe(3);
-    expect(rest?.path.startsWith(join(dir, 'home', 'backups', backups[0]!.replace(/\.jsonl$/, '.remainder-')))).toBe(true);
+    expect(rest?.path.startsWith(file.replace(/\.jsonl$/, '.remainder-'))).toBe(true);
     // The remainder holds g-1, g-2, g-3, in order, as the backup's own lines; the backup is unchanged.
     const inBackup = await linesById(file);
     const inRest = await linesById(rest!.path);

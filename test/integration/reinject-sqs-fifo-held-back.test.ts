@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SnapshotWriter } from '../../core/snapshot/writer';
 import type { QueueMessage, QueueSummary } from '../../shared/domain';
 import { SQS_ENDPOINT, SQS_REGION, uniqueName } from './env';
+import { fifoBackupTooBigForTarget } from './fixtures/fifo-backup';
 import { runCliMerged } from './fixtures/run-cli';
 import { drainFifo, sqsResources, useSqsTestCredentials } from './fixtures/sqs-resources';
 
@@ -84,19 +84,7 @@ describe('SQS FIFO reinject: a group stops at a message not published, across --
     // puts the backup back — into a queue whose MaximumMessageSize (1,024 bytes) g-1 exceeds.
     const c = client(SQS_ENDPOINT);
     const dir = await tempDir();
-    const base = uniqueName('ri-held3');
-    const dlq = await createQueue(c, `${base}-dlq.fifo`, { FifoQueue: 'true' });
-    const staging = await createQueue(c, `${base}.fifo`, { FifoQueue: 'true' });
-    const small = await createQueue(c, `${base}-small.fifo`, { FifoQueue: 'true', MaximumMessageSize: '1024' });
-    const sends = [['g-1:' + 'x'.repeat(2000), 'g'], ['h-1', 'h'], ['g-2', 'g'], ['h-2', 'h'], ['g-3', 'g'], ['h-3', 'h']] as const;
-    for (const [i, [body, group]] of sends.entries()) await c.send(new SendMessageCommand({ QueueUrl: dlq.url, MessageBody: body, MessageGroupId: group, MessageDeduplicationId: `d${String(i)}` }));
-    const conn = `sqs://${SQS_REGION}?endpoint=${SQS_ENDPOINT}`;
-    const rd = await runCliMerged(dir, ['redrive', conn, dlq.name, '--to', staging.name, '--yes']);
-    expect(rd.code, rd.out).toBe(0);
-    expect(await drainFifo(c, staging.url)).toHaveLength(6);
-    const backups = await readdir(join(dir, 'home', 'backups'));
-    expect(backups).toHaveLength(1);
-    const file = join(dir, 'home', 'backups', backups[0]!);
+    const { conn, small, file } = await fifoBackupTooBigForTarget(c, createQueue, dir, 'ri-held3');
     const before = await sha(file);
     const r = await runCliMerged(dir, ['reinject', conn, small.name, '--from', file, '--batch', '2', '--yes']);
     expect(r.code, r.out).toBe(7);
