@@ -4,6 +4,7 @@ import { QueuescopeError } from '../../shared/domain';
 import { assertHeaderLineFits, formatHeaderLine, formatWrittenHeaderLine, type SnapshotHeaderInput, type SnapshotHeaderLine } from '../snapshot/format';
 import { isGzipFile, readRawLines } from '../snapshot/lines';
 import { readSnapshot } from '../snapshot/reader';
+import { pathExists } from './backup';
 
 /**
  * # Re-inject remainder files
@@ -98,7 +99,7 @@ export function defaultRemainderPath(source: string, now: number, dir: string = 
  */
 export async function checkRemainderPath(path: string): Promise<void> {
   const full = resolvePath(path);
-  if (await exists(full)) throw new QueuescopeError('INVALID_INPUT', `The remainder file ${full} already exists; choose another name (a remainder never overwrites a file).`, { path: full });
+  if (await pathExists(full)) throw new QueuescopeError('INVALID_INPUT', `The remainder file ${full} already exists; choose another name (a remainder never overwrites a file).`, { path: full });
   let dir = dirname(full);
   for (;;) {
     const st = await stat(dir).catch(() => null);
@@ -246,13 +247,6 @@ class BufferedOut {
   }
 }
 const NEWLINE = Buffer.from('\n');
-
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
-  );
-}
 
 function remainderError(e: unknown, path: string): QueuescopeError {
   if (e instanceof QueuescopeError) return e;
