@@ -210,6 +210,65 @@ describe('list DLQ redrive while another client pops it', () => {
     }
   }
 
+  // CI (9a99ee3): the popper emptied the DLQ before the run read its last entries; Redis deletes an
+  // empty list, so the next read found no key and the run failed with QUEUE_NOT_FOUND (exit 4)
+  // instead of ending partial (exit 7) with what it moved and what the other client took.
+  it('a DLQ list emptied by another client mid-run ends the run as read to its end: moved and taken counted, the entries never read named as taken in a warning', async () => {
+    const dlq = key('emptied');
+    const target = key('emptied-t');
+    await native.rpush(dlq, 'A', 'B', 'C', 'D', 'E', 'F');
+    const a = createRedisAdapter({ kind: 'redis', url: REDIS_URL });
+    let batches = 0;
+    const hooks: MoveHooks = {
+      gate: () => Promise.resolve(),
+      decide: () => ({ action: 'move', targetQueueId: `list:${target}` }),
+      // Between the second batch's read and its move, the other client pops C and everything after it: the list is gone.
+      beforeMove: async () => {
+        if (++batches === 2) await native.lpop(dlq, 10);
+      },
+      onBatch: () => undefined,
+    };
+    try {
+      const out = await a.redrive!.moveClientSide({ sourceQueueId: `list:${dlq}`, batchSize: 2, cutoffMs: Date.now(), maxMessages: 100, dryRun: false }, hooks);
+      expect(out).toMatchObject({ examined: 4, moved: 2, failed: 2, stoppedBecause: 'exhausted' });
+      expect(await native.exists(dlq)).toBe(0);
+      expect(await native.lrange(target, 0, -1)).toEqual(['A', 'B']);
+      const w = (out.warnings ?? []).join('\n');
+      expect(w).toMatch(/^2 entries this run read and selected to move were taken by another client/);
+      expect(w).toContain(`The DLQ list ${dlq} was emptied by another client while this run read it`);
+      expect(w).toContain('at least 2 entries it held when the run started were taken before the run reached them');
+    } finally {
+      await a.close();
+    }
+  });
+
+  // A key that became another type mid-run is not "emptied": the run still stops with the error.
+  it('a DLQ key replaced by another type mid-run still stops the run with QUEUE_NOT_FOUND', async () => {
+    const dlq = key('retyped');
+    const target = key('retyped-t');
+    await native.rpush(dlq, 'A', 'B', 'C', 'D');
+    const a = createRedisAdapter({ kind: 'redis', url: REDIS_URL });
+    let gates = 0;
+    const hooks: MoveHooks = {
+      // Before the second batch is read (the first one moved), the key becomes a string.
+      gate: async () => {
+        if (++gates === 2) await native.multi().del(dlq).set(dlq, 'x').exec();
+      },
+      decide: () => ({ action: 'move', targetQueueId: `list:${target}` }),
+      beforeMove: () => Promise.resolve(),
+      onBatch: () => undefined,
+    };
+    try {
+      const out = await a.redrive!.moveClientSide({ sourceQueueId: `list:${dlq}`, batchSize: 2, cutoffMs: Date.now(), maxMessages: 100, dryRun: false }, hooks).catch((e: unknown) => e);
+      expect(out).toBeInstanceOf(QueuescopeError);
+      expect((out as QueuescopeError).code).toBe('QUEUE_NOT_FOUND');
+      expect((out as QueuescopeError).message).toContain('is now a string, not a list');
+      expect(await native.lrange(target, 0, -1)).toEqual(['A', 'B']);
+    } finally {
+      await a.close();
+    }
+  });
+
   it('moves only what it can tell: ambiguous identical entries, a taken entry pushed back, or a push at the head stop the run with nothing moved; a batch all taken moves nothing and says so', async () => {
     // Identical entries: after one pop, [A, A] fits one pop (the last two A) and two pops (the last A,
     // then an entry pushed since): how many the popper took cannot be told.

@@ -127,6 +127,8 @@ export class ListSource implements BatchSource {
   private takenSelected = 0;
   /** Batches the move found shifted by pops at the head, nothing of them taken. */
   private followed = 0;
+  /** Entries counted when the run opened the list that it never read: the list was gone (emptied by another client) when their turn came. */
+  private unreadGone = 0;
   private readonly queueId: string;
 
   private constructor(
@@ -153,7 +155,18 @@ export class ListSource implements BatchSource {
     const k = Math.min(n, this.left);
     // Nothing left to examine (the list was emptied right after it was opened): entries pushed since are past the cutoff.
     if (k === 0) return { messages: [], end: (await this.conn.llen(this.key)) > 0 ? 'cutoff' : 'exhausted' };
-    const r = await readListPage({ client: () => Promise.resolve(this.conn) }, this.key, { limit: k, direction: 'oldest', state: 'list', cursor: this.cursor, maxBodyBytes: this.maxBodyBytes }, signal);
+    let r: ListPageRead;
+    try {
+      r = await readListPage({ client: () => Promise.resolve(this.conn) }, this.key, { limit: k, direction: 'oldest', state: 'list', cursor: this.cursor, maxBodyBytes: this.maxBodyBytes }, signal);
+    } catch (e) {
+      // Redis deletes a list when its last element is popped: gone after it was opened means another
+      // client emptied it (or deleted it) before this run read the rest. Nothing is left to move; the
+      // entries it never read are counted for warnings(), and the run ends as read to its end.
+      if (!(e instanceof QueuescopeError && e.code === 'QUEUE_NOT_FOUND') || (await this.conn.type(this.key)) !== 'none') throw e;
+      this.unreadGone = this.left;
+      this.left = 0;
+      return { messages: [], end: 'exhausted' };
+    }
     this.last = r;
     const moved = r.page.moved;
     if (moved !== undefined) (moved.realigned ? this.realigned : this.inexact).push(moved.note);
@@ -269,6 +282,12 @@ export class ListSource implements BatchSource {
     if (sel > 0) {
       out.push(
         `${String(sel)} entr${sel === 1 ? 'y' : 'ies'} this run read and selected to move ${sel === 1 ? 'was' : 'were'} taken by another client (popped from the DLQ list ${this.key} after the read, before the move): not moved, and not in the DLQ — that client has ${sel === 1 ? 'it' : 'them'}; counted as failed. Entries the run had not read yet may have been taken as well; they are not counted (examined counts only the entries read).`,
+      );
+    }
+    const gone = this.unreadGone;
+    if (gone > 0) {
+      out.push(
+        `The DLQ list ${this.key} was emptied by another client while this run read it (Redis removes a list when its last entry is popped): at least ${String(gone)} entr${gone === 1 ? 'y' : 'ies'} it held when the run started ${gone === 1 ? 'was' : 'were'} taken before the run reached ${gone === 1 ? 'it' : 'them'} — not examined, not moved, and not in the DLQ; that client has ${gone === 1 ? 'it' : 'them'}.`,
       );
     }
     if (this.inexact.length === 0) return out;
