@@ -236,7 +236,34 @@ describe('list DLQ redrive while another client pops it', () => {
       const w = (out.warnings ?? []).join('\n');
       expect(w).toMatch(/^2 entries this run read and selected to move were taken by another client/);
       expect(w).toContain(`The DLQ list ${dlq} was emptied by another client while this run read it`);
-      expect(w).toContain('at least 2 entries it held when the run started were taken before the run reached them');
+      expect(w).toContain('at least 2 entries it held then were removed by another client before the run reached them — not examined, not moved, and not in the DLQ.');
+    } finally {
+      await a.close();
+    }
+  });
+
+  // Entries removed at the tail before the run reached them (the list still exists) were not counted anywhere.
+  it('entries removed before the run reached them are counted in a warning (at least N), the run reads to the end', async () => {
+    const dlq = key('shrunk');
+    const target = key('shrunk-t');
+    await native.rpush(dlq, 'A', 'B', 'C', 'D', 'E', 'F');
+    const a = createRedisAdapter({ kind: 'redis', url: REDIS_URL });
+    let gates = 0;
+    const hooks: MoveHooks = {
+      // Before the second batch is read, another client takes E and F from the tail.
+      gate: async () => {
+        if (++gates === 2) await native.rpop(dlq, 2);
+      },
+      decide: (m) => (m.body.data === 'C' ? { action: 'skip', reason: 'kept' } : { action: 'move', targetQueueId: `list:${target}` }),
+      beforeMove: () => Promise.resolve(),
+      onBatch: () => undefined,
+    };
+    try {
+      const out = await a.redrive!.moveClientSide({ sourceQueueId: `list:${dlq}`, batchSize: 2, cutoffMs: Date.now(), maxMessages: 100, dryRun: false }, hooks);
+      expect(out).toMatchObject({ examined: 4, moved: 3, skipped: 1, failed: 0, stoppedBecause: 'exhausted' });
+      expect(await native.lrange(dlq, 0, -1)).toEqual(['C']);
+      expect(await native.lrange(target, 0, -1)).toEqual(['A', 'B', 'D']);
+      expect(out.warnings).toEqual([`The DLQ list ${dlq} ended before this run had read as many entries as it held when the run started: at least 2 entries it held then were removed by another client before the run reached them — not examined, not moved, and not in the DLQ.`]);
     } finally {
       await a.close();
     }

@@ -127,8 +127,10 @@ export class ListSource implements BatchSource {
   private takenSelected = 0;
   /** Batches the move found shifted by pops at the head, nothing of them taken. */
   private followed = 0;
-  /** Entries counted when the run opened the list that it never read: the list was gone (emptied by another client) when their turn came. */
+  /** Entries counted when the run opened the list that it never read: the list ended (or was gone, emptied by another client) before their turn came. */
   private unreadGone = 0;
+  /** Whether the list was gone when a batch was read (Redis removed it when another client popped its last entry). */
+  private listGone = false;
   private readonly queueId: string;
 
   private constructor(
@@ -163,7 +165,8 @@ export class ListSource implements BatchSource {
       // client emptied it (or deleted it) before this run read the rest. Nothing is left to move; the
       // entries it never read are counted for warnings(), and the run ends as read to its end.
       if (!(e instanceof QueuescopeError && e.code === 'QUEUE_NOT_FOUND') || (await this.conn.type(this.key)) !== 'none') throw e;
-      this.unreadGone = this.left;
+      this.unreadGone += this.left;
+      this.listGone = true;
       this.left = 0;
       return { messages: [], end: 'exhausted' };
     }
@@ -180,6 +183,12 @@ export class ListSource implements BatchSource {
     let end: MoveSummary['stoppedBecause'] | null = null;
     if (r.page.nextCursor === null) end = 'exhausted';
     else if (this.left === 0) end = 'cutoff';
+    // The list ended before the run read as many entries as it held at the start: another client
+    // removed at least the difference before the run reached them.
+    if (end === 'exhausted' && this.left > 0) {
+      this.unreadGone += this.left;
+      this.left = 0;
+    }
     return { messages, end };
   }
 
@@ -284,10 +293,15 @@ export class ListSource implements BatchSource {
         `${String(sel)} entr${sel === 1 ? 'y' : 'ies'} this run read and selected to move ${sel === 1 ? 'was' : 'were'} taken by another client (popped from the DLQ list ${this.key} after the read, before the move): not moved, and not in the DLQ — that client has ${sel === 1 ? 'it' : 'them'}; counted as failed. Entries the run had not read yet may have been taken as well; they are not counted (examined counts only the entries read).`,
       );
     }
-    const gone = this.unreadGone;
+    // Left out when a read could not re-align (entries may have been skipped: still in the list, not
+    // removed); a list that is gone held nothing more, whatever the reads did.
+    const gone = this.listGone || this.inexact.length === 0 ? this.unreadGone : 0;
     if (gone > 0) {
+      const what = this.listGone
+        ? `The DLQ list ${this.key} was emptied by another client while this run read it (Redis removes a list when its last entry is popped)`
+        : `The DLQ list ${this.key} ended before this run had read as many entries as it held when the run started`;
       out.push(
-        `The DLQ list ${this.key} was emptied by another client while this run read it (Redis removes a list when its last entry is popped): at least ${String(gone)} entr${gone === 1 ? 'y' : 'ies'} it held when the run started ${gone === 1 ? 'was' : 'were'} taken before the run reached ${gone === 1 ? 'it' : 'them'} — not examined, not moved, and not in the DLQ; that client has ${gone === 1 ? 'it' : 'them'}.`,
+        `${what}: at least ${String(gone)} entr${gone === 1 ? 'y' : 'ies'} it held then ${gone === 1 ? 'was' : 'were'} removed by another client before the run reached ${gone === 1 ? 'it' : 'them'} — not examined, not moved, and not in the DLQ.`,
       );
     }
     if (this.inexact.length === 0) return out;
