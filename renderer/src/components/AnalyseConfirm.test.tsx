@@ -1,12 +1,10 @@
 // @vitest-environment jsdom
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { cleanup, fireEvent, render, screen, within } from '@testing-library/react';
-import { summarizeQueue } from '../../../shared/analysis/summary';
-import type { InspectReport } from '../../../shared/api/inspect';
 import type { QueueSummary } from '../../../shared/domain';
 import { useStore } from '../store';
 import { installFakeApi, removeFakeApi, type FakeApi } from '../test/fake-api';
-import { operationSnapshot, summary } from '../test/fixtures';
+import { emptyInspectReport, operationSnapshot, summary } from '../test/fixtures';
 import { QueueView } from './QueueView';
 
 // "Analyse…" also reads the queue's dead-letter partners (its DLQ, or a DLQ's source queues) to
@@ -19,24 +17,6 @@ const initial = useStore.getState();
 let api: FakeApi;
 let queues: QueueSummary[];
 
-function reportOf(q: QueueSummary): InspectReport {
-  return {
-    queue: { id: q.id, name: q.name, kind: q.kind, broker: q.broker, isDeadLetterQueue: q.isDeadLetterQueue },
-    state: null,
-    rulesSource: 'built-in',
-    rules: { keyRules: [], snapshotFields: [], queueIsSnapshot: false },
-    analysed: 0,
-    total: 0,
-    partial: false,
-    partialReason: null,
-    sideEffects: [],
-    summary: summarizeQueue([]),
-    messages: [],
-    messagesTruncated: false,
-    comparisons: [],
-    elapsedMs: 1,
-  };
-}
 
 /** Installs the fake API; `listed` are the queues `queues.list` returns (others only through `queues.get`). */
 function setup(listed: QueueSummary[]): void {
@@ -48,7 +28,7 @@ function setup(listed: QueueSummary[]): void {
     },
     'queues.list': () => listed,
     'inspect.rules.get': () => ({ connectionId: 'c1', settings: { queues: [] }, persisted: true, note: null, problem: null, brokerVersion: null }),
-    'inspect.queue': (input) => operationSnapshot({ result: { report: reportOf(queues.find((x) => x.id === input.queueId) ?? queues[0]!) } }),
+    'inspect.queue': (input) => operationSnapshot({ result: { report: emptyInspectReport(queues.find((x) => x.id === input.queueId) ?? queues[0]!) } }),
   });
 }
 const inspectCalls = () => api.calls.filter((c) => c.method === 'inspect.queue').map((c) => c.input);

@@ -1,12 +1,11 @@
 // @vitest-environment jsdom
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { cleanup, fireEvent, render, screen, waitFor } from '@testing-library/react';
-import { summarizeQueue } from '../../../shared/analysis/summary';
 import type { InspectReport } from '../../../shared/api/inspect';
 import type { PeekPage, QueueSummary } from '../../../shared/domain';
 import { useStore } from '../store';
 import { installFakeApi, removeFakeApi, type FakeApi } from '../test/fake-api';
-import { message, operationSnapshot, summary } from '../test/fixtures';
+import { emptyInspectReport, message, operationSnapshot, summary } from '../test/fixtures';
 import { QueueView } from './QueueView';
 
 // A BullMQ snapshot section holding waiting, delayed and failed jobs: `queuescope inspect <file>`
@@ -28,23 +27,7 @@ const snapshotQueue: QueueSummary = summary({
 });
 
 function reportOf(state: string | undefined): InspectReport {
-  return {
-    queue: { id: snapshotQueue.id, name: 'payments', kind: 'bullmq', broker: 'redis', isDeadLetterQueue: false },
-    state: state ?? null,
-    states: state !== undefined ? [state] : ['waiting', 'delayed', 'failed'],
-    rulesSource: 'built-in rules',
-    rules: {},
-    analysed: 0,
-    total: 0,
-    partial: false,
-    partialReason: null,
-    sideEffects: [],
-    summary: summarizeQueue([]),
-    messages: [],
-    messagesTruncated: false,
-    comparisons: [],
-    elapsedMs: 1,
-  };
+  return emptyInspectReport(snapshotQueue, { state: state ?? null, states: state !== undefined ? [state] : ['waiting', 'delayed', 'failed'] });
 }
 
 const page: PeekPage = { messages: [message('1', '{"a":1}')], nextCursor: null, total: 6, sideEffects: [] };
