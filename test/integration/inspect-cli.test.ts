@@ -209,7 +209,10 @@ describe('queuescope inspect (RabbitMQ)', () => {
     expect((await run(['inspect', AMQP_URL, deep])).code).toBe(0);
     // Its export holds the same 500: the snapshot is read whole, but it is not the whole queue.
     const file = join(dir, 'deep.jsonl');
-    expect((await run(['export', AMQP_URL, deep, '--out', file])).code).toBe(0);
+    // It says so and exits 7 (partial): it exited 0 before, so a script took it for the whole queue.
+    const exported = await run(['export', AMQP_URL, deep, '--out', file]);
+    expect(exported.code).toBe(7);
+    expect(exported.stderr).toMatch(/warning: the export is partial: /);
     const snap = await run(['inspect', file, '--fail-on', 'flag']);
     expect(snap.stdout).toMatch(new RegExp(`Partial: The snapshot holds only part of ${deep}: ${deep} cannot be paged \\(rabbitmq-classic\\): one peek reads at most 500 messages`));
     expect(snap.code).toBe(9);

@@ -30,7 +30,10 @@ export function register(program: Command, ctx: CliContext): void {
           'does not hold them whole and reinject refuses them. They are counted and named on stderr (--json: truncatedBodies,\n' +
           'truncatedIds), the export is partial, and the exit code is 7; export again with a higher --max-body-bytes.\n' +
           `A message whose line would be longer than ${String(MAX_SNAPSHOT_LINE_BYTES)} bytes (256 MiB, the longest line a snapshot reader\n` +
-          'accepts) is not written: it is listed, the export is partial, and the exit code is 7.',
+          'accepts) is not written: it is listed, the export is partial, and the exit code is 7.\n' +
+          'Any other partial export (the queue changed while it was read, --ids not all found, a queue deeper than the\n' +
+          'broker lets a peek read) also says why on stderr ("warning: the export is partial: …"; --json: partial, reason)\n' +
+          'and exits 7: the file is not the whole queue.',
       ),
   ).action(
     async (
@@ -84,7 +87,9 @@ export function register(program: Command, ctx: CliContext): void {
         const notWritten = typeof r.notWrittenCount === 'number' ? r.notWrittenCount : 0;
         // Bodies cut at the read limit: the file is no backup of them (reinject refuses them).
         const truncated = typeof r.truncatedBodies === 'number' ? r.truncatedBodies : 0;
-        if (notWritten > 0 || truncated > 0) ctx.setExitCode(EXIT.PARTIAL);
+        // Any other reason the file is not the whole queue (it changed while read, chosen ids not
+        // found, the peek window, a cursor loop): also partial, so a script never takes it for a backup.
+        if (notWritten > 0 || truncated > 0 || r.partial === true) ctx.setExitCode(EXIT.PARTIAL);
         if (opts.json === true) ctx.out(toJson({ ...r, ...(state !== undefined ? { state } : {}), ...(bullmqDefault ? { statesNotExported: leftOut } : {}) }));
         else {
           ctx.out(`Exported ${String(r.messages)} message${r.messages === 1 ? '' : 's'} of ${cell(q.name)}${state !== undefined ? ` (state ${cell(state, 40)})` : ''} to ${cell(path, 300)} (${String(r.bytes)} bytes)${truncated > 0 ? `, ${String(truncated)} of them with the body cut` : ''}.\n`);
