@@ -210,6 +210,32 @@ describe('list DLQ redrive while another client pops it', () => {
     }
   }
 
+  /**
+   * A client-side run (not dry) of the list `dlq` in batches of 2, every entry moved to `target`
+   * except those `skip` keeps. `before.read` runs before each batch is read, `before.move` between a
+   * batch's read and its move (the 1-based batch number). Returns the summary, or the error thrown.
+   */
+  async function runBatchesOf2(dlq: string, target: string, before: { read?: (batch: number) => Promise<unknown>; move?: (batch: number) => Promise<unknown> }, skip: (body: string) => boolean = () => false): Promise<MoveSummary | QueuescopeError> {
+    const a = createRedisAdapter({ kind: 'redis', url: REDIS_URL });
+    let reads = 0;
+    let moves = 0;
+    const hooks: MoveHooks = {
+      gate: async () => {
+        await before.read?.(++reads);
+      },
+      decide: (m) => (skip(m.body.data) ? { action: 'skip', reason: 'kept' } : { action: 'move', targetQueueId: `list:${target}` }),
+      beforeMove: async () => {
+        await before.move?.(++moves);
+      },
+      onBatch: () => undefined,
+    };
+    try {
+      return await a.redrive!.moveClientSide({ sourceQueueId: `list:${dlq}`, batchSize: 2, cutoffMs: Date.now(), maxMessages: 100, dryRun: false }, hooks).catch((e: unknown) => e as QueuescopeError);
+    } finally {
+      await a.close();
+    }
+  }
+
   // CI (9a99ee3): the popper emptied the DLQ before the run read its last entries; Redis deletes an
   // empty list, so the next read found no key and the run failed with QUEUE_NOT_FOUND (exit 4)
   // instead of ending partial (exit 7) with what it moved and what the other client took.
@@ -217,29 +243,15 @@ describe('list DLQ redrive while another client pops it', () => {
     const dlq = key('emptied');
     const target = key('emptied-t');
     await native.rpush(dlq, 'A', 'B', 'C', 'D', 'E', 'F');
-    const a = createRedisAdapter({ kind: 'redis', url: REDIS_URL });
-    let batches = 0;
-    const hooks: MoveHooks = {
-      gate: () => Promise.resolve(),
-      decide: () => ({ action: 'move', targetQueueId: `list:${target}` }),
-      // Between the second batch's read and its move, the other client pops C and everything after it: the list is gone.
-      beforeMove: async () => {
-        if (++batches === 2) await native.lpop(dlq, 10);
-      },
-      onBatch: () => undefined,
-    };
-    try {
-      const out = await a.redrive!.moveClientSide({ sourceQueueId: `list:${dlq}`, batchSize: 2, cutoffMs: Date.now(), maxMessages: 100, dryRun: false }, hooks);
-      expect(out).toMatchObject({ examined: 4, moved: 2, failed: 2, stoppedBecause: 'exhausted' });
-      expect(await native.exists(dlq)).toBe(0);
-      expect(await native.lrange(target, 0, -1)).toEqual(['A', 'B']);
-      const w = (out.warnings ?? []).join('\n');
-      expect(w).toMatch(/^2 entries this run read and selected to move were taken by another client/);
-      expect(w).toContain(`The DLQ list ${dlq} was emptied by another client while this run read it`);
-      expect(w).toContain('at least 2 entries it held then were removed by another client before the run reached them — not examined, not moved, and not in the DLQ.');
-    } finally {
-      await a.close();
-    }
+    // Between the second batch's read and its move, the other client pops C and everything after it: the list is gone.
+    const out = await runBatchesOf2(dlq, target, { move: (b) => (b === 2 ? native.lpop(dlq, 10) : Promise.resolve()) });
+    expect(out).toMatchObject({ examined: 4, moved: 2, failed: 2, stoppedBecause: 'exhausted' });
+    expect(await native.exists(dlq)).toBe(0);
+    expect(await native.lrange(target, 0, -1)).toEqual(['A', 'B']);
+    const w = ((out as MoveSummary).warnings ?? []).join('\n');
+    expect(w).toMatch(/^2 entries this run read and selected to move were taken by another client/);
+    expect(w).toContain(`The DLQ list ${dlq} was emptied by another client while this run read it`);
+    expect(w).toContain('at least 2 entries it held then were removed by another client before the run reached them — not examined, not moved, and not in the DLQ.');
   });
 
   // Entries removed at the tail before the run reached them (the list still exists) were not counted anywhere.
@@ -247,26 +259,12 @@ describe('list DLQ redrive while another client pops it', () => {
     const dlq = key('shrunk');
     const target = key('shrunk-t');
     await native.rpush(dlq, 'A', 'B', 'C', 'D', 'E', 'F');
-    const a = createRedisAdapter({ kind: 'redis', url: REDIS_URL });
-    let gates = 0;
-    const hooks: MoveHooks = {
-      // Before the second batch is read, another client takes E and F from the tail.
-      gate: async () => {
-        if (++gates === 2) await native.rpop(dlq, 2);
-      },
-      decide: (m) => (m.body.data === 'C' ? { action: 'skip', reason: 'kept' } : { action: 'move', targetQueueId: `list:${target}` }),
-      beforeMove: () => Promise.resolve(),
-      onBatch: () => undefined,
-    };
-    try {
-      const out = await a.redrive!.moveClientSide({ sourceQueueId: `list:${dlq}`, batchSize: 2, cutoffMs: Date.now(), maxMessages: 100, dryRun: false }, hooks);
-      expect(out).toMatchObject({ examined: 4, moved: 3, skipped: 1, failed: 0, stoppedBecause: 'exhausted' });
-      expect(await native.lrange(dlq, 0, -1)).toEqual(['C']);
-      expect(await native.lrange(target, 0, -1)).toEqual(['A', 'B', 'D']);
-      expect(out.warnings).toEqual([`The DLQ list ${dlq} ended before this run had read as many entries as it held when the run started: at least 2 entries it held then were removed by another client before the run reached them — not examined, not moved, and not in the DLQ.`]);
-    } finally {
-      await a.close();
-    }
+    // Before the second batch is read, another client takes E and F from the tail; C stays (kept).
+    const out = await runBatchesOf2(dlq, target, { read: (b) => (b === 2 ? native.rpop(dlq, 2) : Promise.resolve()) }, (body) => body === 'C');
+    expect(out).toMatchObject({ examined: 4, moved: 3, skipped: 1, failed: 0, stoppedBecause: 'exhausted' });
+    expect(await native.lrange(dlq, 0, -1)).toEqual(['C']);
+    expect(await native.lrange(target, 0, -1)).toEqual(['A', 'B', 'D']);
+    expect((out as MoveSummary).warnings).toEqual([`The DLQ list ${dlq} ended before this run had read as many entries as it held when the run started: at least 2 entries it held then were removed by another client before the run reached them — not examined, not moved, and not in the DLQ.`]);
   });
 
   // A key that became another type mid-run is not "emptied": the run still stops with the error.
@@ -274,26 +272,12 @@ describe('list DLQ redrive while another client pops it', () => {
     const dlq = key('retyped');
     const target = key('retyped-t');
     await native.rpush(dlq, 'A', 'B', 'C', 'D');
-    const a = createRedisAdapter({ kind: 'redis', url: REDIS_URL });
-    let gates = 0;
-    const hooks: MoveHooks = {
-      // Before the second batch is read (the first one moved), the key becomes a string.
-      gate: async () => {
-        if (++gates === 2) await native.multi().del(dlq).set(dlq, 'x').exec();
-      },
-      decide: () => ({ action: 'move', targetQueueId: `list:${target}` }),
-      beforeMove: () => Promise.resolve(),
-      onBatch: () => undefined,
-    };
-    try {
-      const out = await a.redrive!.moveClientSide({ sourceQueueId: `list:${dlq}`, batchSize: 2, cutoffMs: Date.now(), maxMessages: 100, dryRun: false }, hooks).catch((e: unknown) => e);
-      expect(out).toBeInstanceOf(QueuescopeError);
-      expect((out as QueuescopeError).code).toBe('QUEUE_NOT_FOUND');
-      expect((out as QueuescopeError).message).toContain('is now a string, not a list');
-      expect(await native.lrange(target, 0, -1)).toEqual(['A', 'B']);
-    } finally {
-      await a.close();
-    }
+    // Before the second batch is read (the first one moved), the key becomes a string.
+    const out = await runBatchesOf2(dlq, target, { read: (b) => (b === 2 ? native.multi().del(dlq).set(dlq, 'x').exec() : Promise.resolve()) });
+    expect(out).toBeInstanceOf(QueuescopeError);
+    expect((out as QueuescopeError).code).toBe('QUEUE_NOT_FOUND');
+    expect((out as QueuescopeError).message).toContain('is now a string, not a list');
+    expect(await native.lrange(target, 0, -1)).toEqual(['A', 'B']);
   });
 
   it('moves only what it can tell: ambiguous identical entries, a taken entry pushed back, or a push at the head stop the run with nothing moved; a batch all taken moves nothing and says so', async () => {
