@@ -13,8 +13,10 @@ import type { OperationContext, OperationManager } from '../services/operations'
 import { snapshotLineProblem } from '../snapshot/format';
 import { RedriveBackup, defaultBackupPath } from './backup';
 import { checkRemainderPath, writeRemainder } from './remainder';
+import { acquireSourceLock, staleLockNote, type SourceLock } from './source-lock';
 import { checkPendingMinIdle, DEFAULT_PENDING_MIN_IDLE_MS, DEFAULT_REDRIVE_MAX_BODY_BYTES, formatIdleThreshold, MAX_CANNOT_MOVE_LISTED, MAX_REDRIVE_MAX_BODY_BYTES, type MovedOnByReading, type RedrivePlan, type RedriveResult } from '../../shared/redrive/types';
 import { Decider, describeTarget, type RedriveSelection } from './decider';
+import { checkTargetKeys, TargetKeyCollector, targetReadSideEffects } from './target-keys';
 import { describeNotMovedKinds, notMovedKindAt, notMovedRecordOf, NotMovedTracker, type NotMovedRecord } from '../../shared/redrive/not-moved';
 
 export type { RedrivePlan, RedriveResult };
@@ -87,7 +89,12 @@ export interface RedriveRequest {
 
 /** What the engine needs from its caller. */
 export interface RedriveEnv {
-  adapter: Pick<BrokerAdapter, 'getQueue' | 'listQueues' | 'redrive'>;
+  /**
+   * The connection's adapter. `peek` and `broker` are used only by the dry run's check of the
+   * targets for idempotency keys already waiting there (`target-keys.ts`); without them the plan
+   * says the check could not run.
+   */
+  adapter: Pick<BrokerAdapter, 'getQueue' | 'listQueues' | 'redrive'> & Partial<Pick<BrokerAdapter, 'peek' | 'broker'>>;
   /** Connection label without secrets (`describeConnection`). */
   connectionLabel: string;
   actor: 'app' | 'cli';
@@ -352,6 +359,10 @@ async function nativeSupport(mover: RedriveMover, dlq: QueueSummary, r: RedriveR
  * every message, and returns counts per target and per skip reason, failure groups and samples.
  * Nothing is published or removed; nothing is written to the audit log. `onProgress` is called
  * after each batch read (messages examined, and those expected when the depth is known).
+ * Then each target whose reads change nothing (Redis lists, streams, BullMQ) is read, up to
+ * 10,000 messages, for idempotency keys of the messages to move that are already waiting there
+ * (`target-keys.ts`): `keysInTarget`, a warning per target with such keys, a note per target not
+ * checked (RabbitMQ and SQS reads requeue or count deliveries) or checked only in part.
  * @throws QueuescopeError `INVALID_INPUT` (bad options, a chosen target that loops without
  *   confirmation), `PEEK_REFUSED` (reading the DLQ can move messages on and
  *   `acceptSideEffects` is not set; nothing read), `QUEUE_NOT_FOUND`, `UNSUPPORTED` (no mover), connection codes, `CANCELLED`.
@@ -364,6 +375,12 @@ export async function planRedrive(env: RedriveEnv, r: RedriveRequest, signal?: A
   // Targets decided for the batch in hand, so a message the mover refuses is taken off its target's count.
   let batchTargets = new Map<string, string>();
   const refusedPerTarget = new Map<string, number>();
+  // Keys of the messages to move, for targets the check can read (known to have side-effect-free
+  // reads, or not known: checked after the read).
+  const keys = new TargetKeyCollector(r.keyRules ?? [], (id) => {
+    const q = p.queues?.get(id);
+    return q === undefined || targetReadSideEffects(q) === null;
+  });
   onProgress?.({ examined: 0, expected: p.expected });
   const summary = await p.mover.moveClientSide(
     { sourceQueueId: p.dlq.id, ...(r.state !== undefined ? { state: r.state } : {}), batchSize: p.batchSize, cutoffMs: p.cutoffMs, maxMessages: p.maxMessages, maxBodyBytes: p.maxBodyBytes, ...pendingOf(r), dryRun: true },
@@ -374,7 +391,10 @@ export async function planRedrive(env: RedriveEnv, r: RedriveRequest, signal?: A
       },
       decide: (m) => {
         const d = p.decider.decide(m);
-        if (d.action === 'move') batchTargets.set(m.id, d.targetQueueId);
+        if (d.action === 'move') {
+          batchTargets.set(m.id, d.targetQueueId);
+          keys.see(m, d.targetQueueId);
+        }
         return d;
       },
       beforeMove: () => Promise.resolve(),
@@ -386,6 +406,7 @@ export async function planRedrive(env: RedriveEnv, r: RedriveRequest, signal?: A
           const t = batchTargets.get(f.id);
           if (t !== undefined) refusedPerTarget.set(t, (refusedPerTarget.get(t) ?? 0) + 1);
         }
+        keys.endBatch(new Set(b.failed.map((f) => f.id)));
         batchTargets = new Map();
         onProgress?.({ examined, expected: p.expected === null ? null : Math.max(p.expected, examined) });
       },
@@ -402,6 +423,13 @@ export async function planRedrive(env: RedriveEnv, r: RedriveRequest, signal?: A
     .targetsList()
     .map((t) => ({ ...t, count: t.count - (refusedPerTarget.get(t.queueId) ?? 0) }))
     .filter((t) => t.count > 0);
+  const inTarget = await checkTargetKeys(env.adapter, targets, keys, {
+    dlq: p.dlq,
+    ...(r.state !== undefined ? { state: r.state } : {}),
+    rules: r.keyRules ?? [],
+    maxBodyBytes: p.maxBodyBytes,
+    ...(signal !== undefined ? { signal } : {}),
+  });
   return {
     dlq: { id: p.dlq.id, name: p.dlq.name, depth: dlqDepth(p.dlq, r.state) },
     examined: d.examined.count,
@@ -415,16 +443,17 @@ export async function planRedrive(env: RedriveEnv, r: RedriveRequest, signal?: A
     notFoundCount: d.notFoundIds().length,
     targets,
     loops,
-    warnings: [...new Set([...heldWarnings(p.dlq), ...(summary.warnings ?? []), ...d.allTargets().flatMap((t) => t.warnings)])],
+    warnings: [...new Set([...heldWarnings(p.dlq), ...(summary.warnings ?? []), ...d.allTargets().flatMap((t) => t.warnings), ...inTarget.warnings])],
     groups: d.groupList(),
     wastedRetries: d.wastedRetries,
     samples: [...d.moveSamples, ...d.skipSamples],
     native: { support: native.support, wouldUse, why: wouldUse ? native.why : native.ok ? 'some messages stay in the DLQ, so the move is client-side' : native.why },
     filter: describeSelection(r),
     stoppedBecause: summary.stoppedBecause,
-    notes: [...(summary.notes ?? []), ...sideEffects(p.mover, p.dlq)],
+    notes: [...(summary.notes ?? []), ...sideEffects(p.mover, p.dlq), ...inTarget.notes],
     ...(summary.movedOn !== undefined ? { movedOn: summary.movedOn } : {}),
     ...(summary.unseen !== undefined ? { unseen: summary.unseen } : {}),
+    keysInTarget: inTarget.checks,
   };
 }
 
@@ -1302,10 +1331,35 @@ function noRecordWarning(path: string, total: number, found: BackupRedriveRecord
  * file still holds everything); the run's outcome is otherwise unchanged. Logs an audit entry
  * (`counts.leftOut`, `counts.heldBack`, `details.remainder` / `details.remainderError`) whatever
  * the outcome.
+ *
+ * The run holds the exclusive lock of `r.path` (`core/redrive/source-lock.ts`): `lock` when the
+ * caller took it ({@link startReinject}; the caller releases it), else taken here before anything is
+ * read and released when the run ends. A stale lock taken over (its process is gone: it may have
+ * published part of the file) and a lock that could not be created are named first in `notes`.
  * @throws like {@link startReinject}'s operation: `INVALID_INPUT`, `SNAPSHOT_INVALID`, `QUEUE_NOT_FOUND`, `UNSUPPORTED`, connection codes, `CANCELLED`;
- *   before publishing anything, `INVALID_INPUT` / `PERMISSION_DENIED` for an explicit `remainderPath` that exists or cannot be written.
+ *   before publishing anything, `INVALID_INPUT` / `PERMISSION_DENIED` for an explicit `remainderPath` that exists or cannot be written,
+ *   and `INVALID_INPUT` (`details.reason: 'source-locked'`) while another re-inject of the same file runs.
  */
-export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: OperationContext, operationId: string | null = null): Promise<ReinjectResult> {
+export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: OperationContext, operationId: string | null = null, lock: SourceLock | null = null): Promise<ReinjectResult> {
+  // Refused before anything is read or published while another run re-injects the same file.
+  const own = lock === null ? acquireSourceLock({ configDir: env.configDir, source: r.path, target: r.targetQueueId, connection: env.connectionLabel, operationId }) : null;
+  const held = lock ?? own;
+  try {
+    return await reinjectLocked(env, r, ctx, operationId, held === null ? [] : sourceLockNotes(r.path, held));
+  } finally {
+    own?.release();
+  }
+}
+
+/** What a run's source lock tells the user: a stale lock taken over, or no lock (see `source-lock.ts`). */
+function sourceLockNotes(path: string, lock: SourceLock): string[] {
+  const out: string[] = [];
+  if (lock.takenOver !== null) out.push(staleLockNote(path, lock.takenOver.holder, lock.takenOver.why));
+  if (lock.warning !== null) out.push(lock.warning);
+  return out;
+}
+
+async function reinjectLocked(env: RedriveEnv, r: ReinjectRequest, ctx: OperationContext, operationId: string | null, lockNotes: string[]): Promise<ReinjectResult> {
   const mover = moverOf(env);
   const batch = r.batchSize ?? DEFAULT_BATCH_SIZE;
   if (!Number.isInteger(batch) || batch < 1 || batch > 1000) throw new QueuescopeError('INVALID_INPUT', `Batch size must be a whole number from 1 to 1000, got ${String(batch)}.`);
@@ -1326,7 +1380,7 @@ export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: Oper
   const remainderAt = r.remainderPath != null && r.remainderPath !== '' ? resolvePath(r.remainderPath) : null;
   // An explicit remainder path that cannot be used is refused before anything is published.
   if (remainderAt !== null) await checkRemainderPath(remainderAt);
-  const res: ReinjectResult = { path: r.path, targetQueueId: target.id, targetName: target.name, read: 0, published: 0, failed: 0, leftOut: 0, heldBack: 0, remainder: null, remainderError: null, auditId: null, notes: [...(olderNote !== null ? [olderNote] : []), ...selection.warnings] };
+  const res: ReinjectResult = { path: r.path, targetQueueId: target.id, targetName: target.name, read: 0, published: 0, failed: 0, leftOut: 0, heldBack: 0, remainder: null, remainderError: null, auditId: null, notes: [...lockNotes, ...(olderNote !== null ? [olderNote] : []), ...selection.warnings] };
   let status = 'completed';
   let error: unknown = null;
   // One run across the batches: a FIFO group stopped in one batch stays stopped in the next.
@@ -1497,11 +1551,38 @@ export function remainderNote(r: Pick<ReinjectResult, 'path' | 'published' | 'fa
   return `the ${String(k)} message${k === 1 ? '' : 's'} not published${parts.length > 0 ? ` — ${parts.join(', ')} —` : ''} ${k === 1 ? 'is' : 'are'} in the remainder file ${r.remainder.path}${where}, in their order in ${r.path}: re-inject that file (reinject --from ${r.remainder.path}) to publish only ${k === 1 ? 'it' : 'them'}; publishing ${r.path} again also publishes the ${String(r.published)} published now a second time`;
 }
 
-/** Starts a re-inject operation on `ops`. */
+/**
+ * Starts a re-inject operation on `ops` ({@link runReinject}), holding the source file's exclusive
+ * lock (`core/redrive/source-lock.ts`) from before the operation exists until it ends, whatever way
+ * (completed, failed, cancelled — also while still pending). The lock file names the operation.
+ * @throws QueuescopeError `INVALID_INPUT` (`details.reason: 'source-locked'`, `details.lock`: pid,
+ *   host, start, operation id, target) at once, creating no operation, while another re-inject of the
+ *   same file (by its real path) runs in this process or another one sharing the config folder.
+ */
 export function startReinject(ops: OperationManager, env: RedriveEnv, r: ReinjectRequest): OperationSnapshot {
+  const lock = acquireSourceLock({ configDir: env.configDir, source: r.path, target: r.targetQueueId, connection: env.connectionLabel });
   const ref = { id: null as string | null };
-  const snap = ops.start('reinject', `Re-inject ${r.path} into ${r.targetQueueId}`, (ctx) => runReinject(env, r, ctx, ref.id));
+  let snap: OperationSnapshot;
+  try {
+    snap = ops.start('reinject', `Re-inject ${r.path} into ${r.targetQueueId}`, async (ctx) => {
+      try {
+        return await runReinject(env, r, ctx, ref.id, lock);
+      } finally {
+        // Before the operation turns terminal: a run started right after it ends is not refused.
+        lock.release();
+      }
+    });
+  } catch (e) {
+    lock.release();
+    throw e;
+  }
   ref.id = snap.id;
+  lock.setOperationId(snap.id);
+  // A run cancelled while pending never starts: release when the operation ends, whatever way.
+  const release = (): void => {
+    lock.release();
+  };
+  ops.wait(snap.id).then(release, release);
   return snap;
 }
 

@@ -155,6 +155,34 @@ export interface UnseenMessages {
   reason: string;
 }
 
+/**
+ * The dry run's check of one target for idempotency keys already waiting there (see
+ * `core/redrive/target-keys.ts`): messages the run would move whose key a message in the target
+ * already carries run the same operation twice unless the target's consumer deduplicates on it.
+ * Only targets whose reads change nothing are read (Redis lists, streams, BullMQ); others are
+ * `checked: false` with a {@link note} saying why.
+ */
+export interface TargetKeysCheck {
+  queueId: string;
+  queueName: string;
+  /** True when the target's waiting messages were read and compared (or the target is absent, hence empty). */
+  checked: boolean;
+  /** Messages of the target read (at most 10,000; BullMQ: its jobs that will still run). */
+  read: number;
+  /** True when the comparison did not cover everything: the target holds more than was read, or not every key of the messages to move was kept (100,000 at most). */
+  partial: boolean;
+  /** Messages the run would move to this target. */
+  moving: number;
+  /** Of those, messages without an idempotency key (verdict `missing`): they cannot be compared. Counted only for targets whose reads change nothing (0 for the others: their keys are not extracted). */
+  withoutKey: number;
+  /** Messages the run would move whose key is already waiting in the target. */
+  duplicates: number;
+  /** Up to 5 shared keys, each with the first DLQ message id carrying it and the target's message id. */
+  examples: { key: string; dlqId: string; targetId: string }[];
+  /** Why it was not checked, or what the check did not cover, in words (also in the plan's `notes`); null when there is nothing to add. */
+  note: string | null;
+}
+
 /** Dry-run result: exactly what a run would move where, with the same messages read now. */
 export interface RedrivePlan {
   dlq: { id: string; name: string; depth: number | null };
@@ -203,6 +231,13 @@ export interface RedrivePlan {
    * messages examined. Absent = it read until the DLQ was exhausted, the cutoff or the limit.
    */
   unseen?: UnseenMessages;
+  /**
+   * Per target the run would move messages to: whether messages it would move carry an
+   * idempotency key already waiting there ({@link TargetKeysCheck}). A target with duplicates also
+   * gets a warning in {@link warnings}; one not checked a note in {@link notes}. Absent in plans of
+   * older versions.
+   */
+  keysInTarget?: TargetKeysCheck[];
 }
 
 /** What a finished redrive did (the operation's `result`; also in `details.result` of a failed run's last error). */
