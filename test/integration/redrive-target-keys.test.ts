@@ -202,5 +202,11 @@ describe('dry run: idempotency keys already waiting in the target', () => {
     const json = await runCli(dir, ['redrive', REDIS_URL, `list:${dlq}`, '--to', `list:${work}`, '--dry-run', '--json']);
     const plan = JSON.parse(json.stdout) as RedrivePlan;
     expect(plan.keysInTarget).toEqual([expect.objectContaining({ queueId: `list:${work}`, checked: true, read: 1, duplicates: 1, examples: [expect.objectContaining({ key: 'A-1002:charge' })] })]);
+    // A target checked without finding any: one line says so.
+    const other = key('tk-cli-other');
+    await native.rpush(other, order(9));
+    const clean = await runCli(dir, ['redrive', REDIS_URL, `list:${dlq}`, '--to', `list:${other}`, '--dry-run']);
+    expect(clean.stdout).not.toContain('idempotency key already');
+    expect(clean.stdout).toContain(`idempotency keys: none of the 3 to move to ${other} is already waiting there (1 read)`);
   });
 });

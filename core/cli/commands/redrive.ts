@@ -191,6 +191,11 @@ export function formatPlan(plan: RedrivePlan): string {
   if (plan.wastedRetries > 0) lines.push(`  wasted retries: ${plan.wastedRetries} non-retryable message${plan.wastedRetries === 1 ? ' used all its attempts' : 's used all their attempts'}`);
   for (const l of plan.loops) lines.push(`  LOOP: ${cell(l.loop ?? '', NOTE_MAX)} — pass --confirm-loop to move there anyway`);
   for (const w of plan.warnings) lines.push(`  warning: ${cell(w, NOTE_MAX)}`);
+  // The idempotency-key check of a target that found nothing to say (findings are warnings and notes).
+  for (const k of plan.keysInTarget ?? []) {
+    if (!k.checked || k.duplicates > 0 || k.note !== null) continue;
+    lines.push(`  idempotency keys: ${k.read === 0 ? `${cell(k.queueName, 120)} holds no waiting message` : `none of the ${k.moving} to move to ${cell(k.queueName, 120)} is already waiting there (${k.read} read)`}`);
+  }
   lines.push(`  native move: ${plan.native.wouldUse ? 'yes' : 'no'} — ${cell(plan.native.why, NOTE_MAX)}`);
   for (const n of plan.notes) lines.push(`  note: ${cell(n, NOTE_MAX)}`);
   return `${lines.join('\n')}\n`;

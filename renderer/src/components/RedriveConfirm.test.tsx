@@ -53,3 +53,27 @@ describe('RedriveConfirm: messages that cannot move', () => {
     expect(screen.queryByTestId('redrive-cannot-move')).toBeNull();
   });
 });
+
+describe('RedriveConfirm: idempotency keys already waiting in the target', () => {
+  it("shows the dry run's warning and the note of a target it could not check", () => {
+    const warning = "12 of the 17 messages this run would move to orders carry an idempotency key already waiting in orders (e.g. A-1001:charge: DLQ #3~ab12cd34, waiting as #0~9f00aa11): moving them runs each operation twice unless orders's consumer deduplicates on the key. --dedupe-by-key keeps one per key within the DLQ only.";
+    const note = 'Idempotency keys already waiting in audit were not checked: reading audit has side effects (requeued with redelivered=true).';
+    const plan = planWith({
+      warnings: [warning],
+      keysInTarget: [
+        { queueId: 'redis:list:orders', queueName: 'orders', checked: true, read: 40, partial: false, moving: 17, withoutKey: 0, duplicates: 12, examples: [{ key: 'A-1001:charge', dlqId: '#3~ab12cd34', targetId: '#0~9f00aa11' }], note: null },
+        { queueId: 'rabbitmq:%2F/audit', queueName: 'audit', checked: false, read: 0, partial: false, moving: 3, withoutKey: 0, duplicates: 0, examples: [], note },
+      ],
+    });
+    render(<RedriveConfirm plan={plan} dlqName="orders.dlq" rate={null} loopConfirmed={false} onConfirm={vi.fn()} onCancel={vi.fn()} />);
+    const dialog = screen.getByRole('dialog');
+    expect(within(dialog).getByTestId('redrive-confirm-warning').textContent).toBe(warning);
+    expect(within(dialog).getByTestId('redrive-target-keys').textContent).toBe(note);
+  });
+
+  it('shows neither when the plan has no warning and every target was checked', () => {
+    render(<RedriveConfirm plan={planWith({ keysInTarget: [] })} dlqName="orders.dlq" rate={null} loopConfirmed={false} onConfirm={vi.fn()} onCancel={vi.fn()} />);
+    expect(screen.queryByTestId('redrive-confirm-warning')).toBeNull();
+    expect(screen.queryByTestId('redrive-target-keys')).toBeNull();
+  });
+});

@@ -374,6 +374,25 @@ export function MovedOnNotice({ movedOn, who, dlq }: { movedOn: MovedOnByReading
   );
 }
 
+/**
+ * The notes of the dry run's check of the targets for idempotency keys already waiting there
+ * (`plan.keysInTarget`): a target not checked (its reads have side effects, or the check could not
+ * run) or checked only in part. Its findings are `plan.warnings`, shown with the others.
+ */
+export function TargetKeysNotes({ plan }: { plan: RedrivePlan }) {
+  const notes = (plan.keysInTarget ?? []).map((k) => k.note).filter((n): n is string => n !== null);
+  if (notes.length === 0) return null;
+  return (
+    <div data-testid="redrive-target-keys">
+      {notes.map((n) => (
+        <div key={n} className="muted">
+          {escapeHidden(n)}
+        </div>
+      ))}
+    </div>
+  );
+}
+
 function PlanView({ plan }: { plan: RedrivePlan }) {
   return (
     <div className="redrive-plan" data-testid="redrive-preview">
@@ -419,6 +438,7 @@ function PlanView({ plan }: { plan: RedrivePlan }) {
           {w}
         </div>
       ))}
+      <TargetKeysNotes plan={plan} />
       <div className="muted">Native move: {plan.native.wouldUse ? `yes — ${plan.native.why}` : `no — ${plan.native.why}`}</div>
     </div>
   );
@@ -463,6 +483,13 @@ export function RedriveConfirm({ plan, dlqName, rate, loopConfirmed, onConfirm, 
             {blocked && ' — tick "Allow a target that dead-letters straight back" first.'}
           </div>
         ))}
+        {/* What the preview warned about (e.g. keys already waiting in the target: the operation would run twice), before the run is confirmed. */}
+        {plan.warnings.map((w) => (
+          <div key={w} className="notice notice-warn" data-testid="redrive-confirm-warning">
+            {escapeHidden(w)}
+          </div>
+        ))}
+        <TargetKeysNotes plan={plan} />
         <p className="muted">
           Each message is published and confirmed before it is removed from the DLQ; the messages are first written to a backup snapshot, and the run is added to the audit log.
           {rate !== null ? ` At most ${rate} messages per second.` : ''}
