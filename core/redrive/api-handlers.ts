@@ -73,7 +73,9 @@ async function remainderToPutBack(entry: AuditEntry, includeNotMoved: boolean): 
  * cancel; `result.plan`), `redrive.start`, `redrive.history`, `redrive.reinject` (a backup
  * named by its audit-log entry; refused with `INVALID_INPUT` while the redrive that writes that
  * backup is still pending, running or paused in this process; with `file: "remainder"`, the
- * remainder file of a re-inject entry, see {@link remainderToPutBack}), `operations.pause` and `operations.resume`, spread into
+ * remainder file of a re-inject entry, see {@link remainderToPutBack}; refused with `INVALID_INPUT`,
+ * `details.reason: 'source-locked'`, before any operation starts while another re-inject of the same
+ * file runs in this app or another process: `startReinject`'s lock), `operations.pause` and `operations.resume`, spread into
  * `createApiHandlers`. Runs are logged with actor `app` in
  * `<config dir>/audit-log.jsonl`; backups go to `<config dir>/backups/`.
  */

@@ -13,6 +13,7 @@ import type { OperationContext, OperationManager } from '../services/operations'
 import { snapshotLineProblem } from '../snapshot/format';
 import { RedriveBackup, defaultBackupPath } from './backup';
 import { checkRemainderPath, writeRemainder } from './remainder';
+import { acquireSourceLock, staleLockNote, type SourceLock } from './source-lock';
 import { checkPendingMinIdle, DEFAULT_PENDING_MIN_IDLE_MS, DEFAULT_REDRIVE_MAX_BODY_BYTES, formatIdleThreshold, MAX_CANNOT_MOVE_LISTED, MAX_REDRIVE_MAX_BODY_BYTES, type MovedOnByReading, type RedrivePlan, type RedriveResult } from '../../shared/redrive/types';
 import { Decider, describeTarget, type RedriveSelection } from './decider';
 import { checkTargetKeys, TargetKeyCollector, targetReadSideEffects } from './target-keys';
@@ -1330,10 +1331,35 @@ function noRecordWarning(path: string, total: number, found: BackupRedriveRecord
  * file still holds everything); the run's outcome is otherwise unchanged. Logs an audit entry
  * (`counts.leftOut`, `counts.heldBack`, `details.remainder` / `details.remainderError`) whatever
  * the outcome.
+ *
+ * The run holds the exclusive lock of `r.path` (`core/redrive/source-lock.ts`): `lock` when the
+ * caller took it ({@link startReinject}; the caller releases it), else taken here before anything is
+ * read and released when the run ends. A stale lock taken over (its process is gone: it may have
+ * published part of the file) and a lock that could not be created are named first in `notes`.
  * @throws like {@link startReinject}'s operation: `INVALID_INPUT`, `SNAPSHOT_INVALID`, `QUEUE_NOT_FOUND`, `UNSUPPORTED`, connection codes, `CANCELLED`;
- *   before publishing anything, `INVALID_INPUT` / `PERMISSION_DENIED` for an explicit `remainderPath` that exists or cannot be written.
+ *   before publishing anything, `INVALID_INPUT` / `PERMISSION_DENIED` for an explicit `remainderPath` that exists or cannot be written,
+ *   and `INVALID_INPUT` (`details.reason: 'source-locked'`) while another re-inject of the same file runs.
  */
-export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: OperationContext, operationId: string | null = null): Promise<ReinjectResult> {
+export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: OperationContext, operationId: string | null = null, lock: SourceLock | null = null): Promise<ReinjectResult> {
+  // Refused before anything is read or published while another run re-injects the same file.
+  const own = lock === null ? acquireSourceLock({ configDir: env.configDir, source: r.path, target: r.targetQueueId, connection: env.connectionLabel, operationId }) : null;
+  const held = lock ?? own;
+  try {
+    return await reinjectLocked(env, r, ctx, operationId, held === null ? [] : sourceLockNotes(r.path, held));
+  } finally {
+    own?.release();
+  }
+}
+
+/** What a run's source lock tells the user: a stale lock taken over, or no lock (see `source-lock.ts`). */
+function sourceLockNotes(path: string, lock: SourceLock): string[] {
+  const out: string[] = [];
+  if (lock.takenOver !== null) out.push(staleLockNote(path, lock.takenOver.holder, lock.takenOver.why));
+  if (lock.warning !== null) out.push(lock.warning);
+  return out;
+}
+
+async function reinjectLocked(env: RedriveEnv, r: ReinjectRequest, ctx: OperationContext, operationId: string | null, lockNotes: string[]): Promise<ReinjectResult> {
   const mover = moverOf(env);
   const batch = r.batchSize ?? DEFAULT_BATCH_SIZE;
   if (!Number.isInteger(batch) || batch < 1 || batch > 1000) throw new QueuescopeError('INVALID_INPUT', `Batch size must be a whole number from 1 to 1000, got ${String(batch)}.`);
@@ -1354,7 +1380,7 @@ export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: Oper
   const remainderAt = r.remainderPath != null && r.remainderPath !== '' ? resolvePath(r.remainderPath) : null;
   // An explicit remainder path that cannot be used is refused before anything is published.
   if (remainderAt !== null) await checkRemainderPath(remainderAt);
-  const res: ReinjectResult = { path: r.path, targetQueueId: target.id, targetName: target.name, read: 0, published: 0, failed: 0, leftOut: 0, heldBack: 0, remainder: null, remainderError: null, auditId: null, notes: [...(olderNote !== null ? [olderNote] : []), ...selection.warnings] };
+  const res: ReinjectResult = { path: r.path, targetQueueId: target.id, targetName: target.name, read: 0, published: 0, failed: 0, leftOut: 0, heldBack: 0, remainder: null, remainderError: null, auditId: null, notes: [...lockNotes, ...(olderNote !== null ? [olderNote] : []), ...selection.warnings] };
   let status = 'completed';
   let error: unknown = null;
   // One run across the batches: a FIFO group stopped in one batch stays stopped in the next.
@@ -1525,11 +1551,38 @@ export function remainderNote(r: Pick<ReinjectResult, 'path' | 'published' | 'fa
   return `the ${String(k)} message${k === 1 ? '' : 's'} not published${parts.length > 0 ? ` — ${parts.join(', ')} —` : ''} ${k === 1 ? 'is' : 'are'} in the remainder file ${r.remainder.path}${where}, in their order in ${r.path}: re-inject that file (reinject --from ${r.remainder.path}) to publish only ${k === 1 ? 'it' : 'them'}; publishing ${r.path} again also publishes the ${String(r.published)} published now a second time`;
 }
 
-/** Starts a re-inject operation on `ops`. */
+/**
+ * Starts a re-inject operation on `ops` ({@link runReinject}), holding the source file's exclusive
+ * lock (`core/redrive/source-lock.ts`) from before the operation exists until it ends, whatever way
+ * (completed, failed, cancelled — also while still pending). The lock file names the operation.
+ * @throws QueuescopeError `INVALID_INPUT` (`details.reason: 'source-locked'`, `details.lock`: pid,
+ *   host, start, operation id, target) at once, creating no operation, while another re-inject of the
+ *   same file (by its real path) runs in this process or another one sharing the config folder.
+ */
 export function startReinject(ops: OperationManager, env: RedriveEnv, r: ReinjectRequest): OperationSnapshot {
+  const lock = acquireSourceLock({ configDir: env.configDir, source: r.path, target: r.targetQueueId, connection: env.connectionLabel });
   const ref = { id: null as string | null };
-  const snap = ops.start('reinject', `Re-inject ${r.path} into ${r.targetQueueId}`, (ctx) => runReinject(env, r, ctx, ref.id));
+  let snap: OperationSnapshot;
+  try {
+    snap = ops.start('reinject', `Re-inject ${r.path} into ${r.targetQueueId}`, async (ctx) => {
+      try {
+        return await runReinject(env, r, ctx, ref.id, lock);
+      } finally {
+        // Before the operation turns terminal: a run started right after it ends is not refused.
+        lock.release();
+      }
+    });
+  } catch (e) {
+    lock.release();
+    throw e;
+  }
   ref.id = snap.id;
+  lock.setOperationId(snap.id);
+  // A run cancelled while pending never starts: release when the operation ends, whatever way.
+  const release = (): void => {
+    lock.release();
+  };
+  ops.wait(snap.id).then(release, release);
   return snap;
 }
 

@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { QueuescopeError, type OperationSnapshot, type QueueSummary } from '../../../shared/domain';
 import { parseFilter } from '../../../shared/redrive/filter';
 import { checkRemainderPath } from '../../redrive/remainder';
+import { inspectSourceLock, sourceLockedError, staleLockNote } from '../../redrive/source-lock';
 import { checkRate, heldBackNote, olderSnapshotCheck, planRedrive, priorUsesOfBackup, publishLossCheck, reinjectSelection, remainderOf, resolveReinjectTarget, startRedrive, startReinject, type RedriveEnv, type RedrivePlan, type RedriveRequest, type RedriveResult, type ReinjectResult } from '../../redrive/engine';
 import { readSnapshot } from '../../snapshot/reader';
 import { isRedriveBackupHeader, type SnapshotHeaderLine } from '../../snapshot/format';
@@ -94,7 +95,15 @@ them with reinject --from <remainder>. Publishing the original file again publis
 already published a second time. Messages left out as not moved by the redrive are not in it. An
 existing file is never overwritten: --remainder naming one is refused before anything is published
 (exit 2). If the remainder cannot be written, the summary says so; the original file still holds
-every message.`;
+every message.
+
+One re-inject of a file at a time: a re-inject holds an exclusive lock on its --from file (by its real
+path) for the whole run, in <config dir>/locks/ (pid, host, start time, operation id, target). A
+second re-inject of the same file while one runs — another terminal, or the app's Put back… — is
+refused before connecting or publishing anything (exit 2), naming the run in progress (pid, host,
+start, target): wait for it to end, or cancel it. The lock is released when the run ends (done,
+failed, cancelled). A lock left by a killed or crashed run (its pid is gone) is taken over, with a
+warning: that run may have published part of the file, and logged nothing.`;
 
 interface RedriveOpts extends CommonOpts {
   to?: string;
@@ -460,6 +469,10 @@ export function register(program: Command, ctx: CliContext): void {
     const remainderPath = opts.remainder !== undefined ? resolvePath(ctx.cwd, opts.remainder) : null;
     // Refused before connecting or asking: a remainder never overwrites a file.
     if (remainderPath !== null) await checkRemainderPath(remainderPath);
+    // Refused before connecting or asking while another re-inject of this file runs (the run itself
+    // takes the lock in startReinject, so two that pass this check at once are still one at a time).
+    const lockState = inspectSourceLock(defaultConfigDir(ctx.io.env), path);
+    if (lockState.state === 'held') throw sourceLockedError(path, lockState);
     const { connection, queue } = splitPositionals(a1, a2, opts);
     await ctx.withAdapter(flagsOf(connection, opts), async (adapter, resolved) => {
       refuseSnapshot('reinject', SNAPSHOT_WHY.reinject, adapter, 'redrive');
@@ -486,6 +499,8 @@ export function register(program: Command, ctx: CliContext): void {
       }
       // A backup whose redrive moved its messages: they are in the target already (duplicates ahead).
       const prior = await priorUsesOfBackup(env, path, ctx.signal);
+      // A re-inject of this file that was killed mid-run: it may have published part of it, and logged nothing.
+      if (lockState.state === 'stale') prior.push(staleLockNote(path, lockState.holder, lockState.staleWhy ?? 'its process is gone'));
       // A file cut at a line boundary reads as a smaller, valid one: say that part of it is missing.
       for (const sec of sections) {
         if (sec.written === undefined) continue;
