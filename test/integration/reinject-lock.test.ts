@@ -19,7 +19,7 @@ import { runCli, runCliMerged } from './fixtures/run-cli';
  * A re-inject holds an exclusive lock on its file for the run. Old code had none: two re-injects
  * of one backup at the same time (two terminals, the app's Put back… twice, CLI and app) both
  * published every message — each message twice in the target. Against real Redis lists: a redrive
- * backup of 200 entries, re-injected rate-limited (about 2 s) so that runs overlap.
+ * backup of 200 entries, re-injected rate-limited (50/s: about 4 s) so that runs overlap.
  */
 
 const CHILD = join(__dirname, 'fixtures', 'redrive-cli-child.ts');
@@ -117,7 +117,7 @@ describe('reinject: one run per file at a time', () => {
     const dir = await tempDir();
     const backup = await listBackup(dir);
     const back = key('lock-back');
-    const argv = ['reinject', REDIS_URL, `list:${back}`, '--from', backup, '--rate', '100', '--batch', '10', '--yes', '--json'];
+    const argv = ['reinject', REDIS_URL, `list:${back}`, '--from', backup, '--rate', '50', '--batch', '10', '--yes', '--json'];
     const first = cliChild(dir, argv);
     await first.publishing;
     expect(first.child.exitCode, 'the first run ended before the second started: too fast to overlap').toBeNull();
