@@ -139,6 +139,21 @@ describe('dry run: idempotency keys already waiting in the target', () => {
     expect(plan.notes.some((n) => n.includes('The check covered the first 10000'))).toBe(true);
   });
 
+  it('Redis stream: a key already in the target stream → warned as "already in" (a stream keeps entries its groups read)', async () => {
+    const a = redis();
+    const dlq = key('tk-stream-dlq');
+    const work = key('tk-stream-work');
+    for (let i = 0; i < 4; i++) await native.xadd(dlq, '*', 'body', order(i), 'error', 'HTTP 503');
+    const waiting = (await native.xadd(work, '*', 'body', order(2))) as string;
+    await native.xadd(work, '*', 'body', order(77));
+    const plan = await planRedrive(envOf(a), { dlqId: `stream:${dlq}`, selection: { kind: 'all' }, targetQueueId: `stream:${work}` });
+    expect(plan.toMove).toBe(4);
+    const warn = dupWarnings(plan);
+    expect(warn).toHaveLength(1);
+    expect(warn[0]).toContain(`1 of the 4 messages this run would move to ${work} carries an idempotency key already in ${work} (e.g. A-1002:charge`);
+    expect(plan.keysInTarget?.[0]).toMatchObject({ checked: true, read: 2, duplicates: 1, examples: [{ key: 'A-1002:charge', targetId: waiting }] });
+  });
+
   it('BullMQ: failed jobs whose key a waiting and a delayed job of the same queue carry (job data field) → warned; the failed set itself is not compared', async () => {
     const a = redis();
     const name = uniqueName('tk-bull');
