@@ -77,6 +77,16 @@ export interface NameInfo {
   leafWhyOf: string | null;
   /** The member holds a message's or send's own key ({@link KEY_HOLDER_NAMES}): never evidence for a key verdict. */
   keyHolder: boolean;
+  /**
+   * Role classes, precomputed per name so the walk reads a field instead of looking the role up
+   * in a set for every member: {@link ENTITY_STATE_ROLES}, {@link MUTABLE_ROLES} and
+   * {@link LOOSE_STATE_ROLES} hold {@link role}.
+   */
+  entityState: boolean;
+  mutableRole: boolean;
+  looseState: boolean;
+  /** What {@link norm} is in an email-send command: a content member ({@link EMAIL_CONTENT_NAMES}), a recipient member ({@link RECIPIENT_NAMES}) or neither. */
+  email: 'content' | 'recipient' | null;
 }
 
 const MARKERS = new Set(['asof', 'asofdate', 'asoftime', 'capturedat', 'capturedon', 'snapshotat', 'snapshottakenat', 'snapshottime', 'snapshotdate', 'occurredat', 'occurredon', 'occurrencetime', 'eventtime', 'eventtimestamp', 'eventdate', 'recordedat', 'effectiveat', 'pointintime']);
@@ -162,7 +172,24 @@ function compute(name: string): NameInfo {
   const simple = /^[A-Za-z_$][\w$-]*$/.test(name);
   const h = hashString(name, 3, { a: 0, b: 0 });
   const singular = norm.endsWith('ies') ? `${norm.slice(0, -3)}y` : norm.endsWith('s') && !norm.endsWith('ss') ? norm.slice(0, -1) : norm;
-  const r = (role: NameRole, entity: string | null = null): NameInfo => ({ role, norm, entity, perSend, simple, singular, ha: h.a, hb: h.b, leafWhy: null, leafWhyOf: null, keyHolder });
+  const email = EMAIL_CONTENT_NAMES.has(norm) ? 'content' : RECIPIENT_NAMES.has(norm) ? 'recipient' : null;
+  const r = (role: NameRole, entity: string | null = null): NameInfo => ({
+    role,
+    norm,
+    entity,
+    perSend,
+    simple,
+    singular,
+    ha: h.a,
+    hb: h.b,
+    leafWhy: null,
+    leafWhyOf: null,
+    keyHolder,
+    entityState: ENTITY_STATE_ROLES.has(role),
+    mutableRole: MUTABLE_ROLES.has(role),
+    looseState: LOOSE_STATE_ROLES.has(role),
+    email,
+  });
   if (MARKERS.has(norm)) return r('marker');
   if (SNAPSHOT_EXACT.has(norm) || norm.startsWith('snapshot') || (norm.endsWith('snapshot') && norm.length > 8)) return r('snapshot');
   if (NEW_VALUE_EXACT.has(norm) || /^(?:new|desired|target|proposed)[A-Z_-]/.test(name) || /^(?:new|desired|target|proposed)_/.test(name)) {
@@ -197,6 +224,11 @@ export const MUTABLE_ROLES: ReadonlySet<NameRole> = new Set<NameRole>(['state', 
 export const LOOSE_STATE_ROLES: ReadonlySet<NameRole> = new Set<NameRole>(['state', 'address', 'contact', 'items', 'balance']);
 /** Citation priority in reasons: most telling first. */
 export const ROLE_PRIORITY: Readonly<Partial<Record<NameRole, number>>> = { state: 0, address: 1, items: 2, contact: 3, quantity: 4, balance: 5, updated: 6, name: 7, amount: 8, version: 9, currency: 10 };
+
+/** Normalised member names of an email command's addressing (rule P3, email commands). */
+export const RECIPIENT_NAMES: ReadonlySet<string> = new Set(['to', 'cc', 'bcc', 'recipient', 'recipients', 'toemail', 'toaddress', 'toaddresses', 'destination', 'replyto', 'from', 'fromaddress', 'fromemail']);
+/** Normalised member names of an email command's content (rule P3, email commands). */
+export const EMAIL_CONTENT_NAMES: ReadonlySet<string> = new Set(['subject', 'template', 'templateid', 'templatename', 'templatealias']);
 
 /** Words of an operation name (`UpdateAddress`, `customer.update-address`, `set_status` → lower-case words). */
 export function operationWords(op: string): string[] {

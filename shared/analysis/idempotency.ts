@@ -948,7 +948,8 @@ export function evidenceAt(ev: KeyEvidence, segs: readonly string[], v: unknown)
   }
   if (ev.exclude.length > 0 && excludedPath(ev.exclude, segs)) return false;
   if (typeof v === 'string') {
-    if (v.length <= MAX_VALUE_LENGTH && v.length > 0 && (v.length >= 2 || (v >= '0' && v <= '9')) && ev.key.includes(v)) ev.out.push({ path: scalarPath(segs), text: v, name: memberOf(segs) });
+    // A value longer than the key cannot occur in it (checked before the substring search).
+    if (v.length <= MAX_VALUE_LENGTH && v.length > 0 && v.length <= ev.key.length && (v.length >= 2 || (v >= '0' && v <= '9')) && ev.key.includes(v)) ev.out.push({ path: scalarPath(segs), text: v, name: memberOf(segs) });
     return false;
   }
   if (typeof v === 'number') {

@@ -16,7 +16,7 @@ import type { KeyEvidence } from './idempotency';
 // module's exports object, which the per-node hot paths below paid for (~8 % of the analysis in
 // bench/analysis.ts). Bundlers (electron-vite) produce plain calls either way.
 const { bodyView, hasOwnKeys, indexSeg, isRecord, own } = jsonBody;
-const { ENTITY_STATE_ROLES, LOOSE_STATE_ROLES, MUTABLE_ROLES, ROLE_PRIORITY, SET_VERBS, nameInfo, normalizeName, operationWords } = fieldNames;
+const { ROLE_PRIORITY, SET_VERBS, nameInfo, normalizeName, operationWords } = fieldNames;
 const { fmix, hashString, mixOrdered, taggedHash } = hashModule;
 const { compileSnapshotPattern, matchesPrefix } = rulesModule;
 const { sortSmall } = sort;
@@ -641,11 +641,11 @@ function classifyLeaf(ctx: Ctx, scope: Scope, info: NameInfo, value: unknown, na
     default:
       break;
   }
-  if (inState && MUTABLE_ROLES.has(role)) {
+  if (inState && info.mutableRole) {
     mutable(ctx, scope, role, true);
     return;
   }
-  if (!inState && LOOSE_STATE_ROLES.has(role) && value !== null && value !== '' && typeof value !== 'boolean') {
+  if (!inState && info.looseState && value !== null && value !== '' && typeof value !== 'boolean') {
     mutable(ctx, scope, role, true);
     return;
   }
@@ -930,7 +930,7 @@ function walkObject(ctx: Ctx, o: Record<string, unknown>, scope: Scope, depth: n
     if (r === 'marker') marker ??= k;
     else if (r === 'id') {
       if (ki.entity === null || (ki.entity.length > 0 && ki.entity === ownNorm)) idKey ??= k;
-    } else if (ENTITY_STATE_ROLES.has(r)) {
+    } else if (ki.entityState) {
       const v = o[k];
       if (v !== null && v !== '' && v !== undefined && !(Array.isArray(v) && v.length === 0)) hasState = true;
     } else if (argsHere && r === 'op') {
@@ -997,7 +997,7 @@ function walkObject(ctx: Ctx, o: Record<string, unknown>, scope: Scope, depth: n
     if (isMeta) {
       annotate(ctx, meta.cls, meta.why);
       x = hashOnly(ctx, v, depth + 1);
-    } else if (argsHere && ctx.emailCmd && memberScope.snap === null && RECIPIENT_NAMES.has(ki.norm) && !hasIdMember(v)) {
+    } else if (argsHere && ctx.emailCmd && memberScope.snap === null && ki.email === 'recipient' && !hasIdMember(v)) {
       // The addresses an email command sends to are values it carries on purpose (not an entity copy).
       ctx.emailSnap ??= { kind: 'command', label: 'email', why: 'the recipient the email command addresses on purpose', suppressed: [], count: 0 };
       if (ctx.emailSnap.count === 0 && !ctx.snaps.includes(ctx.emailSnap)) ctx.snaps.push(ctx.emailSnap);
@@ -1035,9 +1035,6 @@ function hashOnly(ctx: Ctx, v: unknown, depth: number): number {
   return h;
 }
 
-/** Normalised member names of an email command's addressing (rule P3, email commands). */
-const RECIPIENT_NAMES: ReadonlySet<string> = new Set(['to', 'cc', 'bcc', 'recipient', 'recipients', 'toemail', 'toaddress', 'toaddresses', 'destination', 'replyto', 'from', 'fromaddress', 'fromemail']);
-const EMAIL_CONTENT_NAMES: ReadonlySet<string> = new Set(['subject', 'template', 'templateid', 'templatename', 'templatealias']);
 
 /**
  * An email-send command: arguments with a subject or template member and a recipient member
@@ -1052,9 +1049,9 @@ function emailCommand(args: unknown): boolean {
   for (const k in args) {
     if (!Object.prototype.hasOwnProperty.call(args, k)) continue;
     if (++n > 64) break;
-    const norm = nameInfo(k).norm;
-    if (EMAIL_CONTENT_NAMES.has(norm)) content = true;
-    else if (RECIPIENT_NAMES.has(norm)) recipient = true;
+    const email = nameInfo(k).email;
+    if (email === 'content') content = true;
+    else if (email === 'recipient') recipient = true;
   }
   return content && recipient;
 }
