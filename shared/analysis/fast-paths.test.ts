@@ -4,6 +4,7 @@ import { chunkPieces, mayHoldDate, tokenKind } from './idempotency';
 import { BYTE_HASH_MIN_LENGTH, hashHex, hashString, hashUnits, taggedHash, untagHash } from './hash';
 import { sortSmall } from './sort';
 import { hasOwnKeys } from './json-body';
+import { EMAIL_CONTENT_NAMES, ENTITY_STATE_ROLES, LOOSE_STATE_ROLES, MUTABLE_ROLES, RECIPIENT_NAMES, nameInfo } from './field-names';
 
 /**
  * The analysis replaces some regular expressions and per-object copies with hand-written scans
@@ -272,5 +273,25 @@ describe('taggedHash = tag + hashHex, and untagHash inverts it', () => {
     const out = { tag: 0, a: 0, b: 0 };
     // Wrong length, a character outside the alphabet, a sixth character with more than 2 bits.
     for (const text of ['', 'jAAAA', 'j0000000000000', 'j!00000000000', 'j00000z000000', 'j00000000000z']) expect(untagHash(text, out)).toBe(false);
+  });
+});
+
+describe('NameInfo role classes = the role sets they are precomputed from', () => {
+  const known = ['id', 'orderId', 'status', 'shippingAddress', 'city', 'email', 'items', 'quantity', 'balance', 'updatedAt', 'name', 'amountCents', 'currency', 'version', 'type', 'createdAt', 'asOf', 'snapshot', 'newAddress', 'sku', 'note', 'messageId', ...RECIPIENT_NAMES, ...EMAIL_CONTENT_NAMES, 'To', 'reply_to', 'Template-Id', 'Subject'];
+  const check = (name: string): void => {
+    const info = nameInfo(name);
+    expect(info.entityState).toBe(ENTITY_STATE_ROLES.has(info.role));
+    expect(info.mutableRole).toBe(MUTABLE_ROLES.has(info.role));
+    expect(info.looseState).toBe(LOOSE_STATE_ROLES.has(info.role));
+    expect(info.email).toBe(EMAIL_CONTENT_NAMES.has(info.norm) ? 'content' : RECIPIENT_NAMES.has(info.norm) ? 'recipient' : null);
+  };
+  it('known names (every role, every email member name, other spellings)', () => {
+    for (const n of known) check(n);
+    expect(nameInfo('reply_to').email).toBe('recipient');
+    expect(nameInfo('Template-Id').email).toBe('content');
+    expect(nameInfo('status').entityState).toBe(true);
+  });
+  it('arbitrary names', () => {
+    fc.assert(fc.property(fc.string({ maxLength: 24 }), (n) => check(n)), { numRuns: 500 });
   });
 });
