@@ -16,7 +16,7 @@ const CURSOR_NOTE =
 function checkListType(typeRes: [Error | null, unknown] | undefined, queueId: string, key: string): void {
   if (typeRes?.[0]) throw typeRes[0];
   const type = String(typeRes?.[1]);
-  if (type === 'none') throw notFound(queueId, `the list "${key}" does not exist (any more)`);
+  if (type === 'none') throw notFound(queueId, `the list "${key}" does not exist (any more; Redis removes a list when its last entry is popped, so an emptied list no longer exists)`);
   if (type !== 'list') throw notFound(queueId, `the key "${key}" is now a ${type}, not a list`);
 }
 

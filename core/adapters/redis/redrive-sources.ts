@@ -82,7 +82,9 @@ function sameKind(kind: 'list' | 'stream' | 'bullmq', targetQueueId: string): st
 
 async function checkType(conn: Redis, key: string, queueId: string, want: 'list' | 'stream'): Promise<void> {
   const type = await conn.type(key);
-  if (type === 'none') throw notFound(queueId, `the ${want} "${key}" does not exist (any more)`);
+  // Redis removes a list when its last element is popped: a DLQ list seen a moment ago was emptied.
+  const gone = want === 'list' ? ': Redis removes a list when its last entry is popped, so if it held messages a moment ago (the dry run), another client emptied it since — nothing was moved from it' : '';
+  if (type === 'none') throw notFound(queueId, `the ${want} "${key}" does not exist (any more)${gone}`);
   if (type !== want) throw notFound(queueId, `the key "${key}" is a ${type}, not a ${want}`);
 }
 

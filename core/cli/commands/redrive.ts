@@ -354,7 +354,7 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
       // now tells the user which.
       const now = await adapter.getQueue(dlq.id, ctx.signal).then((q) => q.depth, () => null);
       const left = plan.examined - r.examined;
-      const note = `the run examined ${r.examined} messages, the dry run ${plan.examined}: the other ${left} were not there to read when the run started — held or consumed by another reader, or trimmed, expired or purged${now === null ? '' : `; the DLQ holds ${now} message${now === 1 ? '' : 's'} now`}${now === 0 ? ', so they left it another way' : '; run the command again to move any still in it'}`;
+      const note = `the run examined ${r.examined} messages, the dry run ${plan.examined}: the other ${left} were gone before the run reached them — held or consumed by another reader (before or during the run), or trimmed, expired or purged${now === null ? '' : `; the DLQ holds ${now} message${now === 1 ? '' : 's'} now`}${now === 0 ? ', so they left it another way' : '; run the command again to move any still in it'}`;
       r.notes.push(note);
       if (opts.json !== true) ctx.err(`warning: ${note}.\n`);
       // Not "done": a script that redrives and then trusts exit 0 would leave these behind.
