@@ -1,18 +1,14 @@
-import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import Table from 'cli-table3';
-import { QueuescopeError, describeConnection } from '../../../shared/domain';
-import { loadProjectConfig } from '../../config/project-file';
+import { QueuescopeError } from '../../../shared/domain';
 import { DEFAULT_ROW_LIMIT, inspectQueue, snapshotPartialReason, type CompareTarget, type InspectReport } from '../../inspect/inspect';
 import { HELD_BACK, INSPECT_MAX_BODY_BYTES, MAX_INSPECT_BODY_BYTES } from '../../inspect/read';
 import type { InspectedMessage } from '../../../shared/api/inspect';
 import { defaultInspectState, describeInspectScope } from '../../../shared/api/inspect-scope';
-import { resolveInspectSettings, type InspectSettingsSource } from '../../inspect/settings';
 import { OperationManager } from '../../services/operations';
-import { ProfileStore, defaultConfigDir } from '../../services/profile-store';
 import { connectionOptions, flagsOf, resolveQueue, splitPositionals, throwOperationFailure, waitWithProgress, type CliContext, type CommonOpts } from '../context';
 import { EXIT } from '../exit-codes';
-import { projectFileNote } from '../resolve-config';
+import { loadCliProjectConfig, resolveCliInspectSettings } from '../inspect-rules';
 import { cell, escapeForTerminal, NOTE_MAX, toJson } from '../format';
 
 interface InspectOpts extends CommonOpts {
@@ -96,22 +92,12 @@ export function register(program: Command, ctx: CliContext): void {
     }
     const failOn = opts.failOn;
     if (failOn !== undefined && failOn !== 'flag' && failOn !== 'review') throw new QueuescopeError('INVALID_INPUT', `--fail-on must be "flag" or "review", got "${cell(failOn, 40)}".`);
-    const project = await loadProjectConfig({ cwd: ctx.cwd, ...(opts.config !== undefined ? { explicitPath: opts.config } : {}) });
-    const fileNote = opts.config === undefined ? projectFileNote(project.path, existsSync) : null;
-    if (fileNote !== null) ctx.err(`${escapeForTerminal(fileNote)}\n`);
+    const project = await loadCliProjectConfig(ctx, opts.config);
     const { connection, queue } = splitPositionals(a1, a2, opts);
 
     await ctx.withAdapter(flagsOf(connection, opts), async (adapter, resolved) => {
       const q = await resolveQueue(adapter, queue, resolved, ctx.signal);
-      const sources: InspectSettingsSource[] = [{ label: project.path ?? 'project file', inspect: project.path === null ? null : project.config.inspect }];
-      if (resolved.profile !== undefined) {
-        const store = await ProfileStore.open({ configDir: defaultConfigDir(ctx.io.env), readOnly: true });
-        const saved = store.inspectSettings(resolved.profile.id);
-        if (saved.problem !== null) ctx.err(`warning: ${escapeForTerminal(saved.problem)}\n`);
-        sources.push({ label: `connection "${resolved.profile.name}"`, inspect: saved.settings });
-      }
-      const connectionName = resolved.profile?.name ?? describeConnection(resolved.config);
-      const settings = resolveInspectSettings(sources, q, connectionName);
+      const settings = await resolveCliInspectSettings(ctx, project, resolved, q);
       const window = Math.min(1000, q.capabilities.maxPeekWindow);
       if (!q.capabilities.canPageFromCursor && limit !== undefined && limit > window) {
         ctx.err(`note: --limit ${String(limit)} is more than one peek of ${cell(q.name)} can read: ${q.kind} queues cannot be paged, so at most ${String(window)} messages are analysed.\n`);

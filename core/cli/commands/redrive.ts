@@ -19,6 +19,7 @@ import type { ResolvedConnection } from '../resolve-config';
 import type { BrokerAdapter } from '../../adapters/types';
 import { checkPendingMinIdle, DEFAULT_PENDING_MIN_IDLE_MS, DEFAULT_REDRIVE_MAX_BODY_BYTES, describeMovedOn, formatIdleThreshold, MAX_REDRIVE_MAX_BODY_BYTES, movedOnByReading } from '../../../shared/redrive/types';
 import { parseDuration } from './tune';
+import { loadCliProjectConfig, resolveCliInspectSettings } from '../inspect-rules';
 
 const REDRIVE_HELP = `
 Selection (--filter, repeatable; terms are ANDed, commas are OR):
@@ -169,10 +170,21 @@ function envFor(ctx: CliContext, adapter: BrokerAdapter, resolved: ResolvedConne
   return { adapter, connectionLabel: resolved.label, actor: 'cli', auditLog: new AuditLog({ configDir }), configDir };
 }
 
-/** The dry run in words (untrusted names and reasons escaped). */
-export function formatPlan(plan: RedrivePlan): string {
+/** Where the key rules of a CLI redrive came from (as `inspect` prints them): the matching entry and its file or connection, or "built-in rules"; the entry's note. */
+export interface PlanRules {
+  source: string;
+  note: string | null;
+}
+
+/**
+ * The dry run in words (untrusted names and reasons escaped). `rules`, when given, is printed as a
+ * "Rules:" line under the heading: which idempotency-key rules `--dedupe-by-key`, `--filter key:…`
+ * and the check of keys waiting in the target used.
+ */
+export function formatPlan(plan: RedrivePlan, rules?: PlanRules): string {
   const lines: string[] = [];
   lines.push(`Dry run of ${cell(plan.dlq.name, 200)}: ${plan.examined} message${plan.examined === 1 ? '' : 's'} examined (selection: ${cell(plan.filter, 300)})`);
+  if (rules !== undefined) lines.push(`  Rules: ${cell(rules.source, 200)}${rules.note !== null ? ` (${cell(rules.note, 200)})` : ''}`);
   // A FIFO DLQ's dry run sees only the first message(s) of each group: say so before its counts.
   if (plan.unseen !== undefined) lines.push(`  NOT SEEN${plan.unseen.count !== null ? ` ${plan.unseen.count}` : ''}, the counts below cover only the ${plan.examined} examined: ${cell(plan.unseen.reason, NOTE_MAX)}`);
   lines.push(`  would move ${plan.toMove}:`);
@@ -267,10 +279,14 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
   if (opts.native === true && (ids !== undefined || opts.filter !== undefined || opts.dedupeByKey === true || limit !== null)) {
     throw new QueuescopeError('INVALID_INPUT', `--native moves the whole DLQ inside the broker; ${ids !== undefined ? '--ids' : opts.filter !== undefined ? '--filter' : opts.dedupeByKey === true ? '--dedupe-by-key' : '--limit'} needs the client-side move: drop --native.`);
   }
+  // The idempotency-key rules: found as `inspect` finds them for the DLQ (project file, then --profile's saved settings).
+  const project = await loadCliProjectConfig(ctx);
   const { connection, queue } = splitPositionals(a1, a2, opts);
   await ctx.withAdapter(flagsOf(connection, opts), async (adapter, resolved) => {
     refuseSnapshot('redrive', SNAPSHOT_WHY.redrive, adapter, 'redrive');
     const dlq = await resolveQueue(adapter, queue, resolved, ctx.signal);
+    const settings = await resolveCliInspectSettings(ctx, project, resolved, dlq);
+    const rules: PlanRules = { source: settings.source, note: settings.note };
     let target: { id: string } | null = null;
     if (opts.to !== undefined) target = await resolveTarget(adapter, dlq, opts.to, resolved, ctx.signal);
     const env = envFor(ctx, adapter, resolved);
@@ -281,6 +297,7 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
       selection: ids !== undefined ? { kind: 'ids', ids } : opts.filter !== undefined ? { kind: 'filter', filter } : { kind: 'all' },
       includeNonRetryable: opts.includeNonRetryable === true,
       dedupeByKey: opts.dedupeByKey === true,
+      keyRules: settings.rules.keyRules,
       ...(opts.includePending === true ? { includePending: true } : {}),
       ...(pendingMinIdleMs !== undefined ? { pendingMinIdleMs } : {}),
       targetQueueId: target?.id ?? null,
@@ -295,7 +312,7 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
     };
     const plan = await planRedrive(env, request, ctx.signal);
     if (request.native === 'require' && !plan.native.wouldUse && plan.toMove > 0) {
-      if (opts.dryRun === true && opts.json !== true) ctx.err(formatPlan(plan));
+      if (opts.dryRun === true && opts.json !== true) ctx.err(formatPlan(plan, rules));
       throw new QueuescopeError('INVALID_INPUT', `--native: the broker's native move cannot do this run (${plan.native.why}); drop --native to move client-side.`);
     }
     // Picked ids that are not in the DLQ: exit 7, for a dry run too (a script checks it first).
@@ -304,10 +321,10 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
     // --accept-side-effects): they left the DLQ without being redriven — not "done", for a dry run too.
     if (movedOnByReading(plan.movedOn)) ctx.setExitCode(EXIT.PARTIAL);
     if (opts.dryRun === true) {
-      ctx.out(opts.json === true ? toJson(plan) : formatPlan(plan));
+      ctx.out(opts.json === true ? toJson({ ...plan, keyRulesSource: rules.source, ...(rules.note !== null ? { keyRulesNote: rules.note } : {}) }) : formatPlan(plan, rules));
       return;
     }
-    if (opts.json !== true) ctx.err(formatPlan(plan));
+    if (opts.json !== true) ctx.err(formatPlan(plan, rules));
     if (plan.toMove === 0) {
       // Selected messages that cannot go anywhere (no target, a missing target, a loop, a body over
       // the read limit) are not "done": exit 7, like a run in which some of them failed.
@@ -545,12 +562,14 @@ export function register(program: Command, ctx: CliContext): void {
               ? `Remainder: not written (${cell(x.remainderError, 400)}); ${cell(x.path, 300)} still holds every message, the ${x.published} published now too\n`
               : '';
         const failedText = x.failed > 0 ? ` (${x.failed} failed${x.heldBack > 0 ? `, ${x.heldBack} of them held back` : ''})` : '';
+        // A stale lock taken over (exit 7): the killed run may have published any of them.
+        const dups = x.possibleDuplicates > 0 ? ` Possible duplicates: the earlier re-inject whose lock this run took over (see the warning above) may have published some of these ${x.possibleDuplicates} already; check ${cell(x.targetName, 120)} for messages that are there twice.` : '';
         // A cancelled run read only part of the file: say so, and how much the file holds.
         const head =
           final.status === 'cancelled'
             ? `Re-inject cancelled: published ${x.published} of the ${x.read} message${x.read === 1 ? '' : 's'} read so far (${cell(x.path, 300)} holds ${count}) into ${cell(x.targetName, 120)}${failedText}.`
             : `Re-injected ${x.published} of ${x.read} message${x.read === 1 ? '' : 's'} from ${cell(x.path, 300)} into ${cell(x.targetName, 120)}${failedText}.`;
-        return `${head}${left}${held}\n${rest}`;
+        return `${head}${left}${held}${dups}\n${rest}`;
       }, 'Cancelled; messages published so far stay published, and the file is unchanged (see the counts and the remainder above).');
     });
   });
