@@ -46,17 +46,19 @@ interface TargetKeys {
  * Collects the idempotency keys of the messages a dry run would move, per target. The dry run calls
  * {@link see} for each message decided `move` and {@link endBatch} after each batch with the ids
  * the mover refused (they cannot move, so their keys do not count). Holds at most `maxKeys` keys
- * over all targets; messages whose key is not kept are counted (`notKept`).
+ * over all targets; messages whose key is not kept are counted (`notKept`). Messages without a key
+ * are counted (`withoutKey`) for every target, also one whose keys are not wanted (not read).
  */
 export class TargetKeyCollector {
   private readonly perTarget = new Map<string, TargetKeys>();
-  private readonly pending: { id: string; targetId: string; key: string | null }[] = [];
+  /** `keep`: the key is wanted (false: only whether the message has one counts). */
+  private readonly pending: { id: string; targetId: string; key: string | null; keep: boolean }[] = [];
   private kept = 0;
 
   /**
    * @param rules the request's key rules.
    * @param wanted whether a target's keys are worth collecting (false for a target the check will
-   *   not read, e.g. a RabbitMQ queue): its messages are not keyed at all.
+   *   not read, e.g. a RabbitMQ queue): its messages' keys are not kept, only those without one counted.
    */
   constructor(
     private readonly rules: readonly KeyRule[],
@@ -66,8 +68,7 @@ export class TargetKeyCollector {
 
   /** Records a message the dry run decided to move to `targetId` (counted at {@link endBatch}). */
   see(message: QueueMessage, targetId: string): void {
-    if (!this.wanted(targetId)) return;
-    this.pending.push({ id: message.id, targetId, key: redriveKeyOf(message, this.rules) });
+    this.pending.push({ id: message.id, targetId, key: redriveKeyOf(message, this.rules), keep: this.wanted(targetId) });
   }
 
   /** Counts the batch's messages but those in `refused` (ids the mover could not move). */
@@ -83,6 +84,7 @@ export class TargetKeyCollector {
         t.withoutKey++;
         continue;
       }
+      if (!p.keep) continue;
       const k = t.keys.get(p.key);
       if (k !== undefined) k.count++;
       else if (this.kept < this.maxKeys) {
