@@ -562,14 +562,12 @@ export function register(program: Command, ctx: CliContext): void {
               ? `Remainder: not written (${cell(x.remainderError, 400)}); ${cell(x.path, 300)} still holds every message, the ${x.published} published now too\n`
               : '';
         const failedText = x.failed > 0 ? ` (${x.failed} failed${x.heldBack > 0 ? `, ${x.heldBack} of them held back` : ''})` : '';
-        // A stale lock taken over (exit 7): the killed run may have published any of them.
-        const dups = x.possibleDuplicates > 0 ? ` Possible duplicates: the earlier re-inject whose lock this run took over (see the warning above) may have published some of these ${x.possibleDuplicates} already; check ${cell(x.targetName, 120)} for messages that are there twice.` : '';
         // A cancelled run read only part of the file: say so, and how much the file holds.
         const head =
           final.status === 'cancelled'
             ? `Re-inject cancelled: published ${x.published} of the ${x.read} message${x.read === 1 ? '' : 's'} read so far (${cell(x.path, 300)} holds ${count}) into ${cell(x.targetName, 120)}${failedText}.`
             : `Re-injected ${x.published} of ${x.read} message${x.read === 1 ? '' : 's'} from ${cell(x.path, 300)} into ${cell(x.targetName, 120)}${failedText}.`;
-        return `${head}${left}${held}${dups}\n${rest}`;
+        return `${head}${left}${held}\n${rest}`;
       }, 'Cancelled; messages published so far stay published, and the file is unchanged (see the counts and the remainder above).');
     });
   });
