@@ -34,8 +34,12 @@ export const EXIT = {
    * cannot vouch for the rest. Findings in the part read exit {@link EXIT.FINDINGS} instead. For CI.
    */
   INCOMPLETE: 9,
+  /** SIGHUP (the terminal or SSH session closed): the command stopped as on Ctrl+C; 128 + 1 (core/cli/interrupts.ts). */
+  HANGUP: 129,
   /** Ctrl+C (SIGINT): 128 + 2, as shells report it. */
   INTERRUPTED: 130,
+  /** SIGTERM (`kill <pid>`, a service manager): the command stopped as on Ctrl+C; 128 + 15 (core/cli/interrupts.ts). */
+  TERMINATED: 143,
 } as const;
 
 /** The exit code for an error code. */
@@ -92,4 +96,6 @@ Exit codes:
   9    incomplete: --fail-on found nothing to fail on, but only part of the queue
        was read (e.g. inspect --fail-on on a RabbitMQ/SQS queue deeper than one
        peek, or with --limit); findings in the part read exit 6 instead
-  130  interrupted (Ctrl+C)`;
+  129  hangup (SIGHUP: the terminal or SSH session closed): stopped as on Ctrl+C
+  130  interrupted (Ctrl+C)
+  143  terminated (SIGTERM, e.g. kill <pid>): stopped as on Ctrl+C`;

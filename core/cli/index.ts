@@ -3,7 +3,8 @@
  * (electron.vite.config.ts). `bin/queuescope.cjs` requires it and calls {@link runFromProcess};
  * `node out/main/cli.js …` runs it directly. Plain Node: nothing here imports electron.
  */
-import { interruptHandler } from './interrupts';
+import { EXIT } from './exit-codes';
+import { exitCodeForSignal, interruptHandler, STOP_SIGNALS, type StopSignal } from './interrupts';
 import { main, type CliStream } from './main';
 
 export { main, splitPositionals, resolveQueue, type CliIo, type CliStream } from './main';
@@ -12,27 +13,35 @@ export { EXIT, exitCodeFor } from './exit-codes';
 
 /**
  * Runs the CLI for this process: `process.argv`, stdout/stderr, `process.env`. The first Ctrl+C
- * aborts the running command cleanly (partial export files are removed; exit code 130), a second
- * one exits at once (a repeat within half a second is the same press: see core/cli/interrupts.ts). Sets `process.exitCode`, and exits after a short grace period if a broker
- * client keeps the event loop alive.
+ * aborts the running command cleanly (partial export files are removed, a re-inject writes its
+ * remainder file and audit entry and releases its lock; exit code 130), a second one exits at once
+ * (a repeat within half a second is the same press: see core/cli/interrupts.ts). SIGTERM and
+ * SIGHUP do the same, exiting 143 and 129 (128 + the signal's number) when they stopped the command.
+ * Sets `process.exitCode`, and exits after a short grace period if a broker client keeps the event
+ * loop alive.
  */
 export function runFromProcess(argv: readonly string[] = process.argv.slice(2)): void {
   // The AWS SDK warns on stderr that future versions need Node 22; not actionable for a CLI user.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const controller = new AbortController();
-  const onSigint = interruptHandler({
-    onStop: () => {
-      process.stderr.write('\ninterrupted: stopping (Ctrl+C again to quit at once)\n');
+  let stoppedBy: StopSignal | null = null;
+  const onSignal = interruptHandler({
+    onStop: (signal) => {
+      stoppedBy = signal;
+      process.stderr.write(signal === 'SIGINT' ? '\ninterrupted: stopping (Ctrl+C again to quit at once)\n' : `\n${signal} received: stopping as on Ctrl+C (send it again, or Ctrl+C, to quit at once)\n`);
       controller.abort();
     },
-    onQuit: () => {
-      process.stderr.write('interrupted again: quitting at once\n');
-      process.exit(130);
+    onQuit: (signal) => {
+      process.stderr.write(`${signal === 'SIGINT' ? 'interrupted' : `${signal} received`} again: quitting at once\n`);
+      process.exit(exitCodeForSignal(signal));
     },
   });
-  process.on('SIGINT', onSigint);
-  void main(argv, { stdout: pipeSafe(process.stdout), stderr: pipeSafe(process.stderr), env: process.env, signal: controller.signal }).then((code) => {
-    process.off('SIGINT', onSigint);
+  const signals = Object.keys(STOP_SIGNALS) as StopSignal[];
+  for (const s of signals) process.on(s, onSignal);
+  void main(argv, { stdout: pipeSafe(process.stdout), stderr: pipeSafe(process.stderr), env: process.env, signal: controller.signal }).then((result) => {
+    for (const s of signals) process.off(s, onSignal);
+    // Stopped by SIGTERM/SIGHUP: 128 + its number, not Ctrl+C's 130.
+    const code = result === EXIT.INTERRUPTED && stoppedBy !== null ? exitCodeForSignal(stoppedBy) : result;
     process.exitCode = code;
     setTimeout(() => process.exit(code), 2000).unref();
   });

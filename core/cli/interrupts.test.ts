@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DUPLICATE_SIGINT_MS, interruptHandler } from './interrupts';
+import { DUPLICATE_SIGINT_MS, exitCodeForSignal, interruptHandler } from './interrupts';
 
 describe('interruptHandler', () => {
   function setup(): { fire: (atMs: number) => void; calls: string[] } {
@@ -29,5 +29,20 @@ describe('interruptHandler', () => {
     fire(DUPLICATE_SIGINT_MS);
     fire(DUPLICATE_SIGINT_MS + 2000);
     expect(calls).toEqual(['stop', 'quit', 'quit']);
+  });
+
+  it('SIGTERM and SIGHUP stop as Ctrl+C does, and a second signal of any of them quits, each named', () => {
+    const calls: string[] = [];
+    let clock = 0;
+    const h = interruptHandler({ onStop: (s) => calls.push(`stop ${s}`), onQuit: (s) => calls.push(`quit ${s}`), now: () => clock });
+    h('SIGTERM');
+    clock = 10;
+    h('SIGHUP'); // within the window: the same stop (a closed terminal can send it twice)
+    clock = DUPLICATE_SIGINT_MS + 1;
+    h('SIGINT');
+    clock += 1000;
+    h('SIGHUP');
+    expect(calls).toEqual(['stop SIGTERM', 'quit SIGINT', 'quit SIGHUP']);
+    expect([exitCodeForSignal('SIGINT'), exitCodeForSignal('SIGTERM'), exitCodeForSignal('SIGHUP')]).toEqual([130, 143, 129]);
   });
 });

@@ -157,6 +157,13 @@ export interface ReinjectResult extends Record<string, unknown> {
   /** Why the remainder file could not be written (the file re-injected still holds everything); null otherwise. */
   remainderError: string | null;
   auditId: string | null;
+  /**
+   * Messages this run published that may now be in the target twice: all it published when it took
+   * over the stale lock of an earlier re-inject of the same file that was killed or crashed mid-run
+   * (that run may have published any of them, and logged nothing: which ones cannot be told); 0
+   * otherwise. Named in `notes`; the CLI exits 7 when it is not 0.
+   */
+  possibleDuplicates: number;
   /** What the re-inject could not restore (see {@link olderSnapshotCheck}), dropped (headers the target cannot carry, see {@link publishLossCheck}) or left out (see {@link reinjectSelection}); empty when nothing. */
   notes: string[];
 }
@@ -1335,7 +1342,8 @@ function noRecordWarning(path: string, total: number, found: BackupRedriveRecord
  * The run holds the exclusive lock of `r.path` (`core/redrive/source-lock.ts`): `lock` when the
  * caller took it ({@link startReinject}; the caller releases it), else taken here before anything is
  * read and released when the run ends. A stale lock taken over (its process is gone: it may have
- * published part of the file) and a lock that could not be created are named first in `notes`.
+ * published part of the file) and a lock that could not be created are named first in `notes`;
+ * after a stale lock, whatever this run publishes counts as `possibleDuplicates`.
  * @throws like {@link startReinject}'s operation: `INVALID_INPUT`, `SNAPSHOT_INVALID`, `QUEUE_NOT_FOUND`, `UNSUPPORTED`, connection codes, `CANCELLED`;
  *   before publishing anything, `INVALID_INPUT` / `PERMISSION_DENIED` for an explicit `remainderPath` that exists or cannot be written,
  *   and `INVALID_INPUT` (`details.reason: 'source-locked'`) while another re-inject of the same file runs.
@@ -1345,7 +1353,7 @@ export async function runReinject(env: RedriveEnv, r: ReinjectRequest, ctx: Oper
   const own = lock === null ? acquireSourceLock({ configDir: env.configDir, source: r.path, target: r.targetQueueId, connection: env.connectionLabel, operationId }) : null;
   const held = lock ?? own;
   try {
-    return await reinjectLocked(env, r, ctx, operationId, held === null ? [] : sourceLockNotes(r.path, held));
+    return await reinjectLocked(env, r, ctx, operationId, held === null ? [] : sourceLockNotes(r.path, held), held?.takenOver ?? null);
   } finally {
     own?.release();
   }
@@ -1359,7 +1367,7 @@ function sourceLockNotes(path: string, lock: SourceLock): string[] {
   return out;
 }
 
-async function reinjectLocked(env: RedriveEnv, r: ReinjectRequest, ctx: OperationContext, operationId: string | null, lockNotes: string[]): Promise<ReinjectResult> {
+async function reinjectLocked(env: RedriveEnv, r: ReinjectRequest, ctx: OperationContext, operationId: string | null, lockNotes: string[], takenOver: SourceLock['takenOver']): Promise<ReinjectResult> {
   const mover = moverOf(env);
   const batch = r.batchSize ?? DEFAULT_BATCH_SIZE;
   if (!Number.isInteger(batch) || batch < 1 || batch > 1000) throw new QueuescopeError('INVALID_INPUT', `Batch size must be a whole number from 1 to 1000, got ${String(batch)}.`);
@@ -1380,7 +1388,7 @@ async function reinjectLocked(env: RedriveEnv, r: ReinjectRequest, ctx: Operatio
   const remainderAt = r.remainderPath != null && r.remainderPath !== '' ? resolvePath(r.remainderPath) : null;
   // An explicit remainder path that cannot be used is refused before anything is published.
   if (remainderAt !== null) await checkRemainderPath(remainderAt);
-  const res: ReinjectResult = { path: r.path, targetQueueId: target.id, targetName: target.name, read: 0, published: 0, failed: 0, leftOut: 0, heldBack: 0, remainder: null, remainderError: null, auditId: null, notes: [...lockNotes, ...(olderNote !== null ? [olderNote] : []), ...selection.warnings] };
+  const res: ReinjectResult = { path: r.path, targetQueueId: target.id, targetName: target.name, read: 0, published: 0, failed: 0, leftOut: 0, heldBack: 0, remainder: null, remainderError: null, auditId: null, possibleDuplicates: 0, notes: [...lockNotes, ...(olderNote !== null ? [olderNote] : []), ...selection.warnings] };
   let status = 'completed';
   let error: unknown = null;
   // One run across the batches: a FIFO group stopped in one batch stays stopped in the next.
@@ -1482,6 +1490,13 @@ async function reinjectLocked(env: RedriveEnv, r: ReinjectRequest, ctx: Operatio
       ctx.addError(new QueuescopeError(toErrorInfo(e).code, `No remainder file was written: ${res.remainderError}`, { path: r.path }));
     }
   }
+  // The killed run whose lock this one took over may have published any of these: not a clean run.
+  if (takenOver !== null && res.published > 0) {
+    res.possibleDuplicates = res.published;
+    res.notes.push(
+      `the ${String(res.published)} message${res.published === 1 ? '' : 's'} published by this run may include duplicates: it took over the lock of an earlier re-inject of ${r.path} that did not end cleanly and may have published some of them already (which ones cannot be told: that run logged nothing); check ${target.name} for messages that are there twice`,
+    );
+  }
   const lossNote = loss.note(r.path);
   if (lossNote !== null) res.notes.push(lossNote);
   if (res.heldBack > 0) res.notes.push(heldBackNote(res));
@@ -1495,7 +1510,7 @@ async function reinjectLocked(env: RedriveEnv, r: ReinjectRequest, ctx: Operatio
       target: target.name,
       filter: null,
       status,
-      counts: { read: res.read, published: res.published, failed: res.failed, ...(res.leftOut > 0 ? { leftOut: res.leftOut } : {}), ...(res.heldBack > 0 ? { heldBack: res.heldBack } : {}) },
+      counts: { read: res.read, published: res.published, failed: res.failed, ...(res.leftOut > 0 ? { leftOut: res.leftOut } : {}), ...(res.heldBack > 0 ? { heldBack: res.heldBack } : {}), ...(res.possibleDuplicates > 0 ? { possibleDuplicates: res.possibleDuplicates } : {}) },
       operationId,
       backupPath: r.path,
       details: {

@@ -1,9 +1,9 @@
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { acquireSourceLock, inspectSourceLock, OTHER_HOST_STALE_MS, sourceLockPath, type SourceLockHolder } from './source-lock';
+import { acquireSourceLock, inspectSourceLock, OTHER_HOST_STALE_MS, processStartMs, sourceLockPath, type SourceLockHolder } from './source-lock';
 
 let dir: string;
 let home: string;
@@ -79,9 +79,57 @@ describe('acquireSourceLock', () => {
     expect(a.takenOver?.holder).toMatchObject({ pid: dead, target: 'list:old' });
     expect(a.takenOver?.why).toBe(`process ${String(dead)} is no longer running (killed or crashed)`);
     a.release();
-    // The parent of this process is alive.
-    writeLock({ pid: process.ppid });
-    expect(() => acquireSourceLock(opts())).toThrow(`pid ${String(process.ppid)} on host ${hostname()}, started 2026-12-03T03:00:00Z, operation op-old, publishing into list:old on redis://h`);
+    // The parent of this process is alive (and started before the lock was written).
+    writeLock({ pid: process.ppid, startedAt: Date.now() });
+    expect(() => acquireSourceLock(opts())).toThrow(`pid ${String(process.ppid)} on host ${hostname()}, started ${new Date(Date.now()).toISOString().slice(0, 10)}`);
+    expect(() => acquireSourceLock(opts())).toThrow('operation op-old, publishing into list:old on redis://h');
+  });
+
+  it('a hard link, a relative path and a symlink to the file are the same lock (keyed by device and inode, not path)', () => {
+    const hard = join(dir, 'hard.jsonl');
+    linkSync(file, hard);
+    const soft = join(dir, 'soft.jsonl');
+    symlinkSync(hard, soft);
+    const rel = relative(process.cwd(), file);
+    for (const p of [hard, soft, rel]) expect(sourceLockPath(home, p)).toBe(sourceLockPath(home, file));
+    const a = acquireSourceLock(opts());
+    // The lock names the file by the path it was taken with (resolved).
+    expect((JSON.parse(readFileSync(a.lockPath!, 'utf8')) as SourceLockHolder).source).toBe(file);
+    expect(() => acquireSourceLock({ ...opts(), source: hard })).toThrow(`Another re-inject of ${hard} is running`);
+    a.release();
+    const b = acquireSourceLock({ ...opts(), source: hard });
+    expect(() => acquireSourceLock(opts())).toThrow(/Another re-inject/);
+    b.release();
+    // A copy is another file.
+    const copy = join(dir, 'copy.jsonl');
+    writeFileSync(copy, readFileSync(file));
+    expect(sourceLockPath(home, copy)).not.toBe(sourceLockPath(home, file));
+  });
+
+  it.runIf(process.platform === 'linux')('a live pid that started after the lock was written (the pid was reused) is stale; one that started before is held', async () => {
+    const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+    try {
+      const pid = other.pid!;
+      await new Promise((r) => other.once('spawn', r));
+      const started = processStartMs(pid);
+      expect(started).not.toBeNull();
+      expect(Math.abs(started! - Date.now())).toBeLessThan(5_000);
+      // Written a minute before that process started: it cannot be the holder.
+      writeLock({ pid, startedAt: Date.now() - 60_000 });
+      const st = inspectSourceLock(home, file);
+      expect(st).toMatchObject({ state: 'stale', holder: { pid } });
+      expect(st.staleWhy).toContain(`process ${String(pid)} is running but started at `);
+      expect(st.staleWhy).toContain('another process that was given the same pid');
+      const a = acquireSourceLock(opts());
+      expect(a.takenOver?.holder).toMatchObject({ pid });
+      a.release();
+      // Written after it started: it may be the holder; refused, and the message covers a reused pid.
+      writeLock({ pid, startedAt: Date.now() });
+      expect(inspectSourceLock(home, file).state).toBe('held');
+      expect(() => acquireSourceLock(opts())).toThrow(`its pid may since have been given to another process (ps -p ${String(pid)} -o lstart,args shows what runs under it and since when) — delete the lock file`);
+    } finally {
+      other.kill('SIGKILL');
+    }
   });
 
   it('this process’s pid in a lock it does not hold (an earlier process with the same pid) is stale', () => {
@@ -102,7 +150,7 @@ describe('acquireSourceLock', () => {
 
   it('release leaves a lock that is no longer its own (taken over meanwhile)', () => {
     const a = acquireSourceLock(opts());
-    writeLock({ pid: process.ppid, token: 'someone-else' });
+    writeLock({ pid: process.ppid, token: 'someone-else', startedAt: Date.now() });
     a.release();
     expect(inspectSourceLock(home, file)).toMatchObject({ state: 'held', holder: { token: 'someone-else' } });
   });

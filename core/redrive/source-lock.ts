@@ -13,7 +13,7 @@ import { QueuescopeError } from '../../shared/domain';
  * therefore holds an exclusive lock on its source file for the whole run, across processes and
  * within one (the app's `OperationManager` runs several operations).
  *
- * The lock is a small JSON file `<config dir>/locks/reinject-<sha256 of the file's real path>.lock`
+ * The lock is a small JSON file `<config dir>/locks/reinject-<sha256 of the file's device and inode>.lock`
  * ({@link SourceLockHolder}: pid, host name, start time, operation id, target, connection). It is
  * written whole to a temporary name and then hard-linked to the lock name, which fails atomically
  * when the name exists (where the file system has no hard links, `open(…, 'wx')`, O_EXCL, instead),
@@ -22,7 +22,9 @@ import { QueuescopeError } from '../../shared/domain';
  *
  * A lock is stale, and is taken over with a note ({@link SourceLock.takenOver}), when its process is
  * gone: on this host, `process.kill(pid, 0)` answers ESRCH, or the pid is this process's own but
- * the lock is not one this process holds (an earlier process had the same pid); on another host
+ * the lock is not one this process holds (an earlier process had the same pid), or (Linux, where
+ * `/proc` tells when a process started: {@link processStartMs}) the process with that pid started
+ * after the lock was written, so it is another process that was given the pid again; on another host
  * (a config folder shared over the network), when the holder has not refreshed the lock's mtime —
  * it does so every {@link HEARTBEAT_MS} — for {@link OTHER_HOST_STALE_MS}. A lock file that cannot
  * be read as a lock is stale once it is {@link UNREADABLE_STALE_MS} old (a crash between creating
@@ -36,8 +38,11 @@ import { QueuescopeError } from '../../shared/domain';
  * crashes leave the file: its pid is then dead and the next re-inject takes it over.
  *
  * The lock covers re-injects that share the config folder (`QUEUESCOPE_HOME`; the CLI and the app
- * use the same one by default). It is keyed by the file's real path: a copy of a backup is another
- * file and is not covered.
+ * use the same one by default). It is keyed by the file's device and inode (`fs.stat` `dev`/`ino`),
+ * so every name of one file — a relative path, a symlink, a hard link — maps to one lock; a copy of a
+ * backup is another file and is not covered (nor is a file rewritten under its name, which gets a new
+ * inode). A file that cannot be stat'ed (absent: the run then fails on reading it) is keyed by its
+ * resolved path.
  * @module
  */
 
@@ -47,13 +52,18 @@ export const HEARTBEAT_MS = 30_000;
 export const OTHER_HOST_STALE_MS = 10 * 60_000;
 /** A lock file that cannot be parsed is stale once its mtime is older than this, ms. */
 export const UNREADABLE_STALE_MS = 60_000;
+/**
+ * A holder pid whose process started more than this after the lock's `startedAt` is another process
+ * (the pid was reused), ms. Covers `/proc`'s precision (boot time in whole seconds, start in clock ticks).
+ */
+export const PID_START_SLACK_MS = 2_000;
 
 /** What a lock file holds: who is re-injecting the file (plain JSON, one object). */
 export interface SourceLockHolder {
   version: 1;
   /** Always `reinject` today. */
   kind: 'reinject';
-  /** The locked file's real path (absolute; the lock name is its hash). */
+  /** The locked file's real path (absolute; for messages: the lock name is a hash of its device and inode). */
   source: string;
   /** Process id of the holder. */
   pid: number;
@@ -131,9 +141,25 @@ function realSource(source: string): string {
   return process.platform === 'win32' ? p.toLowerCase() : p;
 }
 
-/** The lock file of `source` under `configDir`: `<configDir>/locks/reinject-<sha256(realpath)>.lock`. */
+/**
+ * What names the file `source` for its lock: `file:<dev>:<ino>` (the same for every path, symlink
+ * or hard link to it), or `path:<real path>` when it cannot be stat'ed (absent).
+ */
+function lockKey(source: string): string {
+  try {
+    const st = statSync(source, { bigint: true });
+    return `file:${st.dev.toString()}:${st.ino.toString()}`;
+  } catch {
+    return `path:${realSource(source)}`;
+  }
+}
+
+/**
+ * The lock file of `source` under `configDir`: `<configDir>/locks/reinject-<sha256 of its device and
+ * inode>.lock` (of its resolved path when it cannot be stat'ed), so every name of one file shares it.
+ */
 export function sourceLockPath(configDir: string, source: string): string {
-  const key = createHash('sha256').update(realSource(source)).digest('hex').slice(0, 40);
+  const key = createHash('sha256').update(lockKey(source)).digest('hex').slice(0, 40);
   return join(resolvePath(configDir), 'locks', `reinject-${key}.lock`);
 }
 
@@ -169,6 +195,40 @@ function pidAlive(pid: number): boolean {
   }
 }
 
+/** Whether /proc's start times can be trusted here (checked once on this process: {@link processStartMs}). */
+let procStartTrusted: boolean | null = null;
+
+/** Linux: when `pid` started, ms since epoch, from /proc (`/proc/<pid>/stat` field 22 and `btime`), at 100 ticks/s; null when unknown. */
+function procStartMs(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${String(pid)}/stat`, 'utf8');
+    // Field 2 (the command name) is in parentheses and may hold spaces or ')': split after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // fields[0] is field 3 (state): field 22 (starttime, clock ticks since boot) is fields[19].
+    const ticks = Number(fields[19]);
+    const btime = /^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'utf8'));
+    if (!Number.isFinite(ticks) || btime === null) return null;
+    // USER_HZ, the unit of starttime, is 100 on Linux's common architectures; checked on this process below.
+    return Number(btime[1]) * 1000 + ticks * 10;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * When process `pid` (on this host) started, ms since epoch, precise to about a second; null where
+ * it cannot be told: no `/proc` (not Linux), the process is gone or cannot be read, or `/proc`'s
+ * start time of this very process is more than {@link PID_START_SLACK_MS} off what Node says (an
+ * unusual clock-tick rate), in which case it is not used at all.
+ */
+export function processStartMs(pid: number): number | null {
+  if (procStartTrusted === null) {
+    const self = procStartMs(process.pid);
+    procStartTrusted = self !== null && Math.abs(self - (Date.now() - process.uptime() * 1000)) <= PID_START_SLACK_MS;
+  }
+  return procStartTrusted ? procStartMs(pid) : null;
+}
+
 /** Why the lock read from `lockPath` is stale, or null while its holder may still run. */
 function staleWhy(lockPath: string, found: { holder: SourceLockHolder | null; mtimeMs: number }, now: number): string | null {
   const h = found.holder;
@@ -176,7 +236,13 @@ function staleWhy(lockPath: string, found: { holder: SourceLockHolder | null; mt
   if (h === null) return age >= UNREADABLE_STALE_MS ? `the lock file ${lockPath} cannot be read as a lock and is ${String(Math.round(age / 1000))} s old` : null;
   if (h.hostname === osHostname()) {
     if (h.pid === process.pid) return held.get(lockPath) === h.token ? null : `process ${String(h.pid)} is this process, which does not hold it (an earlier process with the same pid ended without releasing it)`;
-    return pidAlive(h.pid) ? null : `process ${String(h.pid)} is no longer running (killed or crashed)`;
+    if (!pidAlive(h.pid)) return `process ${String(h.pid)} is no longer running (killed or crashed)`;
+    // A live pid may be another process that was given the same number after the holder ended.
+    const started = processStartMs(h.pid);
+    if (started !== null && started > h.startedAt + PID_START_SLACK_MS) {
+      return `process ${String(h.pid)} is running but started at ${iso(started)}, after the lock was taken: it is another process that was given the same pid, and the re-inject that took the lock is gone (killed or crashed)`;
+    }
+    return null;
   }
   return age >= OTHER_HOST_STALE_MS ? `its holder on host ${h.hostname} has not refreshed it for ${String(Math.round(age / 60_000))} minutes (it refreshes it every ${String(HEARTBEAT_MS / 1000)} s while it runs)` : null;
 }
@@ -218,7 +284,7 @@ export function sourceLockedError(source: string, state: Pick<SourceLockState, '
     'INVALID_INPUT',
     `Another re-inject of ${source} is running (${who}). Nothing was published: two re-injects of one file at the same time would publish every message twice. ` +
       `Wait for it to end (queuescope history shows it then), or cancel it (Ctrl+C in its terminal, or Cancel in the app); re-injecting the file again after it published would publish its messages a second time. ` +
-      `If that process is not running any more, delete the lock file ${state.lockPath}.`,
+      `If that re-inject is not running any more — its process ended, and its pid may since have been given to another process (${state.holder !== null ? `ps -p ${String(state.holder.pid)} -o lstart,args shows what runs under it and since when` : 'see the lock file'}) — delete the lock file ${state.lockPath}.`,
     { reason: 'source-locked', path: source, lockPath: state.lockPath, ...(state.holder !== null ? { lock: publicHolder(state.holder) } : {}) },
   );
 }

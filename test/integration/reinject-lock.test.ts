@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, rm, writeFile, mkdir } from 'node:fs/promises';
+import { link, mkdtemp, readdir, rm, writeFile, mkdir } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -149,28 +149,36 @@ describe('reinject: one run per file at a time', () => {
     const backup = await listBackup(dir);
     const lockPath = sourceLockPath(join(dir, 'home'), backup);
     await mkdir(dirname(lockPath), { recursive: true });
-    const holder = (pid: number): string =>
-      JSON.stringify({ version: 1, kind: 'reinject', source: backup, pid, hostname: hostname(), startedAt: Date.parse('2026-12-03T03:00:00Z'), operationId: null, target: 'list:x', connection: REDIS_URL, token: `t-${String(pid)}` });
+    const holder = (pid: number, startedAt: number): string =>
+      JSON.stringify({ version: 1, kind: 'reinject', source: backup, pid, hostname: hostname(), startedAt, operationId: null, target: 'list:x', connection: REDIS_URL, token: `t-${String(pid)}` });
 
-    // A live process (a child that sleeps) holds it: refused, nothing published.
+    // A live process (a child that sleeps) holds it, taken after that process started: refused, nothing published.
     const sleeper = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
     children.push(sleeper);
-    await writeFile(lockPath, holder(sleeper.pid!));
+    await new Promise((r) => sleeper.once('spawn', r));
+    const startedAt = Date.now();
+    const startedIso = new Date(startedAt).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    await writeFile(lockPath, holder(sleeper.pid!, startedAt));
     const back = key('lock-stale');
     const refused = await runCliMerged(dir, ['reinject', REDIS_URL, `list:${back}`, '--from', backup, '--yes']);
     expect(refused.code, refused.out).toBe(EXIT.USAGE);
-    expect(refused.out).toContain(`Another re-inject of ${backup} is running (pid ${String(sleeper.pid)} on host ${hostname()}, started 2026-12-03T03:00:00Z, publishing into list:x`);
+    expect(refused.out).toContain(`Another re-inject of ${backup} is running (pid ${String(sleeper.pid)} on host ${hostname()}, started ${startedIso}, publishing into list:x`);
     expect(await redis.exists(back)).toBe(0);
 
     // The process is killed: its lock is stale, taken over with a warning naming it.
     sleeper.kill('SIGKILL');
     await new Promise((r) => sleeper.once('exit', r));
     const r = await runCliMerged(dir, ['reinject', REDIS_URL, `list:${back}`, '--from', backup, '--yes']);
-    expect(r.code, r.out).toBe(0);
-    expect(r.out).toContain(`warning: an earlier re-inject of this file (pid ${String(sleeper.pid)} on host ${hostname()}, started 2026-12-03T03:00:00Z, publishing into list:x on `);
+    // Not a clean 0: the killed run may have published part of the file (old code: exit 0).
+    expect(r.code, r.out).toBe(EXIT.PARTIAL);
+    expect(r.out).toContain(`warning: an earlier re-inject of this file (pid ${String(sleeper.pid)} on host ${hostname()}, started ${startedIso}, publishing into list:x on `);
     expect(r.out).toContain(`process ${String(sleeper.pid)} is no longer running (killed or crashed). Its lock is taken over by this run.`);
+    expect(r.out).toContain(`Possible duplicates: the earlier re-inject whose lock this run took over (see the warning above) may have published some of these ${String(N)} already`);
     expect(await multiplicity(back)).toEqual({ 1: N });
     expect(existsSync(lockPath)).toBe(false);
+    // The audit entry counts them.
+    const entry = (await new AuditLog({ configDir: join(dir, 'home') }).read({ limit: 1 })).entries[0];
+    expect(entry).toMatchObject({ action: 'reinject', status: 'completed', counts: { published: N, possibleDuplicates: N } });
   });
 
   it('the lock is released after a run that completed, one that failed and one cancelled: the next run is not refused', async () => {
@@ -263,4 +271,80 @@ describe('reinject: one run per file at a time', () => {
     expect(after.status).toBe('completed');
     expect(await multiplicity(t2)).toEqual({ 1: N });
   });
+  it('a run killed with -9 mid-publish: the next run (--yes) takes its lock over, publishes the file and exits 7 (possible duplicates), saying why', async () => {
+    const dir = await tempDir();
+    const backup = await listBackup(dir);
+    const back = key('lock-kill9');
+    const first = cliChild(dir, ['reinject', REDIS_URL, `list:${back}`, '--from', backup, '--rate', '50', '--batch', '10', '--yes', '--json']);
+    await first.publishing;
+    first.child.kill('SIGKILL');
+    await first.done;
+    const before = await redis.llen(back);
+    expect(before).toBeGreaterThan(0);
+    expect(before).toBeLessThan(N);
+    expect(existsSync(sourceLockPath(join(dir, 'home'), backup))).toBe(true);
+    const r = await runCli(dir, ['reinject', REDIS_URL, `list:${back}`, '--from', backup, '--yes', '--json']);
+    // Old code: exit 0, though `before` messages are now there twice.
+    expect(r.code, r.stderr).toBe(EXIT.PARTIAL);
+    expect(r.stderr).toContain(`warning: an earlier re-inject of this file (pid ${String(first.child.pid)} on host ${hostname()}`);
+    const doc = JSON.parse(r.stdout) as { status: string; result: { published: number; possibleDuplicates: number; notes: string[] } };
+    expect(doc.status).toBe('completed');
+    expect(doc.result).toMatchObject({ published: N, possibleDuplicates: N });
+    expect(doc.result.notes.join('\n')).toContain(`the ${String(N)} messages published by this run may include duplicates: it took over the lock of an earlier re-inject of ${backup}`);
+    expect(await multiplicity(back)).toEqual({ 1: N - before, 2: before });
+    expect(existsSync(sourceLockPath(join(dir, 'home'), backup))).toBe(false);
+  });
+
+  it('a hard link to the file is the same file: a run through it is refused while a run through the first name publishes', async () => {
+    const dir = await tempDir();
+    const backup = await listBackup(dir);
+    const hard = join(dir, 'same-backup.jsonl');
+    await link(backup, hard);
+    const back = key('lock-hard');
+    const first = cliChild(dir, ['reinject', REDIS_URL, `list:${back}`, '--from', backup, '--rate', '50', '--batch', '10', '--yes', '--json']);
+    await first.publishing;
+    expect(first.child.exitCode, 'the first run ended before the second started: too fast to overlap').toBeNull();
+    // Old code: the lock was keyed by the path, so this published all N a second time.
+    const second = await cliChild(dir, ['reinject', REDIS_URL, `list:${back}`, '--from', hard, '--rate', '50', '--batch', '10', '--yes', '--json']).done;
+    const firstStillRunning = first.child.exitCode === null;
+    const one = await first.done;
+    expect(one.code, one.stderr).toBe(0);
+    expect(second.code, second.stderr).toBe(EXIT.USAGE);
+    expect(second.stdout).toContain(`Another re-inject of ${hard} is running (pid ${String(first.child.pid)} on host ${hostname()}`);
+    expect(firstStillRunning).toBe(true);
+    expect(await multiplicity(back)).toEqual({ 1: N });
+  });
+});
+
+describe('reinject stopped by SIGTERM or SIGHUP: as on Ctrl+C', () => {
+  for (const [signal, code] of [
+    ['SIGTERM', EXIT.TERMINATED],
+    ['SIGHUP', EXIT.HANGUP],
+  ] as const) {
+    it(`${signal} mid-run: cancelled cleanly — remainder file written, audit entry, lock released — and exit ${String(code)}`, async () => {
+      const dir = await tempDir();
+      const backup = await listBackup(dir);
+      const back = key(`sig-${signal}`);
+      const run = cliChild(dir, ['reinject', REDIS_URL, `list:${back}`, '--from', backup, '--rate', '50', '--batch', '10', '--yes', '--json']);
+      await run.publishing;
+      expect(run.child.exitCode).toBeNull();
+      run.child.kill(signal);
+      const r = await run.done;
+      // Old code: killed by the signal at once (exit code null, signal set): no remainder, no entry, lock left.
+      expect(r.code, r.stderr).toBe(code);
+      expect(r.stderr).toContain(`${signal} received: stopping as on Ctrl+C`);
+      const published = await redis.llen(back);
+      expect(published).toBeGreaterThan(0);
+      expect(published).toBeLessThan(N);
+      const doc = JSON.parse(r.stdout) as { status: string; result: { published: number; remainder: { path: string; messages: number } | null } };
+      expect(doc.status).toBe('cancelled');
+      expect(doc.result.published).toBe(published);
+      expect(doc.result.remainder).toMatchObject({ messages: N - published });
+      expect(existsSync(doc.result.remainder!.path)).toBe(true);
+      expect((await readdir(dirname(backup))).filter((f) => f.includes('.remainder-'))).toHaveLength(1);
+      const entry = (await new AuditLog({ configDir: join(dir, 'home') }).read({ limit: 1 })).entries[0];
+      expect(entry).toMatchObject({ action: 'reinject', status: 'cancelled', counts: { published } });
+      expect(existsSync(sourceLockPath(join(dir, 'home'), backup))).toBe(false);
+    });
+  }
 });

@@ -98,13 +98,18 @@ existing file is never overwritten: --remainder naming one is refused before any
 (exit 2). If the remainder cannot be written, the summary says so; the original file still holds
 every message.
 
-One re-inject of a file at a time: a re-inject holds an exclusive lock on its --from file (by its real
-path) for the whole run, in <config dir>/locks/ (pid, host, start time, operation id, target). A
-second re-inject of the same file while one runs — another terminal, or the app's Put back… — is
-refused before connecting or publishing anything (exit 2), naming the run in progress (pid, host,
-start, target): wait for it to end, or cancel it. The lock is released when the run ends (done,
-failed, cancelled). A lock left by a killed or crashed run (its pid is gone) is taken over, with a
-warning: that run may have published part of the file, and logged nothing.`;
+One re-inject of a file at a time: a re-inject holds an exclusive lock on its --from file (by its
+device and inode: any path, symlink or hard link to it) for the whole run, in <config dir>/locks/
+(pid, host, start time, operation id, target). A second re-inject of the same file while one runs —
+another terminal, or the app's Put back… — is refused before connecting or publishing anything
+(exit 2), naming the run in progress (pid, host, start, target): wait for it to end, or cancel it.
+The lock is released when the run ends (done, failed, cancelled). A lock left by a killed or
+crashed run (its pid is gone, or on Linux now belongs to a process started after the lock) is taken
+over, with a warning: that run may have published part of the file, and logged nothing, so a run
+that took it over exits 7 (possible duplicates) when it publishes anything.
+
+SIGTERM and SIGHUP (kill, a closed terminal or SSH session) stop a re-inject as Ctrl+C does:
+remainder file, audit entry, lock released; exit 143 / 129.`;
 
 interface RedriveOpts extends CommonOpts {
   to?: string;
@@ -562,12 +567,14 @@ export function register(program: Command, ctx: CliContext): void {
               ? `Remainder: not written (${cell(x.remainderError, 400)}); ${cell(x.path, 300)} still holds every message, the ${x.published} published now too\n`
               : '';
         const failedText = x.failed > 0 ? ` (${x.failed} failed${x.heldBack > 0 ? `, ${x.heldBack} of them held back` : ''})` : '';
+        // A stale lock taken over (exit 7): the killed run may have published any of them.
+        const dups = x.possibleDuplicates > 0 ? ` Possible duplicates: the earlier re-inject whose lock this run took over (see the warning above) may have published some of these ${x.possibleDuplicates} already; check ${cell(x.targetName, 120)} for messages that are there twice.` : '';
         // A cancelled run read only part of the file: say so, and how much the file holds.
         const head =
           final.status === 'cancelled'
             ? `Re-inject cancelled: published ${x.published} of the ${x.read} message${x.read === 1 ? '' : 's'} read so far (${cell(x.path, 300)} holds ${count}) into ${cell(x.targetName, 120)}${failedText}.`
             : `Re-injected ${x.published} of ${x.read} message${x.read === 1 ? '' : 's'} from ${cell(x.path, 300)} into ${cell(x.targetName, 120)}${failedText}.`;
-        return `${head}${left}${held}\n${rest}`;
+        return `${head}${left}${held}${dups}\n${rest}`;
       }, 'Cancelled; messages published so far stay published, and the file is unchanged (see the counts and the remainder above).');
     });
   });
