@@ -25,7 +25,7 @@ export interface CliIo {
   stdout: CliStream;
   stderr: CliStream;
   env: CliEnv;
-  /** Aborted on Ctrl+C: the running command stops between batches and the CLI exits 130. */
+  /** Aborted on Ctrl+C, SIGTERM or SIGHUP: the running command stops between batches and the CLI exits 130 (143, 129: core/cli/index.ts). */
   signal?: AbortSignal;
   /** Folder for relative paths (default `process.cwd()`). */
   cwd?: string;
