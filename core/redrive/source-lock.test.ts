@@ -3,7 +3,7 @@ import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, sym
 import { hostname, tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { acquireSourceLock, inspectSourceLock, OTHER_HOST_STALE_MS, processStartMs, sourceLockPath, type SourceLockHolder } from './source-lock';
+import { acquireSourceLock, inspectSourceLock, OTHER_HOST_STALE_MS, procIdentity, processStartMs, sourceLockPath, type SourceLockHolder } from './source-lock';
 
 let dir: string;
 let home: string;
@@ -127,6 +127,32 @@ describe('acquireSourceLock', () => {
       writeLock({ pid, startedAt: Date.now() });
       expect(inspectSourceLock(home, file).state).toBe('held');
       expect(() => acquireSourceLock(opts())).toThrow(`its pid may since have been given to another process (ps -p ${String(pid)} -o lstart,args shows what runs under it and since when) — delete the lock file`);
+    } finally {
+      other.kill('SIGKILL');
+    }
+  });
+
+  it.runIf(process.platform === 'linux')('a lock records its holder’s kernel identity (boot id, start ticks): a live pid with another identity is stale whatever the clocks say; the same identity is held', async () => {
+    const a = acquireSourceLock(opts());
+    expect((JSON.parse(readFileSync(a.lockPath!, 'utf8')) as SourceLockHolder).proc).toEqual(procIdentity(process.pid));
+    a.release();
+    const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+    try {
+      const pid = other.pid!;
+      await new Promise((r) => other.once('spawn', r));
+      const id = procIdentity(pid)!;
+      expect(id.startTicks).toBeGreaterThan(0);
+      // Its own identity, with a start time an hour before it (the wall clock stepped): still its lock.
+      writeLock({ pid, startedAt: Date.now() - 3_600_000, proc: id });
+      expect(inspectSourceLock(home, file).state).toBe('held');
+      // Same pid, another start (the pid was reused), though the wall clock says it started before the lock.
+      writeLock({ pid, startedAt: Date.now() + 60_000, proc: { ...id, startTicks: id.startTicks - 1 } });
+      const st = inspectSourceLock(home, file);
+      expect(st.state).toBe('stale');
+      expect(st.staleWhy).toContain(`process ${String(pid)} is running but is not the process that took the lock (it started at `);
+      // Another boot.
+      writeLock({ pid, startedAt: Date.now(), proc: { ...id, bootId: 'another-boot' } });
+      expect(inspectSourceLock(home, file).staleWhy).toContain('the system has restarted since the lock was taken');
     } finally {
       other.kill('SIGKILL');
     }

@@ -24,7 +24,9 @@ import { QueuescopeError } from '../../shared/domain';
  * gone: on this host, `process.kill(pid, 0)` answers ESRCH, or the pid is this process's own but
  * the lock is not one this process holds (an earlier process had the same pid), or (Linux, where
  * `/proc` tells when a process started: {@link processStartMs}) the process with that pid started
- * after the lock was written, so it is another process that was given the pid again; on another host
+ * after the lock was written, so it is another process that was given the pid again — exactly, by
+ * the kernel's identity of the holder ({@link SourceLockHolder.proc}: boot id and start ticks) the
+ * lock records, else by the wall clock; on another host
  * (a config folder shared over the network), when the holder has not refreshed the lock's mtime —
  * it does so every {@link HEARTBEAT_MS} — for {@link OTHER_HOST_STALE_MS}. A lock file that cannot
  * be read as a lock is stale once it is {@link UNREADABLE_STALE_MS} old (a crash between creating
@@ -79,6 +81,20 @@ export interface SourceLockHolder {
   connection: string;
   /** Random id of this lock: release removes the file only while it still holds it. */
   token: string;
+  /**
+   * Linux: which process holds it, in the kernel's terms ({@link procIdentity}: boot id and start
+   * time in clock ticks since boot), immune to wall-clock changes; a live pid without this identity
+   * is another process (the pid was reused). Absent where `/proc` cannot tell, and in older locks.
+   */
+  proc?: ProcIdentity;
+}
+
+/** A process as Linux identifies it: the boot it runs in and when it started (`/proc/<pid>/stat` field 22, clock ticks since boot). */
+export interface ProcIdentity {
+  /** `/proc/sys/kernel/random/boot_id`: a new one at every boot. */
+  bootId: string;
+  /** Field 22 of `/proc/<pid>/stat`: when the process started, clock ticks since boot. */
+  startTicks: number;
 }
 
 /** A lock found in place ({@link inspectSourceLock}). */
@@ -176,7 +192,7 @@ function readHolder(lockPath: string): { holder: SourceLockHolder | null; mtimeM
   try {
     const v = JSON.parse(text) as Partial<SourceLockHolder> | null;
     if (v !== null && typeof v === 'object' && typeof v.pid === 'number' && typeof v.hostname === 'string' && typeof v.token === 'string' && typeof v.startedAt === 'number') {
-      return { holder: { version: 1, kind: 'reinject', source: typeof v.source === 'string' ? v.source : '', pid: v.pid, hostname: v.hostname, startedAt: v.startedAt, operationId: typeof v.operationId === 'string' ? v.operationId : null, target: typeof v.target === 'string' ? v.target : '?', connection: typeof v.connection === 'string' ? v.connection : '?', token: v.token }, mtimeMs };
+      return { holder: { version: 1, kind: 'reinject', source: typeof v.source === 'string' ? v.source : '', pid: v.pid, hostname: v.hostname, startedAt: v.startedAt, operationId: typeof v.operationId === 'string' ? v.operationId : null, target: typeof v.target === 'string' ? v.target : '?', connection: typeof v.connection === 'string' ? v.connection : '?', token: v.token, ...(isProcIdentity(v.proc) ? { proc: { bootId: v.proc.bootId, startTicks: v.proc.startTicks } } : {}) }, mtimeMs };
     }
   } catch {
     // not JSON: below
@@ -195,19 +211,48 @@ function pidAlive(pid: number): boolean {
   }
 }
 
+function isProcIdentity(v: unknown): v is ProcIdentity {
+  return typeof v === 'object' && v !== null && typeof (v as ProcIdentity).bootId === 'string' && Number.isInteger((v as ProcIdentity).startTicks);
+}
+
+/** Field 22 of `/proc/<pid>/stat` (start time, clock ticks since boot); null when it cannot be read. */
+function procStartTicks(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${String(pid)}/stat`, 'utf8');
+    // Field 2 (the command name) is in parentheses and may hold spaces or ')': split after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // fields[0] is field 3 (state): field 22 (starttime) is fields[19].
+    const ticks = Number(fields[19]);
+    return Number.isInteger(ticks) && ticks >= 0 ? ticks : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Linux: process `pid` as the kernel identifies it (a pid and this identity name one process, even
+ * after the pid is reused); null where `/proc` cannot tell (not Linux, gone, not readable).
+ */
+export function procIdentity(pid: number): ProcIdentity | null {
+  const startTicks = procStartTicks(pid);
+  if (startTicks === null) return null;
+  try {
+    const bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    return bootId === '' ? null : { bootId, startTicks };
+  } catch {
+    return null;
+  }
+}
+
 /** Whether /proc's start times can be trusted here (checked once on this process: {@link processStartMs}). */
 let procStartTrusted: boolean | null = null;
 
 /** Linux: when `pid` started, ms since epoch, from /proc (`/proc/<pid>/stat` field 22 and `btime`), at 100 ticks/s; null when unknown. */
 function procStartMs(pid: number): number | null {
   try {
-    const stat = readFileSync(`/proc/${String(pid)}/stat`, 'utf8');
-    // Field 2 (the command name) is in parentheses and may hold spaces or ')': split after the last ')'.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // fields[0] is field 3 (state): field 22 (starttime, clock ticks since boot) is fields[19].
-    const ticks = Number(fields[19]);
+    const ticks = procStartTicks(pid);
     const btime = /^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'utf8'));
-    if (!Number.isFinite(ticks) || btime === null) return null;
+    if (ticks === null || btime === null) return null;
     // USER_HZ, the unit of starttime, is 100 on Linux's common architectures; checked on this process below.
     return Number(btime[1]) * 1000 + ticks * 10;
   } catch {
@@ -239,9 +284,16 @@ function staleWhy(lockPath: string, found: { holder: SourceLockHolder | null; mt
     if (!pidAlive(h.pid)) return `process ${String(h.pid)} is no longer running (killed or crashed)`;
     // A live pid may be another process that was given the same number after the holder ended.
     const started = processStartMs(h.pid);
-    if (started !== null && started > h.startedAt + PID_START_SLACK_MS) {
-      return `process ${String(h.pid)} is running but started at ${iso(started)}, after the lock was taken: it is another process that was given the same pid, and the re-inject that took the lock is gone (killed or crashed)`;
+    const reused = `it is another process that was given the same pid, and the re-inject that took the lock is gone (killed or crashed)`;
+    const current = h.proc !== undefined ? procIdentity(h.pid) : null;
+    if (h.proc !== undefined && current !== null) {
+      // Exact, and immune to wall-clock changes: the kernel's identity recorded by the holder.
+      if (current.bootId !== h.proc.bootId) return `process ${String(h.pid)} is running, but the system has restarted since the lock was taken: ${reused}`;
+      if (current.startTicks !== h.proc.startTicks) return `process ${String(h.pid)} is running but is not the process that took the lock${started !== null ? ` (it started at ${iso(started)})` : ''}: ${reused}`;
+      return null;
     }
+    // An older lock (no identity): by the wall clock.
+    if (started !== null && started > h.startedAt + PID_START_SLACK_MS) return `process ${String(h.pid)} is running but started at ${iso(started)}, after the lock was taken: ${reused}`;
     return null;
   }
   return age >= OTHER_HOST_STALE_MS ? `its holder on host ${h.hostname} has not refreshed it for ${String(Math.round(age / 60_000))} minutes (it refreshes it every ${String(HEARTBEAT_MS / 1000)} s while it runs)` : null;
@@ -375,6 +427,8 @@ export function acquireSourceLock(o: AcquireSourceLockOptions): SourceLock {
     connection: o.connection,
     token: randomUUID(),
   };
+  const proc = procIdentity(process.pid);
+  if (proc !== null) holder.proc = proc;
   let takenOver: SourceLock['takenOver'] = null;
   try {
     mkdirSync(join(resolvePath(o.configDir), 'locks'), { recursive: true, mode: 0o700 });
