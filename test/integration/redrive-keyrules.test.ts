@@ -60,6 +60,23 @@ function bareDir(label: string): string {
 const charge = (ref: string, n = 0): string => JSON.stringify({ ref, op: 'charge', n });
 
 describe('CLI redrive: key rules from the project file / --profile, as inspect finds them', () => {
+  it('--config FILE (as inspect takes it): a project file elsewhere gives the rules; a missing one is a usage error (exit 2)', async () => {
+    const { prefix, dlq, work } = names('rk-explicit');
+    await native.rpush(dlq, charge('X-1'), charge('X-2'));
+    await native.rpush(work, charge('X-1'));
+    const { file } = projectDir('explicit', prefix);
+    const here = bareDir('explicit-cwd');
+    const r = await runCli(here, ['redrive', REDIS_URL, `list:${dlq}`, '--to', `list:${work}`, '--dry-run', '--config', file]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`Rules: "${prefix}*" in ${file}`);
+    expect(r.stdout).toContain(`warning: 1 of the 2 messages this run would move to ${work} carries an idempotency key already waiting in ${work} (e.g. X-1: DLQ`);
+    const missing = await runCli(here, ['redrive', REDIS_URL, `list:${dlq}`, '--to', `list:${work}`, '--dry-run', '--config', join(here, 'nope.json')]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('nope.json');
+    // Nothing moved by either.
+    expect(await native.llen(dlq)).toBe(2);
+  });
+
   it('dry run: a key only the project rule finds (body.ref) already waiting in the target is warned, and the plan names the rule', async () => {
     const { prefix, dlq, work } = names('rk-cfg');
     await native.rpush(dlq, charge('X-1'), charge('X-2'));

@@ -53,6 +53,11 @@ limit on to the next queue instead of returning it. --accept-side-effects reads 
 run and the result then say how many messages the reads moved on to which queue (measured as that
 queue's growth during the reads: SQS returns nothing for a message it moves on), and such a run or
 dry run exits 7 — those messages left the DLQ without being redriven.
+Idempotency keys (--dedupe-by-key, key: filters, and the dry run's check for keys already waiting in
+the target) are found with the rules inspect uses for the DLQ: --config FILE, else the project file
+found upward from here (section "inspect"), else the rules saved with a --profile connection, else the
+built-in rules; the dry run prints which ("Rules: …"). Targets that reading changes (RabbitMQ, SQS)
+are not checked for waiting keys: the dry run says so.
 Picked --ids that are not in the DLQ are listed and make the exit code 7, as does a run that examined
 fewer messages than its dry run (the others were held by another reader, or left the DLQ another way).`;
 
@@ -131,6 +136,7 @@ interface RedriveOpts extends CommonOpts {
   acceptSideEffects?: boolean;
   maxBodyBytes?: string;
   file?: string;
+  config?: string;
 }
 
 /**
@@ -285,7 +291,7 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
     throw new QueuescopeError('INVALID_INPUT', `--native moves the whole DLQ inside the broker; ${ids !== undefined ? '--ids' : opts.filter !== undefined ? '--filter' : opts.dedupeByKey === true ? '--dedupe-by-key' : '--limit'} needs the client-side move: drop --native.`);
   }
   // The idempotency-key rules: found as `inspect` finds them for the DLQ (project file, then --profile's saved settings).
-  const project = await loadCliProjectConfig(ctx);
+  const project = await loadCliProjectConfig(ctx, opts.config);
   const { connection, queue } = splitPositionals(a1, a2, opts);
   await ctx.withAdapter(flagsOf(connection, opts), async (adapter, resolved) => {
     refuseSnapshot('redrive', SNAPSHOT_WHY.redrive, adapter, 'redrive');
@@ -457,6 +463,7 @@ export function register(program: Command, ctx: CliContext): void {
       .option('--limit <n>', 'examine at most N messages')
       .option('--dry-run', 'only show what would move where')
       .option('--dedupe-by-key', 'move one message per idempotency key')
+      .option('--config <file>', 'project file with inspect rules, for the idempotency keys (default: queuescope.config.json/.yaml found upward)')
       .option('--include-pending', 'Redis streams: also move entries a consumer of a group read less than 60 s (--pending-min-idle) ago and has not XACKed (default: they stay, with a warning)')
       .option('--pending-min-idle <duration>', 'Redis streams: how long a pending entry must have been idle (since its last delivery, XPENDING) to move without --include-pending, 1ms to 168h (e.g. 30s, 10m, 1h; a bare number is seconds) (default: "60s")')
       .option('--native', 'require the broker’s native move (SQS move task, RabbitMQ shovel, BullMQ retryJobs)')
