@@ -70,7 +70,8 @@ describe('redrive: bodies over the read limit (RabbitMQ)', () => {
 
   it('the dry run lists the message that cannot move, with its id and reason, and the counts add up', async () => {
     const r = await cli(['redrive', AMQP_URL, dlq, '--to', target, '--dry-run', '--json', '--no-native']);
-    expect(r.code, r.stderr).toBe(0);
+    // Exit 7, as the run would (it reports the message failed): a script checking the dry run first sees it (it exited 0).
+    expect(r.code, r.stderr).toBe(EXIT.PARTIAL);
     const plan = JSON.parse(r.stdout) as { examined: number; toMove: number; toSkip: number; failed: number; cannotMove: { id: string; reason: string }[]; targets: { count: number }[] };
     expect(plan.examined).toBe(5);
     expect(plan.failed).toBe(1);
@@ -81,6 +82,7 @@ describe('redrive: bodies over the read limit (RabbitMQ)', () => {
     expect(plan.cannotMove[0]?.reason).toMatch(/3145728 bytes.*read limit/);
 
     const text = await cli(['redrive', AMQP_URL, dlq, '--to', target, '--dry-run', '--no-native']);
+    expect(text.code).toBe(EXIT.PARTIAL);
     expect(text.stdout).toContain('cannot move 1:');
     expect(text.stdout).toContain(plan.cannotMove[0]?.id ?? 'missing');
     expect(text.stdout).toContain('--max-body-bytes');

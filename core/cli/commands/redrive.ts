@@ -58,7 +58,8 @@ the target) are found with the rules inspect uses for the DLQ: --config FILE, el
 found upward from here (section "inspect"), else the rules saved with a --profile connection, else the
 built-in rules; the dry run prints which ("Rules: …"). Targets that reading changes (RabbitMQ, SQS)
 are not checked for waiting keys: the dry run says so.
-Picked --ids that are not in the DLQ are listed and make the exit code 7, as does a run that examined
+Picked --ids that are not in the DLQ are listed and make the exit code 7 (a dry run too), as do
+messages selected that cannot move (a dry run too: the run would report them failed), and a run that examined
 fewer messages than its dry run (the others were held by another reader, or left the DLQ another way).`;
 
 const REINJECT_HELP = `
@@ -331,6 +332,9 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
     // The dry run's own receives moved messages on (an SQS DLQ with its own RedrivePolicy, read with
     // --accept-side-effects): they left the DLQ without being redriven — not "done", for a dry run too.
     if (movedOnByReading(plan.movedOn)) ctx.setExitCode(EXIT.PARTIAL);
+    // Selected messages that cannot move (a body over the read limit, a target of the wrong kind…):
+    // the run would report them failed and exit 7, so the dry run a script checks first does too.
+    if (opts.dryRun === true && plan.failed > 0) ctx.setExitCode(EXIT.PARTIAL);
     if (opts.dryRun === true) {
       ctx.out(opts.json === true ? toJson({ ...plan, keyRulesSource: rules.source, ...(rules.note !== null ? { keyRulesNote: rules.note } : {}) }) : formatPlan(plan, rules));
       return;
