@@ -17,6 +17,8 @@ export const MAX_EXPORT_MAX_BODY_BYTES = 128 * 1024 * 1024;
 
 /** At most this many messages are listed in {@link ExportResult.notWritten}. */
 export const MAX_NOT_WRITTEN_LISTED = 100;
+/** Chosen ids (`messageIds`) not found that the result lists (`notFoundIds`) and its reason names. */
+export const MAX_NOT_FOUND_LISTED = 20;
 
 /** Options of {@link exportQueue}. */
 export interface ExportOptions {
@@ -55,6 +57,8 @@ export interface ExportResult {
   reason?: string;
   /** With `messageIds`: how many of them were not found. */
   notFound?: number;
+  /** With `messageIds`: the first {@link MAX_NOT_FOUND_LISTED} of those not found, in the order given. */
+  notFoundIds?: string[];
   /** Side effects the peeks caused on the broker (empty for non-destructive brokers). */
   sideEffects: string[];
   /**
@@ -261,10 +265,16 @@ export async function exportQueue(adapter: BrokerAdapter, queueId: string, optio
       partial = true;
       reason = reason === undefined ? moved : `${moved} ${reason}`;
     }
+    const notFoundIds = wanted === null ? [] : [...wanted].filter((id) => !found.has(id)).slice(0, MAX_NOT_FOUND_LISTED);
     if (wanted !== null && found.size < wanted.size) {
       partial = true;
       const missing = wanted.size - found.size;
-      reason = `${missing} of the ${wanted.size} chosen message${wanted.size === 1 ? '' : 's'} ${missing === 1 ? 'was' : 'were'} not found (consumed, moved, or beyond the ${caps.canPageFromCursor ? 'queue' : 'peek window'}).`;
+      const listed = notFoundIds.map((id) => id.slice(0, 80)).join(', ') + (missing > notFoundIds.length ? `, and ${String(missing - notFoundIds.length)} more` : '');
+      const where = `consumed, moved, or beyond the ${caps.canPageFromCursor ? 'queue' : 'peek window'}`;
+      reason =
+        wanted.size === 1
+          ? `The chosen message ${listed} was not found (${where}).`
+          : `${missing} of the ${wanted.size} chosen messages ${missing === 1 ? 'was' : 'were'} not found (${where}): ${listed}.`;
     }
     if (notWrittenCount > 0) {
       partial = true;
@@ -290,7 +300,7 @@ export async function exportQueue(adapter: BrokerAdapter, queueId: string, optio
       bytes: done.bytes,
       partial,
       ...(reason !== undefined ? { reason } : {}),
-      ...(wanted !== null ? { notFound: wanted.size - found.size } : {}),
+      ...(wanted !== null ? { notFound: wanted.size - found.size, notFoundIds } : {}),
       sideEffects: [...sideEffects],
       ...(moves.notes().length > 0 ? { notes: moves.notes() } : {}),
       ...(notWrittenCount > 0 ? { notWritten, notWrittenCount } : {}),

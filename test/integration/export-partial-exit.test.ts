@@ -36,12 +36,17 @@ describe('export: partial for any reason exits 7', () => {
     const out = join(dir, 'ids.jsonl');
     const r = await run(['export', REDIS_URL, key, '--out', out, '--ids', `${real},#7~00000000`]);
     expect(r.code, r.stderr).toBe(7);
-    expect(r.stderr).toMatch(/warning: the export is partial: 1 of the 2 chosen messages was not found/);
+    // The missing id is named (it was only counted).
+    expect(r.stderr).toContain('warning: the export is partial: 1 of the 2 chosen messages was not found (consumed, moved, or beyond the queue): #7~00000000.');
     const lines = (await readFile(out, 'utf8')).split('\n').filter((l) => l !== '');
     expect(lines.length).toBe(2); // header + the one found
     const j = await run(['export', REDIS_URL, key, '--out', join(dir, 'ids-json.jsonl'), '--ids', `${real},#7~00000000`, '--json']);
     expect(j.code, j.stderr).toBe(7);
-    expect(JSON.parse(j.stdout)).toMatchObject({ partial: true, messages: 1 });
+    expect(JSON.parse(j.stdout)).toMatchObject({ partial: true, messages: 1, notFound: 1, notFoundIds: ['#7~00000000'] });
+    // One id chosen, not found: said of that one message (it read "1 of the 1 chosen message").
+    const one = await run(['export', REDIS_URL, key, '--out', join(dir, 'one.jsonl'), '--ids', '#9~00000000']);
+    expect(one.code).toBe(7);
+    expect(one.stderr).toContain('warning: the export is partial: The chosen message #9~00000000 was not found (consumed, moved, or beyond the queue).');
     // All found: complete, exit 0.
     const whole = await run(['export', REDIS_URL, key, '--out', join(dir, 'ids-ok.jsonl'), '--ids', real]);
     expect(whole.code, whole.stderr).toBe(0);
