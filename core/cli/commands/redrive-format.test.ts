@@ -31,6 +31,17 @@ function plan(over: Partial<RedrivePlan>): RedrivePlan {
   } as RedrivePlan;
 }
 
+describe('redrive dry run: a loop target', () => {
+  // With --confirm-loop given, the dry run still said "pass --confirm-loop to move there anyway" (fresh-user pass).
+  it('asks for --confirm-loop, or says it was given', () => {
+    const loops = [{ queueId: 'list:dlq', name: 'dlq', loop: 'dlq is the DLQ itself' }] as unknown as RedrivePlan['loops'];
+    expect(formatPlan(plan({ loops }))).toContain('LOOP: dlq is the DLQ itself — pass --confirm-loop to move there anyway');
+    const confirmed = formatPlan(plan({ loops }), undefined, true);
+    expect(confirmed).toContain('LOOP: dlq is the DLQ itself — confirmed with --confirm-loop: messages move there anyway');
+    expect(confirmed).not.toContain('pass --confirm-loop');
+  });
+});
+
 describe('redrive text output keeps whole warnings and notes', () => {
   it('prints the end of a long dry-run warning, note and native-move reason', () => {
     const text = formatPlan(plan({ warnings: [long('WARNING-TAIL: stop the consumer first.')], notes: [long('NOTE-TAIL: run it again.')], native: { support: null, wouldUse: false, why: long('WHY-TAIL.') } }));

@@ -191,9 +191,10 @@ export interface PlanRules {
 /**
  * The dry run in words (untrusted names and reasons escaped). `rules`, when given, is printed as a
  * "Rules:" line under the heading: which idempotency-key rules `--dedupe-by-key`, `--filter key:…`
- * and the check of keys waiting in the target used.
+ * and the check of keys waiting in the target used. `loopConfirmed`: `--confirm-loop` was given,
+ * so a loop is listed as confirmed instead of asking for the flag.
  */
-export function formatPlan(plan: RedrivePlan, rules?: PlanRules): string {
+export function formatPlan(plan: RedrivePlan, rules?: PlanRules, loopConfirmed = false): string {
   const lines: string[] = [];
   lines.push(`Dry run of ${cell(plan.dlq.name, 200)}: ${plan.examined} message${plan.examined === 1 ? '' : 's'} examined (selection: ${cell(plan.filter, 300)})`);
   if (rules !== undefined) lines.push(`  Rules: ${cell(rules.source, 200)}${rules.note !== null ? ` (${cell(rules.note, 200)})` : ''}`);
@@ -222,7 +223,7 @@ export function formatPlan(plan: RedrivePlan, rules?: PlanRules): string {
     if (plan.groups.length > 15) lines.push(`    … ${plan.groups.length - 15} more groups`);
   }
   if (plan.wastedRetries > 0) lines.push(`  wasted retries: ${plan.wastedRetries} non-retryable message${plan.wastedRetries === 1 ? ' used all its attempts' : 's used all their attempts'}`);
-  for (const l of plan.loops) lines.push(`  LOOP: ${cell(l.loop ?? '', NOTE_MAX)} — pass --confirm-loop to move there anyway`);
+  for (const l of plan.loops) lines.push(`  LOOP: ${cell(l.loop ?? '', NOTE_MAX)} — ${loopConfirmed ? 'confirmed with --confirm-loop: messages move there anyway' : 'pass --confirm-loop to move there anyway'}`);
   for (const w of plan.warnings) lines.push(`  warning: ${cell(w, NOTE_MAX)}`);
   // The idempotency-key check of a target that found nothing to say (findings are warnings and notes).
   for (const k of plan.keysInTarget ?? []) {
@@ -324,7 +325,7 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
     };
     const plan = await planRedrive(env, request, ctx.signal);
     if (request.native === 'require' && !plan.native.wouldUse && plan.toMove > 0) {
-      if (opts.dryRun === true && opts.json !== true) ctx.err(formatPlan(plan, rules));
+      if (opts.dryRun === true && opts.json !== true) ctx.err(formatPlan(plan, rules, opts.confirmLoop === true));
       throw new QueuescopeError('INVALID_INPUT', `--native: the broker's native move cannot do this run (${plan.native.why}); drop --native to move client-side.`);
     }
     // Picked ids that are not in the DLQ: exit 7, for a dry run too (a script checks it first).
@@ -336,10 +337,10 @@ async function runRedriveCommand(ctx: CliContext, a1: string | undefined, a2: st
     // the run would report them failed and exit 7, so the dry run a script checks first does too.
     if (opts.dryRun === true && plan.failed > 0) ctx.setExitCode(EXIT.PARTIAL);
     if (opts.dryRun === true) {
-      ctx.out(opts.json === true ? toJson({ ...plan, keyRulesSource: rules.source, ...(rules.note !== null ? { keyRulesNote: rules.note } : {}) }) : formatPlan(plan, rules));
+      ctx.out(opts.json === true ? toJson({ ...plan, keyRulesSource: rules.source, ...(rules.note !== null ? { keyRulesNote: rules.note } : {}) }) : formatPlan(plan, rules, opts.confirmLoop === true));
       return;
     }
-    if (opts.json !== true) ctx.err(formatPlan(plan, rules));
+    if (opts.json !== true) ctx.err(formatPlan(plan, rules, opts.confirmLoop === true));
     if (plan.toMove === 0) {
       // Selected messages that cannot go anywhere (no target, a missing target, a loop, a body over
       // the read limit) are not "done": exit 7, like a run in which some of them failed.
@@ -424,7 +425,12 @@ function finish(ctx: CliContext, final: OperationSnapshot, json: boolean, text: 
   // The run's reads moved DLQ messages on without redriving them (an SQS DLQ with its own RedrivePolicy).
   if (movedOnByReading(result?.movedOn as RedriveResult['movedOn'])) ctx.setExitCode(EXIT.PARTIAL);
   if (failed > 0 || dups > 0) {
-    if (!json) for (const e of final.errors) ctx.err(`  ${escapeForTerminal(e.message)}\n`);
+    if (!json) {
+      for (const e of final.errors) ctx.err(`  ${escapeForTerminal(e.message)}\n`);
+      // An operation keeps its last MAX_OPERATION_ERRORS errors: say how many messages are not listed.
+      const unlisted = failed + dups - final.errors.length;
+      if (unlisted > 0) ctx.err(`  … and ${String(unlisted)} more message${unlisted === 1 ? '' : 's'} not listed (the last ${String(final.errors.length)} are shown; the counts above include all)\n`);
+    }
     ctx.setExitCode(EXIT.PARTIAL);
   }
 }
