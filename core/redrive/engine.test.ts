@@ -7,7 +7,7 @@ import type { ClientMoveOptions, MoveHooks, MoveSummary, NativeMoveHandle, Nativ
 import { readSnapshotFile } from '../snapshot/reader';
 import { AuditLog } from '../services/audit-log';
 import { OperationManager } from '../services/operations';
-import { planRedrive, priorUsesOfBackup, reinjectSelection, startRedrive, startReinject, validateRequest, type RedriveEnv, type RedriveRequest, type RedriveResult } from './engine';
+import { backupOriginOf, planRedrive, priorUsesOfBackup, reinjectSelection, startRedrive, startReinject, validateRequest, type RedriveEnv, type RedriveRequest, type RedriveResult } from './engine';
 
 /**
  * An in-memory RedriveMover: the engine's logic is tested against it; the real movers are tested
@@ -684,6 +684,25 @@ describe('runReinject: a backup is known by the run id in its header', () => {
     const again = await ops.wait(startReinject(ops, env, { path: rest!.path, targetQueueId: 'back' }).id);
     expect(again.result).toMatchObject({ read: 1, published: 1, leftOut: 0, notes: [] });
     expect(ids('back')).toEqual(['1', '3']);
+    // Its earlier use is said of a remainder file, not of "this backup" (fresh-user pass: the wording was a backup's for any file).
+    const prior = (await priorUsesOfBackup(env, rest!.path)).join('\n');
+    expect(prior).toContain('this remainder file was already re-injected (');
+    expect(prior).not.toContain('this backup');
+  });
+
+  it('an earlier re-inject of a plain export (not a backup) is said of "this file"', async () => {
+    const ops = new OperationManager();
+    const { path } = await backup(ops);
+    // The backup's lines under an export's header: no redrive run, no backup marker.
+    const lines = (await readFile(path, 'utf8')).split('\n');
+    const { redriveRun: _r, partial: _p, partialReason: _pr, ...plain } = JSON.parse(lines[0]!) as Record<string, unknown>;
+    const exported = join(dir, 'export.jsonl');
+    await writeFile(exported, [JSON.stringify(plain), ...lines.slice(1)].join('\n'));
+    expect((await backupOriginOf(exported)).redriveBackup).toBe(false);
+    await ops.wait(startReinject(ops, env, { path: exported, targetQueueId: 'back' }).id);
+    const prior = (await priorUsesOfBackup(env, exported)).join('\n');
+    expect(prior).toContain('this file was already re-injected (');
+    expect(prior).not.toContain('this backup');
   });
 });
 

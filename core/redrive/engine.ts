@@ -527,7 +527,8 @@ export async function priorUsesOfBackup(env: Pick<RedriveEnv, 'auditLog'>, path:
     else if (e.action === 'reinject' && published > 0) {
       const rest = remainderOf(e.details);
       const copy = e.backupPath !== null && resolvePath(e.backupPath) !== resolvePath(path) ? ` from ${e.backupPath}, a copy of it` : '';
-      out.push(`this backup was already re-injected (${when}${copy}: ${published} published to ${e.target ?? '?'}${rest !== null ? `; the ${String(rest.messages)} it did not publish are in ${rest.path}: re-inject that file to publish only them` : ''})`);
+      const what = origin.redriveBackup ? 'this backup' : origin.remainder ? 'this remainder file' : 'this file';
+      out.push(`${what} was already re-injected (${when}${copy}: ${published} published to ${e.target ?? '?'}${rest !== null ? `; the ${String(rest.messages)} it did not publish are in ${rest.path}: re-inject that file to publish only them` : ''})`);
     }
   }
   return out;
