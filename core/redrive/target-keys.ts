@@ -177,7 +177,7 @@ function rethrowCancel(e: unknown): void {
 async function checkOne(adapter: TargetReader, t: TargetToCheck, collector: TargetKeyCollector, o: CheckTargetKeysOptions): Promise<{ check: TargetKeysCheck; warning: string | null }> {
   const name = t.queueName;
   const mine = collector.of(t.queueId);
-  const keyless = mine.withoutKey > 0 ? ` ${plural(mine.withoutKey, 'of them carries', 'of them carry')} no idempotency key and could not be compared.` : '';
+  const keyless = mine.withoutKey > 0 ? ` ${String(mine.withoutKey)} of the ${plural(t.count, 'message', 'messages')} to move there ${mine.withoutKey === 1 ? 'carries' : 'carry'} no idempotency key and could not be compared.` : '';
   const base: TargetKeysCheck = { queueId: t.queueId, queueName: name, checked: false, read: 0, partial: false, moving: t.count, withoutKey: mine.withoutKey, duplicates: 0, examples: [], note: null };
   const notChecked = (why: string): { check: TargetKeysCheck; warning: null } => ({
     check: { ...base, note: `Idempotency keys already waiting in ${name} were not checked: ${why}.${keyless}` },
@@ -241,9 +241,9 @@ async function checkOne(adapter: TargetReader, t: TargetToCheck, collector: Targ
     return notChecked(`the check could not run: reading ${name} failed (${toErrorInfo(e).message})`);
   }
   const notKept = mine.notKept > 0 ? ` Only the first ${String(MAX_TARGET_KEYS_KEPT)} keys were compared: ${plural(mine.notKept, 'message', 'messages')} to move with another key ${mine.notKept === 1 ? 'was' : 'were'} not.` : '';
-  const what = q.kind === 'bullmq' ? `${plural(read, 'job', 'jobs')} of ${name} that will still run${states.length > 0 ? ` (${states.join(', ')})` : ''}` : `${plural(read, 'message', 'messages')} waiting in ${name}`;
+  const what = q.kind === 'bullmq' ? `${plural(read, 'job', 'jobs')} of ${name} that will still run${states.length > 0 ? ` (${states.join(', ')})` : ''}` : `${plural(read, 'message', 'messages')} read from ${name}`;
   const cut = partial.length > 0 ? ` The check covered the first ${String(read)}: ${partial.join(' ')}` : '';
-  const noteText = `Idempotency keys: the ${plural(t.count, 'message', 'messages')} this run would move to ${name} ${duplicates > 0 ? `share ${plural(matched.size, 'key', 'keys')} with` : 'share no key with'} the ${what}.${keyless}${notKept}${cut}`;
+  const noteText = `Idempotency keys: ${plural(t.count, 'message', 'messages')} to move to ${name}, ${what}: ${matched.size === 0 ? 'no key in both' : `${plural(matched.size, 'key', 'keys')} in both`}.${keyless}${notKept}${cut}`;
   const check: TargetKeysCheck = { ...base, checked: true, read, partial: partial.length > 0 || mine.notKept > 0, duplicates, examples, note: keyless !== '' || notKept !== '' || cut !== '' ? noteText : null };
   if (duplicates === 0) return { check, warning: null };
   const ex = examples[0];
@@ -251,6 +251,6 @@ async function checkOne(adapter: TargetReader, t: TargetToCheck, collector: Targ
   const where = q.kind === 'redis-stream' ? `already in ${name}` : q.kind === 'bullmq' ? `already waiting to run in ${name}` : `already waiting in ${name}`;
   const warning =
     `${String(duplicates)} of the ${plural(t.count, 'message', 'messages')} this run would move to ${name} ${duplicates === 1 ? 'carries' : 'carry'} an idempotency key ${where}${eg}: moving ${duplicates === 1 ? 'it runs its operation' : 'them runs each operation'} twice unless ${name}'s consumer deduplicates on the key. --dedupe-by-key keeps one per key within the DLQ only.` +
-    (partial.length > 0 ? ` (The check read the first ${String(read)} messages of ${name}; there may be more.)` : '');
+    (partial.length > 0 ? ` (The check read the first ${String(read)} messages of ${name}: those after them were not compared, and may share keys too.)` : '');
   return { check, warning };
 }

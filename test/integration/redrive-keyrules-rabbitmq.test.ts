@@ -63,7 +63,7 @@ describe('dry run into a RabbitMQ target (not read): messages without a key are 
     expect(plan.keysInTarget?.[0]).toMatchObject({ queueId: idOf(work), checked: false, read: 0, moving: 3, withoutKey: 2, duplicates: 0 });
     const note = plan.keysInTarget?.[0]?.note ?? '';
     expect(note).toContain(`Idempotency keys already waiting in ${work} were not checked: reading ${work} has side effects`);
-    expect(note).toContain('2 of them carry no idempotency key and could not be compared.');
+    expect(note).toContain('2 of the 3 messages to move there carry no idempotency key and could not be compared.');
     // The target was not touched, the DLQ still holds all three.
     expect(await nativeCount(work)).toBe(0);
     expect(await nativeCount(dlq)).toBe(3);

@@ -108,7 +108,9 @@ describe('dry run: idempotency keys already waiting in the target', () => {
     const first = check?.examples[0];
     expect(warn[0]).toContain(`(e.g. ${first?.key ?? '?'}: DLQ ${first?.dlqId ?? '?'}, waiting as ${first?.targetId ?? '?'})`);
     // The keyless message is counted in the note.
-    expect(plan.notes.some((n) => n.includes('1 of them carries no idempotency key and could not be compared'))).toBe(true);
+    expect(plan.notes.some((n) => n.includes('1 of the 41 messages to move there carries no idempotency key and could not be compared'))).toBe(true);
+    // The counts say which side is which (it read "share 5 keys with the 12 messages waiting", as if all of them did).
+    expect(plan.notes.some((n) => n.startsWith(`Idempotency keys: 41 messages to move to ${work}, `) && /messages read from .*: \d+ keys in both\./.test(n))).toBe(true);
     // Nothing moved, the target is untouched.
     expect(await native.llen(dlq)).toBe(41);
     expect(await native.lrange(work, 0, -1)).toEqual(before);
