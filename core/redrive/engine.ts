@@ -860,7 +860,12 @@ async function clientSide(r: RedriveRequest, p: Prepared, backup: RedriveBackup,
         totals.failed += b.failed.length;
         totals.possibleDuplicates += b.possibleDuplicates.length;
         for (const m of b.moved) totals.perTarget.set(m.targetQueueId, (totals.perTarget.get(m.targetQueueId) ?? 0) + 1);
-        for (const f of b.failed) ctx.addError(new QueuescopeError(f.error.code, `Message ${f.id} ${f.error.details?.leftDlq === true ? 'was not moved' : 'stayed in the DLQ'}: ${f.error.message}`, { id: f.id }));
+        for (const f of b.failed) {
+          // A mover's reason that already names the message ("Message X was not moved: …") is not prefixed twice.
+          const own = `Message ${f.id} was not moved: `;
+          const reason = f.error.message.startsWith(own) ? f.error.message.slice(own.length) : f.error.message;
+          ctx.addError(new QueuescopeError(f.error.code, `Message ${f.id} ${f.error.details?.leftDlq === true ? 'was not moved' : 'stayed in the DLQ'}: ${reason}`, { id: f.id }));
+        }
         for (const d of b.possibleDuplicates) {
           ctx.addError(new QueuescopeError('BROKER_ERROR', `Message ${d.id} was published to ${d.targetQueueId} but its removal from the DLQ was not confirmed: it may now be in both.`, { id: d.id }));
         }

@@ -34,6 +34,8 @@ describe('redrive text output: failed messages beyond the listed ones', () => {
     expect(r.code, r.stderr).toBe(7);
     const listed = r.stderr.split('\n').filter((l) => /^ {2}Message #\d+~[0-9a-f]{8} stayed in the DLQ: /.test(l));
     expect(listed).toHaveLength(20);
+    // The id once per line (it read "Message #3~… stayed in the DLQ: Message #3~… was not moved: its body …").
+    for (const l of listed) expect(l).toMatch(/^ {2}Message (#\d+~[0-9a-f]{8}) stayed in the DLQ: its body \(\d+ bytes\) is larger than the read limit of 10 bytes/);
     expect(r.stderr).toContain('  … and 5 more messages not listed (the last 20 are shown; the counts above include all)');
     expect(await native.lrange(target, 0, -1)).toEqual(['{}']);
     expect(await native.llen(dlq)).toBe(25);
