@@ -80,13 +80,14 @@ export class Decider {
   /** Picked ids examined so far (`ids` selection only). */
   private readonly idsSeen = new Set<string>();
   private readonly targets = new Map<string, TargetInfo>();
-  private readonly needKey: boolean;
+  /** A `key:` filter reads key verdicts: each key is classified (walks the body). */
+  private readonly needVerdict: boolean;
   private readonly filter: RedriveFilter | null;
 
   constructor(private readonly o: DeciderOptions) {
     this.ids = o.selection.kind === 'ids' ? new Set(o.selection.ids) : null;
     this.filter = o.selection.kind === 'filter' && !isEmptyFilter(o.selection.filter) ? o.selection.filter : null;
-    this.needKey = o.dedupeByKey || (this.filter?.keyVerdicts !== undefined && this.filter.keyVerdicts.length > 0);
+    this.needVerdict = this.filter?.keyVerdicts !== undefined && this.filter.keyVerdicts.length > 0;
   }
 
   /** Target info for a queue id (cached), including the loop check. */
@@ -124,10 +125,16 @@ export class Decider {
     if (failure.class === 'non-retryable' && !this.o.includeNonRetryable) {
       return this.skip(message, failure, 'non-retryable', `non-retryable: ${failure.label}${failure.reason !== null && failure.reason !== failure.label ? ` — ${failure.reason}` : ''}`, `non-retryable: ${failure.label}`);
     }
-    let key: { key: string; verdict: KeyVerdictKind } | null = null;
-    if (this.needKey) key = keyOf(message, this.o.keyRules);
+    // The key for --dedupe-by-key (null: none), and its verdict only where a filter reads it.
+    let key: string | null = null;
+    let keyVerdict: KeyVerdictKind = 'missing';
+    if (this.needVerdict) {
+      const k = keyOf(message, this.o.keyRules);
+      keyVerdict = k.verdict;
+      key = k.verdict === 'missing' ? null : k.key;
+    } else if (this.o.dedupeByKey) key = redriveKeyOf(message, this.o.keyRules);
     if (this.filter !== null) {
-      const failed = matchFilter(message, this.filter, { failure, keyVerdict: key?.verdict ?? 'missing', now: this.o.now });
+      const failed = matchFilter(message, this.filter, { failure, keyVerdict, now: this.o.now });
       if (failed !== null) return this.skip(message, failure, 'not selected', `not selected (${failed})`, `not selected (${failed})`);
     }
     let target: TargetInfo;
@@ -151,9 +158,9 @@ export class Decider {
       );
       return d.action === 'skip' ? { ...d, held: true } : d;
     }
-    if (this.o.dedupeByKey && key !== null && key.verdict !== 'missing') {
-      if (this.keysSeen.has(key.key)) return this.skip(message, failure, 'duplicate key', `duplicate idempotency key ${key.key.slice(0, 120)}`, 'duplicate idempotency key');
-      this.keysSeen.add(key.key);
+    if (this.o.dedupeByKey && key !== null) {
+      if (this.keysSeen.has(key)) return this.skip(message, failure, 'duplicate key', `duplicate idempotency key ${key.slice(0, 120)}`, 'duplicate idempotency key');
+      this.keysSeen.add(key);
     }
     this.toMove++;
     const t = this.perTarget.get(target.queueId);
@@ -228,6 +235,17 @@ function safeResolve(mover: Pick<RedriveMover, 'resolveTarget'>, message: QueueM
   } catch {
     return null;
   }
+}
+
+/**
+ * The key of a message by the redrive's rules (what `--dedupe-by-key` and the dry run's check of
+ * keys waiting in the target compare), or null when it has none. `classifyKey` gives the verdict
+ * `missing` exactly when the key is blank after trimming, so this checks that instead of
+ * classifying (which walks the body). Never throws.
+ */
+export function redriveKeyOf(message: QueueMessage, rules: readonly KeyRule[]): string | null {
+  const ex = extractIdempotencyKey(message, rules);
+  return ex === null || ex.key.trim().length === 0 ? null : ex.key;
 }
 
 /** The idempotency key and its verdict (`missing` when none was found). */

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { QueuescopeError, type PeekPage, type QueueMessage, type QueueSummary } from '../../shared/domain';
 import { classifyKey, extractIdempotencyKey } from '../../shared/analysis/idempotency';
-import { checkTargetKeys, redriveKeyOf, TargetKeyCollector, type TargetReader } from './target-keys';
+import { checkTargetKeys, TargetKeyCollector, type TargetReader } from './target-keys';
+import { redriveKeyOf } from './decider';
 
 /**
  * The target-keys check's logic against in-memory queues (the real Redis, BullMQ and RabbitMQ

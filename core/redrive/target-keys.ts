@@ -1,9 +1,10 @@
-import { extractIdempotencyKey, type KeyRule } from '../../shared/analysis/idempotency';
+import type { KeyRule } from '../../shared/analysis/idempotency';
 import { QueuescopeError, toErrorInfo, type QueueMessage, type QueueSummary } from '../../shared/domain';
 import type { TargetKeysCheck } from '../../shared/redrive/types';
 import type { BrokerAdapter } from '../adapters/types';
 import { bullmqPartners } from '../inspect/inspect';
 import { readQueue } from '../inspect/read';
+import { redriveKeyOf } from './decider';
 
 /**
  * The dry run's check for idempotency keys ALREADY WAITING in a redrive's target: a message the
@@ -20,17 +21,6 @@ export const MAX_TARGET_KEYS_KEPT = 100_000;
 export const MAX_TARGET_MESSAGES_READ = 10_000;
 /** Key examples kept per target. */
 export const MAX_TARGET_KEY_EXAMPLES = 5;
-
-/**
- * The key of a message by the redrive's rules (the one the decider's `--dedupe-by-key` uses), or
- * null when it has none. `classifyKey` gives the verdict `missing` exactly when the key is blank
- * after trimming, so this checks that instead of classifying (which walks the body: it doubled the
- * dry run's time on a 100k-message list). Never throws.
- */
-export function redriveKeyOf(message: QueueMessage, rules: readonly KeyRule[]): string | null {
-  const ex = extractIdempotencyKey(message, rules);
-  return ex === null || ex.key.trim().length === 0 ? null : ex.key;
-}
 
 /** What {@link TargetKeyCollector} holds for one target. */
 interface TargetKeys {
